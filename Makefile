@@ -1,0 +1,41 @@
+# Two commands do everything on a fresh clone: `make demo` and `make test`.
+SHELL := /bin/bash
+NPM ?= npm
+PMLAKE := $(NPM) run -s pmlake --
+
+.PHONY: install test demo bench lint build serve ingest generate clean
+
+# npm ci when the lockfile changed or nothing is installed yet; a no-op otherwise.
+node_modules/.installed: package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+install: node_modules/.installed
+	@bash scripts/ensure-system-deps.sh
+
+test: install
+	$(NPM) run -s lint
+	$(NPM) test
+
+demo: install
+	$(PMLAKE) demo
+
+bench: install
+	$(PMLAKE) bench
+
+lint: install
+	$(NPM) run -s lint
+
+build: lint
+
+serve: install
+	$(PMLAKE) serve
+
+ingest: install
+	$(PMLAKE) ingest $(ARGS)
+
+generate: install
+	$(PMLAKE) generate $(ARGS)
+
+clean:
+	rm -rf demo-data state lake/catalog lake/trades lake/candles_1m lake/l2 lake/raw lake/last_trades lake/book_snapshots lake/top_of_book lake/options lake/_ingest

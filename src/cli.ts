@@ -1,0 +1,62 @@
+import { loadConfig, ConfigError } from './config.js';
+import { createLogger } from './log.js';
+
+/**
+ * The operator CLI: `npm run -s pmlake -- <command> [args]`. Each command lives in its own module and is
+ * loaded only when asked for, so `keys create` does not pay for the ingest code and vice versa.
+ */
+const USAGE = `usage: pmlake <command> [options]
+
+commands:
+  serve                         start the HTTP API on $HOST:$PORT over $PMLAKE_LAKE
+  ingest <file-or-dir>...       detect each input's format and land it in the lake
+  generate --markets N --days D --seed S --out DIR
+                                write synthetic venue-format source files
+  keys create --email E --plan professional|free --name N
+                                create an API key; prints the key and nothing else
+  demo                          build the demo lake and serve it (what 'make demo' runs)
+  bench                         run the benchmark suite against plain DuckDB
+`;
+
+type Command = (args: string[]) => Promise<number>;
+
+const commands: Record<string, () => Promise<Command>> = {
+  serve: async () => (await import('./commands/serve.js')).serveCommand,
+  ingest: async () => (await import('../ingest/cli.js')).ingestCommand,
+  generate: async () => (await import('../ingest/generate/cli.js')).generateCommand,
+  keys: async () => (await import('./commands/keys.js')).keysCommand,
+  demo: async () => (await import('./commands/demo.js')).demoCommand,
+  bench: async () => (await import('../bench/cli.js')).benchCommand,
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  if (!name || name === '-h' || name === '--help' || name === 'help') {
+    process.stdout.write(USAGE);
+    return name ? 0 : 2;
+  }
+  const load = commands[name];
+  if (!load) {
+    process.stderr.write(`unknown command: ${name}\n${USAGE}`);
+    return 2;
+  }
+  return (await load())(args);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    const log = createLogger();
+    log.fatal({ err }, 'command failed');
+    process.exitCode = 1;
+  },
+);
+
+export { loadConfig };

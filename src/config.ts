@@ -1,0 +1,97 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * All configuration comes from the environment, read once here and validated.
+ * A bad value stops the process at start-up with a message naming the variable.
+ */
+const EnvSchema = z.object({
+  PMLAKE_LAKE: z.string().min(1).default('./lake'),
+  PMLAKE_STATE: z.string().min(1).default('./state'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  PMLAKE_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_]{1,16}$/, 'letters, digits and underscores, at most 16')
+    .default('pm_'),
+  /** Book snapshot cadence in seconds (plus one at every venue `book` message). */
+  PMLAKE_SNAPSHOT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /** DuckDB resources: a 2-core machine by default. */
+  PMLAKE_DUCKDB_THREADS: z.coerce.number().int().min(1).max(256).optional(),
+  PMLAKE_DUCKDB_MEMORY: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i).default('4GB'),
+  /** S3-compatible object storage for exports; unset → an embedded local server in demo mode. */
+  PMLAKE_S3_ENDPOINT: z.string().url().optional(),
+  PMLAKE_S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/).default('pmlake-exports'),
+  PMLAKE_S3_REGION: z.string().min(1).default('us-east-1'),
+  PMLAKE_S3_ACCESS_KEY_ID: z.string().min(1).default('S3RVER'),
+  PMLAKE_S3_SECRET_ACCESS_KEY: z.string().min(1).default('S3RVER'),
+  PMLAKE_EXPORT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
+  PMLAKE_EXPORT_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24 * 7),
+  /** HMAC secret for the built-in payment provider's webhooks and for dashboard JWTs. */
+  PMLAKE_WEBHOOK_SECRET: z.string().min(16).default('pmlake-local-webhook-secret-change-me'),
+  PMLAKE_JWT_SECRET: z.string().min(16).optional(),
+  PMLAKE_JWKS_FILE: z.string().min(1).optional(),
+  /** Public base URL used in links the service hands out (checkout pages). */
+  PMLAKE_PUBLIC_URL: z.string().url().optional(),
+});
+
+export type Config = {
+  lakeDir: string;
+  stateDir: string;
+  port: number;
+  host: string;
+  logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+  keyPrefix: string;
+  snapshotSeconds: number;
+  duckdbThreads: number | undefined;
+  duckdbMemory: string;
+  s3: {
+    endpoint: string | undefined;
+    bucket: string;
+    region: string;
+    accessKeyId: string;
+    secretAccessKey: string;
+  };
+  exportConcurrency: number;
+  exportRetentionHours: number;
+  webhookSecret: string;
+  jwtSecret: string | undefined;
+  jwksFile: string | undefined;
+  publicUrl: string | undefined;
+};
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  return Object.freeze({
+    lakeDir: path.resolve(e.PMLAKE_LAKE),
+    stateDir: path.resolve(e.PMLAKE_STATE),
+    port: e.PORT,
+    host: e.HOST,
+    logLevel: e.LOG_LEVEL,
+    keyPrefix: e.PMLAKE_KEY_PREFIX,
+    snapshotSeconds: e.PMLAKE_SNAPSHOT_SECONDS,
+    duckdbThreads: e.PMLAKE_DUCKDB_THREADS,
+    duckdbMemory: e.PMLAKE_DUCKDB_MEMORY,
+    s3: Object.freeze({
+      endpoint: e.PMLAKE_S3_ENDPOINT,
+      bucket: e.PMLAKE_S3_BUCKET,
+      region: e.PMLAKE_S3_REGION,
+      accessKeyId: e.PMLAKE_S3_ACCESS_KEY_ID,
+      secretAccessKey: e.PMLAKE_S3_SECRET_ACCESS_KEY,
+    }),
+    exportConcurrency: e.PMLAKE_EXPORT_CONCURRENCY,
+    exportRetentionHours: e.PMLAKE_EXPORT_RETENTION_HOURS,
+    webhookSecret: e.PMLAKE_WEBHOOK_SECRET,
+    jwtSecret: e.PMLAKE_JWT_SECRET,
+    jwksFile: e.PMLAKE_JWKS_FILE,
+    publicUrl: e.PMLAKE_PUBLIC_URL,
+  });
+}

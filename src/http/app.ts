@@ -1,0 +1,93 @@
+import crypto from 'node:crypto';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import type { AppContext } from './context.js';
+import { errorHandler, Forbidden, notFoundHandler, parse, Unauthorized } from './errors.js';
+import type { Route } from './route.js';
+import { routes } from './routes.js';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    log: AppContext['log'];
+  }
+  interface Locals {
+    /** Rows and bytes a handler served, for the request log line and usage records. */
+    rows?: number;
+    bytes?: number;
+  }
+}
+
+/** Builds the Express app: request logging, every route of the table, then 404 and the error mapper. */
+export function createApp(ctx: AppContext, table: Route[] = routes): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', false);
+  app.set('query parser', 'extended');
+  app.use(requestLog(ctx));
+  app.use(express.json({ limit: '1mb' }));
+
+  app.get('/health', (_req, res) => {
+    res.json({ status: 'ok', version: '1.0.0' });
+  });
+
+  for (const route of table) {
+    app[route.method](route.path, authFor(ctx, route), handlerFor(ctx, route));
+  }
+
+  app.use(notFoundHandler);
+  app.use(errorHandler);
+  return app;
+}
+
+function requestLog(ctx: AppContext) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const id = (req.header('x-request-id') ?? '').slice(0, 64) || crypto.randomUUID();
+    req.id = id;
+    req.log = ctx.log.child({ req_id: id });
+    res.setHeader('X-Request-Id', id);
+    const started = process.hrtime.bigint();
+    res.on('close', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      req.log.info(
+        {
+          method: req.method,
+          route: req.route?.path ?? req.path,
+          status: res.statusCode,
+          duration_ms: Math.round(ms * 100) / 100,
+          rows: res.locals.rows,
+          bytes: res.locals.bytes,
+          user: req.principal?.userId,
+          aborted: !res.writableFinished,
+        },
+        'request',
+      );
+    });
+    next();
+  };
+}
+
+function authFor(ctx: AppContext, route: Route) {
+  return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
+    if (route.auth === 'public') {
+      // Public routes still recognise a key when one is sent (per-key rate limits, plan-aware answers).
+      if (req.header('x-api-key') || req.header('authorization')) req.principal = (await ctx.auth.authenticate(req)) ?? undefined;
+      return next();
+    }
+    const principal = await ctx.auth.authenticate(req);
+    if (!principal) throw new Unauthorized('Invalid API key');
+    const needed = route.scope ?? 'read';
+    if (!principal.scopes.includes(needed)) throw new Forbidden(`This API key lacks the '${needed}' scope`);
+    req.principal = principal;
+    next();
+  };
+}
+
+function handlerFor(ctx: AppContext, route: Route) {
+  return async (req: Request, res: Response): Promise<void> => {
+    // Validation happens here, once, with the route's own schemas; handlers read the parsed values.
+    if (route.params) res.locals.params = parse('path', route.params, req.params);
+    if (route.query) res.locals.query = parse('query', route.query, req.query);
+    if (route.body) res.locals.body = parse('body', route.body, req.body ?? {});
+    const out = await route.handler(req, res, ctx);
+    if (out !== undefined && !res.headersSent) res.status(route.status ?? 200).json(out);
+  };
+}

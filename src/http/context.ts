@@ -1,0 +1,15 @@
+import type { DuckDBInstance } from '@duckdb/node-api';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import type { Authenticator } from './auth.js';
+
+/**
+ * What handlers get: configuration, the read-only lake database, the logger and the services other modules
+ * own (state store, exports, billing). Built once in src/server.ts; tests build it the same way.
+ */
+export type AppContext = {
+  config: Config;
+  db: DuckDBInstance;
+  log: Logger;
+  auth: Authenticator;
+};

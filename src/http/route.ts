@@ -1,0 +1,30 @@
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import type { AppContext } from './context.js';
+
+/**
+ * One endpoint: its method, path, who may call it and the zod schemas its handler parses with. The same
+ * schemas generate /v1/openapi.json, so the description cannot drift from what is enforced.
+ */
+export type Route = {
+  method: 'get' | 'post' | 'delete';
+  /** Express path, e.g. /v1/markets/:market_id */
+  path: string;
+  /** 'public': no key; 'key': X-API-Key (or the dashboard bearer JWT where the accounts module allows it). */
+  auth: 'public' | 'key';
+  /** Scope a key needs beyond 'read' (downloads and exports need 'download'). */
+  scope?: 'read' | 'download';
+  /** Rate-limit family; defaults to the general request limit. */
+  limit?: 'default' | 'download' | 'orders' | 'none';
+  tag: string;
+  summary: string;
+  query?: z.ZodType;
+  params?: z.ZodType;
+  body?: z.ZodType;
+  /** Schema of a JSON success response, for the OpenAPI document. */
+  response?: z.ZodType;
+  /** Status of a successful response (default 200). */
+  status?: number;
+  /** Returns a JSON body, or undefined when it wrote the response itself (streams, redirects). */
+  handler: (req: Request, res: Response, ctx: AppContext) => Promise<unknown>;
+};

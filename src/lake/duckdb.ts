@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
+
+/** A statement and its bound values: what every SQL builder returns. Values are never spliced into text. */
+export type Query = Readonly<{ sql: string; params: Readonly<Record<string, DuckDBValue>> }>;
+
+export type LakeDbOptions = {
+  /** Directories DuckDB may read or write; everything else is refused once the configuration is locked. */
+  allowedDirectories: string[];
+  threads?: number | undefined;
+  memoryLimit?: string | undefined;
+  /** Database file; ':memory:' for the query service (the lake itself is Parquet). */
+  path?: string;
+  /** Ingest needs to write temp files and create tables; the service only reads. */
+  lock?: boolean;
+};
+
+/**
+ * Opens DuckDB the way every part of pmlake uses it: UTC, no extension auto-install (there is no network
+ * and a failed autoload leaves empty folders under ~/.duckdb), file access limited to the given
+ * directories, and the configuration locked so no later statement can loosen it.
+ */
+export async function openLakeDb(opts: LakeDbOptions): Promise<DuckDBInstance> {
+  const extDir = path.join(os.tmpdir(), 'pmlake-duckdb-ext');
+  fs.mkdirSync(extDir, { recursive: true });
+  const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-duckdb-spill-'));
+  const options: Record<string, string> = {
+    autoinstall_known_extensions: 'false',
+    autoload_known_extensions: 'false',
+    extension_directory: extDir,
+    temp_directory: tempDir,
+  };
+  if (opts.threads) options.threads = String(opts.threads);
+  if (opts.memoryLimit) options.memory_limit = opts.memoryLimit;
+  const instance = await DuckDBInstance.create(opts.path ?? ':memory:', options);
+  const conn = await instance.connect();
+  try {
+    // TimeZone is an ICU setting, unknown to the instance options; set it globally for every connection.
+    await conn.run(`SET GLOBAL TimeZone = 'UTC'`);
+    const dirs = [...opts.allowedDirectories, tempDir, os.tmpdir()].map((d) => path.resolve(d));
+    // allowed_directories only bites once external access is off; the lake paths stay readable.
+    await conn.run(`SET allowed_directories = ${sqlList(dirs)}`);
+    await conn.run(`SET enable_external_access = false`);
+    if (opts.lock !== false) await conn.run('SET lock_configuration = true');
+  } finally {
+    conn.closeSync();
+  }
+  return instance;
+}
+
+/** A string literal for the few statements (SET, COPY targets) that cannot take parameters. */
+export function sqlString(s: string): string {
+  if (s.includes('\u0000')) throw new Error('NUL byte in SQL literal');
+  return `'${s.replaceAll("'", "''")}'`;
+}
+
+/** An identifier: only for names that a zod enum or pattern has already allowed. */
+export function sqlIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+function sqlList(items: string[]): string {
+  return `[${items.map(sqlString).join(', ')}]`;
+}
+
+/** Runs fn on a fresh connection and always releases it. */
+export async function withConnection<T>(
+  instance: DuckDBInstance,
+  fn: (conn: DuckDBConnection) => Promise<T>,
+): Promise<T> {
+  const conn = await instance.connect();
+  try {
+    return await fn(conn);
+  } finally {
+    conn.closeSync();
+  }
+}

@@ -1,0 +1,267 @@
+import path from 'node:path';
+
+/**
+ * The lake's contract: every data set, its directory, partition key, sort order, natural key and columns.
+ * Ingest writes exactly these columns; the API and downloads read them. lake/README.md documents the same
+ * table for people and other Parquet tools — keep the two in step.
+ *
+ * Prices are DECIMAL(10,6) and sizes DECIMAL(18,6): the venue quotes at most 4 decimals on prices and 6 on
+ * sizes (USDC and outcome shares both have 6 on chain), so decimals keep every value exact and Parquet stores
+ * them as plain int64. Timestamps are TIMESTAMP (microseconds) and always UTC. Token ids are VARCHAR.
+ */
+
+export type PartitionKind = 'month' | 'date' | 'none';
+
+export type DatasetDef = Readonly<{
+  /** Directory under the lake root. */
+  dir: string;
+  /** Hive partition: month=YYYY-MM or date=YYYY-MM-DD derived from `partitionColumn`; 'none' is one file. */
+  partition: PartitionKind;
+  partitionColumn?: string;
+  /** Order of rows inside every file: the queries that matter filter on the first key. */
+  sortBy: readonly string[];
+  /** Rows equal on these columns are the same fact; ingest keeps one. */
+  naturalKey: readonly string[];
+  /** Column name → DuckDB type, in file order. */
+  columns: Readonly<Record<string, string>>;
+}>;
+
+export const PRICE = 'DECIMAL(10,6)';
+export const SIZE = 'DECIMAL(18,6)';
+const LEVEL = `STRUCT(price ${PRICE}, size ${SIZE})[]`;
+
+export const DATASETS = {
+  markets: {
+    dir: 'catalog/markets',
+    partition: 'none',
+    sortBy: ['id'],
+    naturalKey: ['condition_id'],
+    columns: {
+      id: 'VARCHAR',
+      id_derived: 'BOOLEAN',
+      condition_id: 'VARCHAR',
+      question_id: 'VARCHAR',
+      event_id: 'VARCHAR',
+      slug: 'VARCHAR',
+      question: 'VARCHAR',
+      description: 'VARCHAR',
+      category: 'VARCHAR',
+      outcomes: 'VARCHAR[]',
+      outcome_prices: 'DOUBLE[]',
+      outcome_token_ids: 'VARCHAR[]',
+      active: 'BOOLEAN',
+      closed: 'BOOLEAN',
+      resolved: 'BOOLEAN',
+      neg_risk: 'BOOLEAN',
+      winning_outcome: 'INTEGER',
+      resolution_date: 'TIMESTAMP',
+      volume: 'DOUBLE',
+      volume_24h: 'DOUBLE',
+      liquidity: 'DOUBLE',
+      start_date: 'TIMESTAMP',
+      end_date: 'TIMESTAMP',
+      created_at: 'TIMESTAMP',
+      series_id: 'VARCHAR',
+      tick_size: PRICE,
+      trade_count: 'BIGINT',
+      orderbook_count: 'BIGINT',
+      data_from: 'TIMESTAMP',
+      data_to: 'TIMESTAMP',
+      sources: 'VARCHAR[]',
+      updated_at: 'TIMESTAMP',
+    },
+  },
+  tokens: {
+    dir: 'catalog/tokens',
+    partition: 'none',
+    sortBy: ['token_id'],
+    naturalKey: ['token_id'],
+    columns: {
+      token_id: 'VARCHAR',
+      market_id: 'VARCHAR',
+      condition_id: 'VARCHAR',
+      outcome_index: 'INTEGER',
+      outcome_label: 'VARCHAR',
+    },
+  },
+  series: {
+    dir: 'catalog/series',
+    partition: 'none',
+    sortBy: ['series_id'],
+    naturalKey: ['series_id'],
+    columns: {
+      series_id: 'VARCHAR',
+      slug: 'VARCHAR',
+      name: 'VARCHAR',
+      description: 'VARCHAR',
+      category: 'VARCHAR',
+      asset_class: 'VARCHAR',
+      asset: 'VARCHAR',
+      asset_symbol: 'VARCHAR',
+      timeframe: 'VARCHAR',
+      recurrence: 'VARCHAR',
+    },
+  },
+  trades: {
+    dir: 'trades',
+    partition: 'month',
+    partitionColumn: 'ts',
+    sortBy: ['token_id', 'ts', 'log_index'],
+    naturalKey: ['id'],
+    columns: {
+      id: 'VARCHAR',
+      token_id: 'VARCHAR',
+      condition_id: 'VARCHAR',
+      ts: 'TIMESTAMP',
+      block_number: 'BIGINT',
+      transaction_hash: 'VARCHAR',
+      log_index: 'INTEGER',
+      order_hash: 'VARCHAR',
+      outcome_index: 'INTEGER',
+      outcome_label: 'VARCHAR',
+      side: 'VARCHAR',
+      price: PRICE,
+      size: SIZE,
+      usd_value: SIZE,
+      maker: 'VARCHAR',
+      taker: 'VARCHAR',
+      fee: SIZE,
+      collateral: 'VARCHAR',
+    },
+  },
+  candles_1m: {
+    dir: 'candles_1m',
+    partition: 'month',
+    partitionColumn: 'bucket',
+    sortBy: ['token_id', 'bucket'],
+    naturalKey: ['token_id', 'bucket'],
+    columns: {
+      token_id: 'VARCHAR',
+      bucket: 'TIMESTAMP',
+      open: PRICE,
+      high: PRICE,
+      low: PRICE,
+      close: PRICE,
+      volume: SIZE,
+      usd_volume: SIZE,
+      trade_count: 'BIGINT',
+    },
+  },
+  l2: {
+    dir: 'l2',
+    partition: 'date',
+    partitionColumn: 'recv_ts',
+    sortBy: ['asset_id', 'seq', 'level_idx'],
+    naturalKey: ['asset_id', 'ts', 'hash', 'is_snapshot', 'side', 'price', 'size'],
+    columns: {
+      recv_ts: 'TIMESTAMP',
+      ts: 'TIMESTAMP',
+      condition_id: 'VARCHAR',
+      asset_id: 'VARCHAR',
+      side: 'VARCHAR',
+      price: PRICE,
+      size: SIZE,
+      is_snapshot: 'BOOLEAN',
+      hash: 'VARCHAR',
+      seq: 'BIGINT',
+      level_idx: 'INTEGER',
+    },
+  },
+  raw: {
+    dir: 'raw',
+    partition: 'date',
+    partitionColumn: 'recv_ts',
+    sortBy: ['recv_ts', 'seq'],
+    naturalKey: ['recv_ts', 'frame'],
+    columns: {
+      recv_ts: 'TIMESTAMP',
+      seq: 'BIGINT',
+      event_types: 'VARCHAR[]',
+      condition_ids: 'VARCHAR[]',
+      frame: 'VARCHAR',
+    },
+  },
+  last_trades: {
+    dir: 'last_trades',
+    partition: 'date',
+    partitionColumn: 'ts',
+    sortBy: ['asset_id', 'ts', 'seq'],
+    naturalKey: ['asset_id', 'ts', 'price', 'size', 'side'],
+    columns: {
+      ts: 'TIMESTAMP',
+      recv_ts: 'TIMESTAMP',
+      condition_id: 'VARCHAR',
+      asset_id: 'VARCHAR',
+      side: 'VARCHAR',
+      price: PRICE,
+      size: SIZE,
+      fee_rate_bps: 'INTEGER',
+      transaction_hash: 'VARCHAR',
+      seq: 'BIGINT',
+    },
+  },
+  book_snapshots: {
+    dir: 'book_snapshots',
+    partition: 'date',
+    partitionColumn: 'ts',
+    sortBy: ['asset_id', 'ts', 'seq'],
+    naturalKey: ['asset_id', 'ts', 'seq', 'reason'],
+    columns: {
+      ts: 'TIMESTAMP',
+      condition_id: 'VARCHAR',
+      asset_id: 'VARCHAR',
+      reason: 'VARCHAR',
+      seq: 'BIGINT',
+      best_bid: PRICE,
+      best_ask: PRICE,
+      bid_levels: 'INTEGER',
+      ask_levels: 'INTEGER',
+      bids: LEVEL,
+      asks: LEVEL,
+    },
+  },
+  top_of_book: {
+    dir: 'top_of_book',
+    partition: 'date',
+    partitionColumn: 'ts',
+    sortBy: ['asset_id', 'ts', 'seq'],
+    naturalKey: ['asset_id', 'seq'],
+    columns: {
+      ts: 'TIMESTAMP',
+      condition_id: 'VARCHAR',
+      asset_id: 'VARCHAR',
+      seq: 'BIGINT',
+      best_bid: PRICE,
+      best_bid_size: SIZE,
+      best_ask: PRICE,
+      best_ask_size: SIZE,
+      mid: 'DECIMAL(11,7)',
+      spread: PRICE,
+    },
+  },
+} as const satisfies Record<string, DatasetDef>;
+
+export type DatasetName = keyof typeof DATASETS;
+
+/** Where a data set's files live: a glob DuckDB reads with hive_partitioning, or the single catalogue file. */
+export function datasetGlob(lakeDir: string, name: DatasetName): string {
+  const def: DatasetDef = DATASETS[name];
+  const dir = path.join(lakeDir, def.dir);
+  return def.partition === 'none' ? path.join(dir, 'data.parquet') : path.join(dir, '*', '*.parquet');
+}
+
+/** Directory of one partition value, e.g. lake/trades/month=2025-03. */
+export function partitionDir(lakeDir: string, name: DatasetName, value: string | null): string {
+  const def: DatasetDef = DATASETS[name];
+  const dir = path.join(lakeDir, def.dir);
+  if (def.partition === 'none') return dir;
+  if (value === null) throw new Error(`data set ${name} needs a partition value`);
+  return path.join(dir, `${def.partition}=${value}`);
+}
+
+/** `CREATE TABLE` column list for staging tables with the data set's exact schema. */
+export function columnDdl(name: DatasetName): string {
+  return Object.entries(DATASETS[name].columns as Record<string, string>)
+    .map(([c, t]) => `"${c}" ${t}`)
+    .join(', ');
+}

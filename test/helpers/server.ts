@@ -1,0 +1,22 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+
+/** A fresh temporary directory, removed by the returned cleanup. */
+export function tempDir(prefix = 'pmlake-test-'): { dir: string; cleanup(): void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Configuration for a test: the given lake and state dirs, an ephemeral port, quiet logs. */
+export function testConfig(overrides: Record<string, string> & { PMLAKE_LAKE: string; PMLAKE_STATE: string }): Config {
+  return loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', PMLAKE_DUCKDB_THREADS: '2', ...overrides });
+}
+
+/** The real app on a real loopback port. */
+export async function startTestServer(config: Config): Promise<RunningServer> {
+  return startServer(config, createLogger(config.logLevel));
+}
