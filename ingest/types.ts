@@ -1,0 +1,36 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Logger } from '../src/log.js';
+
+/**
+ * Contract between the ingest orchestrator (ingest/run.ts) and the format handlers.
+ *
+ * A batch runs on one DuckDB connection. Handlers never write lake files themselves: they INSERT into the
+ * batch's staging tables (TEMP tables named `stg_<dataset>` with exactly the columns of
+ * src/lake/layout.ts DATASETS[<dataset>]); the orchestrator then merges catalogue records, derives books /
+ * top of book / candles for what was touched, writes every touched partition atomically through
+ * ingest/partitions.ts, and only then records each input's content hash in the ledger.
+ */
+export type IngestIssue = { file: string; line?: number; message: string };
+
+export type BatchContext = {
+  conn: DuckDBConnection;
+  lakeDir: string;
+  log: Logger;
+  snapshotSeconds: number;
+  /** Malformed input is reported here (file and line) and the rest of the batch goes on. */
+  issues: IngestIssue[];
+  /** Counters for the report, e.g. { frames: 42, level_updates: 1200, unknown_event_types: 1 }. */
+  counts: Record<string, number>;
+};
+
+export type SourceKind = 'ws' | 'metadata' | 'fills' | 'options';
+
+export interface SourceHandler {
+  kind: SourceKind;
+  /** Format names this handler recognises, for messages and the report. */
+  name: string;
+  /** Cheap detection from the file name and its first bytes (already gunzipped). */
+  detect(file: string, head: string): boolean;
+  /** Parses the file into the batch's staging tables. Throws only for unreadable files. */
+  stage(ctx: BatchContext, file: string): Promise<void>;
+}
