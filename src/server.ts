@@ -6,7 +6,9 @@ import { openLakeDb } from './lake/duckdb.js';
 import type { Logger } from './log.js';
 import { createApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
-import type { Authenticator } from './http/auth.js';
+import { keyAuthenticator } from './http/auth.js';
+import { StateStore } from './state/store.js';
+import { openMeter } from './accounts/meter.js';
 
 /** Builds every service the app needs from the configuration. Tests call this too, on a temp lake and state. */
 export async function createContext(config: Config, log: Logger): Promise<AppContext> {
@@ -17,8 +19,8 @@ export async function createContext(config: Config, log: Logger): Promise<AppCon
     threads: config.duckdbThreads,
     memoryLimit: config.duckdbMemory,
   });
-  const auth: Authenticator = { authenticate: async () => null };
-  return { config, db, log, auth };
+  const state = StateStore.open(config.stateDir);
+  return { config, db, log, state, auth: keyAuthenticator(state), meter: openMeter };
 }
 
 export type RunningServer = { server: Server; url: string; ctx: AppContext; close(): Promise<void> };
@@ -41,6 +43,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         server.closeAllConnections();
         server.close(() => {
           ctx.db.closeSync();
+          ctx.state.close();
           resolve();
         });
       }),

@@ -2,6 +2,8 @@ import type { DuckDBInstance } from '@duckdb/node-api';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Authenticator } from './auth.js';
+import type { StateStore } from '../state/store.js';
+import type { UsageMeter } from '../accounts/meter.js';
 
 /**
  * What handlers get: configuration, the read-only lake database, the logger and the services other modules
@@ -11,5 +13,7 @@ export type AppContext = {
   config: Config;
   db: DuckDBInstance;
   log: Logger;
+  state: StateStore;
   auth: Authenticator;
+  meter: UsageMeter;
 };

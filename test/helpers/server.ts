@@ -20,3 +20,18 @@ export function testConfig(overrides: Record<string, string> & { PMLAKE_LAKE: st
 export async function startTestServer(config: Config): Promise<RunningServer> {
   return startServer(config, createLogger(config.logLevel));
 }
+
+/** A real key in the test server's state store, created the way `pmlake keys create` does. */
+export function createTestKey(
+  srv: RunningServer,
+  opts: { email?: string; plan?: 'free' | 'professional'; name?: string; scopes?: ('read' | 'download')[] } = {},
+): string {
+  const store = srv.ctx.state;
+  const user = store.upsertUser(opts.email ?? 'pro@example.com', opts.plan ?? 'professional');
+  return store.createApiKey({
+    userId: user.id,
+    name: opts.name ?? 'test',
+    prefix: srv.ctx.config.keyPrefix,
+    ...(opts.scopes ? { scopes: opts.scopes } : {}),
+  }).plaintext;
+}

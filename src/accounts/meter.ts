@@ -1,0 +1,37 @@
+import type { Principal } from '../http/auth.js';
+
+/**
+ * The seam between pulls (downloads, exports) and accounting. A pull asks `begin` before it produces a byte;
+ * `begin` refuses with a typed error (402 plan/subscription, 429 fair-use cap or download rate) or returns a
+ * ticket. The pull then `commit`s the bytes and rows it actually delivered — recorded in the caller's download
+ * history and counted against fair use — or `refund`s when it failed, so a 5xx or a failed export costs nothing.
+ */
+export type PullKind = 'download' | 'export';
+
+export type PullRequest = {
+  kind: PullKind;
+  /** Data set key as in src/accounts/plans.ts (trades, ohlcv, orderbook, top_of_book, raw, options, ...). */
+  dataset: string;
+  /** Endpoint or export spec, for the history record. */
+  description: string;
+  /** Bytes the pull is expected to produce (0 when unknown); reserved against the allowance. */
+  estimatedBytes: number;
+  format?: string;
+};
+
+export interface UsageTicket {
+  readonly id: string;
+  commit(result: { bytes: number; rows: number }): void;
+  refund(reason: string): void;
+}
+
+export interface UsageMeter {
+  begin(principal: Principal, pull: PullRequest): Promise<UsageTicket>;
+}
+
+/** Accepts everything and records nothing: used until the accounts module provides the real meter. */
+export const openMeter: UsageMeter = {
+  async begin() {
+    return { id: 'untracked', commit() {}, refund() {} };
+  },
+};

@@ -1,0 +1,71 @@
+/**
+ * Plans in one table: data sets covered, request rate, download limits, monthly fair-use volume.
+ * The free plan's data sets are a documented subset: no raw L2 tape, no exports, top of book only delayed.
+ */
+export type DatasetKey =
+  | 'markets'
+  | 'trades'
+  | 'ohlcv'
+  | 'orderbook'
+  | 'top_of_book'
+  | 'raw'
+  | 'options'
+  | 'series'
+  | 'exports';
+
+export type PlanDef = Readonly<{
+  id: 'free' | 'professional';
+  name: string;
+  price_usd_month: number;
+  datasets: readonly DatasetKey[];
+  requests_per_minute: number;
+  downloads_per_hour: number;
+  /** Burst cap on downloads per minute (protects the service; not an allowance). */
+  downloads_per_minute: number | null;
+  fair_use_bytes_month: number;
+  /** Free callers see top of book only this many minutes behind now. */
+  top_of_book_delay_minutes: number;
+}>;
+
+const GB = 1024 ** 3;
+
+export const PLANS: Readonly<Record<PlanDef['id'], PlanDef>> = {
+  free: {
+    id: 'free',
+    name: 'Free',
+    price_usd_month: 0,
+    datasets: ['markets', 'trades', 'ohlcv', 'orderbook', 'top_of_book', 'series'],
+    requests_per_minute: 60,
+    downloads_per_hour: 10,
+    downloads_per_minute: null,
+    fair_use_bytes_month: 1 * GB,
+    top_of_book_delay_minutes: 15,
+  },
+  professional: {
+    id: 'professional',
+    name: 'Professional',
+    price_usd_month: 99,
+    datasets: ['markets', 'trades', 'ohlcv', 'orderbook', 'top_of_book', 'raw', 'options', 'series', 'exports'],
+    requests_per_minute: 60,
+    downloads_per_hour: 300,
+    downloads_per_minute: 20,
+    fair_use_bytes_month: 50 * GB,
+    top_of_book_delay_minutes: 0,
+  },
+};
+
+/** Per-MB reference rates of the retired credit model (reported, not charged, under subscriptions). */
+export const REFERENCE_RATE_PER_MB: Readonly<Record<string, number>> = {
+  trades: 1,
+  ohlcv: 8,
+  orderbook: 2,
+  top_of_book: 2,
+  raw: 2,
+  options: 1,
+};
+
+export const LEGACY_MINIMUM_ORDER_USD = 10;
+
+export function planOf(id: string): PlanDef {
+  return PLANS[id as PlanDef['id']] ?? PLANS.free;
+}

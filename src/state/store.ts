@@ -1,0 +1,156 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { MIGRATIONS } from './migrations.js';
+
+/**
+ * The service's durable state (users, keys, and what the accounts, downloads and exports modules add) in one
+ * embedded SQLite file under PMLAKE_STATE. WAL + synchronous=FULL: a committed transaction survives kill -9.
+ * better-sqlite3 is synchronous, so a transaction body runs without interleaving other requests — money and
+ * quota changes are single `transaction()` calls, never read-modify-write across awaits.
+ *
+ * Everything the rest of the service needs goes through methods on this class (SQL stays here), so a
+ * PostgreSQL implementation of the same methods can follow for several replicas.
+ */
+export type Plan = 'free' | 'professional';
+export type Scope = 'read' | 'download';
+
+export type UserRow = { id: string; email: string; plan: Plan; created_at: string };
+export type ApiKeyRow = {
+  id: string;
+  user_id: string;
+  name: string;
+  key_prefix: string;
+  key_hash: string;
+  scopes: string;
+  created_at: string;
+  last_used_at: string | null;
+  expires_at: string | null;
+  revoked_at: string | null;
+};
+
+export class StateStore {
+  readonly db: Database.Database;
+
+  constructor(file: string) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 5000');
+    this.migrate();
+  }
+
+  static open(stateDir: string): StateStore {
+    return new StateStore(path.join(stateDir, 'pmlake.sqlite'));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  private migrate(): void {
+    this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+    const applied = new Set(
+      (this.db.prepare('SELECT id FROM schema_migrations').all() as { id: number }[]).map((r) => r.id),
+    );
+    for (const m of MIGRATIONS) {
+      if (applied.has(m.id)) continue;
+      this.db.transaction(() => {
+        this.db.exec(m.sql);
+        this.db.prepare('INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)').run(m.id, m.name, now());
+      })();
+    }
+  }
+
+  // ---- users ----
+
+  upsertUser(email: string, plan: Plan): UserRow {
+    const normalized = email.trim().toLowerCase();
+    return this.db.transaction(() => {
+      const existing = this.db.prepare('SELECT * FROM users WHERE email = ?').get(normalized) as UserRow | undefined;
+      if (existing) {
+        if (existing.plan !== plan) this.db.prepare('UPDATE users SET plan = ? WHERE id = ?').run(plan, existing.id);
+        return { ...existing, plan };
+      }
+      const row: UserRow = { id: newId('usr'), email: normalized, plan, created_at: now() };
+      this.db.prepare('INSERT INTO users (id, email, plan, created_at) VALUES (@id, @email, @plan, @created_at)').run(row);
+      return row;
+    })();
+  }
+
+  getUser(id: string): UserRow | undefined {
+    return this.db.prepare('SELECT * FROM users WHERE id = ?').get(id) as UserRow | undefined;
+  }
+
+  getUserByEmail(email: string): UserRow | undefined {
+    return this.db.prepare('SELECT * FROM users WHERE email = ?').get(email.trim().toLowerCase()) as UserRow | undefined;
+  }
+
+  // ---- API keys ----
+
+  /** Creates a key; the plaintext is returned once and only its SHA-256 is stored. */
+  createApiKey(opts: {
+    userId: string;
+    name: string;
+    prefix: string;
+    scopes?: Scope[];
+    expiresAt?: string | null;
+  }): { row: ApiKeyRow; plaintext: string } {
+    const plaintext = `${opts.prefix}${crypto.randomBytes(16).toString('hex')}`;
+    const row: ApiKeyRow = {
+      id: newId('key'),
+      user_id: opts.userId,
+      name: opts.name,
+      // The shown prefix is the service prefix plus 4 characters: enough to recognise a key, useless to guess it.
+      key_prefix: plaintext.slice(0, opts.prefix.length + 4),
+      key_hash: hashKey(plaintext),
+      scopes: (opts.scopes ?? ['read', 'download']).join(','),
+      created_at: now(),
+      last_used_at: null,
+      expires_at: opts.expiresAt ?? null,
+      revoked_at: null,
+    };
+    this.db
+      .prepare(
+        `INSERT INTO api_keys (id, user_id, name, key_prefix, key_hash, scopes, created_at, last_used_at, expires_at, revoked_at)
+         VALUES (@id, @user_id, @name, @key_prefix, @key_hash, @scopes, @created_at, @last_used_at, @expires_at, @revoked_at)`,
+      )
+      .run(row);
+    return { row, plaintext };
+  }
+
+  /**
+   * Finds the live key for a plaintext. Lookup is by the SHA-256 digest (an index probe that reveals nothing
+   * about the plaintext's characters); the digests are then compared in constant time.
+   */
+  findLiveKey(plaintext: string, at: Date = new Date()): ApiKeyRow | undefined {
+    const digest = hashKey(plaintext);
+    const row = this.db.prepare('SELECT * FROM api_keys WHERE key_hash = ?').get(digest) as ApiKeyRow | undefined;
+    if (!row) return undefined;
+    const a = Buffer.from(row.key_hash, 'hex');
+    const b = Buffer.from(digest, 'hex');
+    if (a.length !== b.length || !crypto.timingSafeEqual(a, b)) return undefined;
+    if (row.revoked_at) return undefined;
+    if (row.expires_at && Date.parse(row.expires_at) <= at.getTime()) return undefined;
+    return row;
+  }
+
+  touchKey(id: string): void {
+    this.db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?').run(now(), id);
+  }
+}
+
+export function hashKey(plaintext: string): string {
+  return crypto.createHash('sha256').update(plaintext, 'utf8').digest('hex');
+}
+
+export function newId(prefix: string): string {
+  return `${prefix}_${crypto.randomBytes(12).toString('hex')}`;
+}
+
+export function now(): string {
+  return new Date().toISOString();
+}
