@@ -5,9 +5,9 @@ PMLAKE := $(NPM) run -s pmlake --
 
 .PHONY: install test demo bench lint build serve ingest generate clean
 
-# npm ci when the lockfile changed or nothing is installed yet; a no-op otherwise.
+# npm install (not `npm ci`: npm 11 rejects this lockfile's optional per-platform DuckDB bindings) when the lockfile changed or nothing is installed yet; a no-op otherwise.
 node_modules/.installed: package.json package-lock.json
-	$(NPM) ci --no-audit --no-fund --loglevel=error
+	$(NPM) install --no-audit --no-fund --loglevel=error
 	@touch $@
 
 install: node_modules/.installed
