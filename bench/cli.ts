@@ -1,5 +1,227 @@
-export async function benchCommand(_args: string[]): Promise<number> {
-  void _args;
-  process.stderr.write('not implemented yet\n');
-  return 1;
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { ensureLake, type GenOptions } from './lake.js';
+import { errorRow, naRow, NotAvailable, type BenchContext, type Scenario, type ScenarioRow } from './runner.js';
+import { createBenchKey, REPO, startPmlakeServer, type ChildServer } from './server.js';
+import { machineInfo, renderMarkdown, renderText, writeResults } from './table.js';
+import { ohlcvScenarios } from './scenarios/ohlcv.js';
+import { tradesPageDeep } from './scenarios/trades.js';
+import { bookAtInstant } from './scenarios/orderbook.js';
+import { ingestWs } from './scenarios/ingest.js';
+import { httpSmall } from './scenarios/http.js';
+import { downloadScenarios } from './scenarios/downloads.js';
+import { exportL2Month } from './scenarios/exports.js';
+import { freshDuckDb } from './scenarios/common.js';
+
+/**
+ * `pmlake bench` (`make bench`): builds (once, cached) the bench lake at a scale, starts the real server as a
+ * child process, runs every scenario side by side with its DuckDB / bare-Express baseline, prints one table
+ * and writes bench/results/latest.json. Missed targets are reported, not turned into a failing exit code:
+ * the exit code says whether the benchmark itself could run.
+ */
+
+type Scale = { gen: GenOptions; httpSeconds: number; ingestReps: number; note: string };
+
+export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
+  // The issue's scale: ≥20M trades and ≥100M L2 level updates over 90 days across 2,000 markets, a few very busy.
+  default: { gen: { markets: 2000, days: 90, seed: 20250915, busy: 4, rate: 0.16 }, httpSeconds: 8, ingestReps: 3, note: 'issue scale' },
+  small: { gen: { markets: 300, days: 30, seed: 20250915, busy: 3, rate: 0.3 }, httpSeconds: 5, ingestReps: 3, note: 'a few minutes' },
+  tiny: { gen: { markets: 40, days: 5, seed: 20250915, busy: 2, rate: 1 }, httpSeconds: 2, ingestReps: 1, note: 'seconds; harness check' },
+};
+
+const USAGE = `usage: pmlake bench [--scale default|small|tiny] [--reps N] [--only a,b] [--lake DIR] [--data DIR]
+                   [--markets N] [--days D] [--seed S] [--busy K] [--rate X] [--rebuild] [--profile DIR]
+                   [--out FILE] [--keep-work] [--list]
+`;
+
+function allScenarios(scale: Scale): Scenario[] {
+  return [
+    ...ohlcvScenarios,
+    tradesPageDeep,
+    bookAtInstant,
+    ...downloadScenarios,
+    exportL2Month,
+    ingestWs(scale.ingestReps),
+    httpSmall(scale.httpSeconds),
+  ];
+}
+
+export async function benchCommand(args: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        scale: { type: 'string', default: 'default' },
+        reps: { type: 'string' },
+        only: { type: 'string' },
+        lake: { type: 'string' },
+        data: { type: 'string' },
+        markets: { type: 'string' },
+        days: { type: 'string' },
+        seed: { type: 'string' },
+        busy: { type: 'string' },
+        rate: { type: 'string' },
+        rebuild: { type: 'boolean', default: false },
+        profile: { type: 'string' },
+        out: { type: 'string' },
+        'keep-work': { type: 'boolean', default: false },
+        list: { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const scaleName = values.scale as keyof typeof SCALES;
+  const base = SCALES[scaleName];
+  if (!base) {
+    process.stderr.write(`unknown scale ${values.scale}\n${USAGE}`);
+    return 2;
+  }
+  const num = (v: string | undefined, name: string, fallback: number): number => {
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number`);
+    return n;
+  };
+  let gen: GenOptions;
+  let reps: number;
+  try {
+    gen = {
+      markets: num(values.markets, 'markets', base.gen.markets),
+      days: num(values.days, 'days', base.gen.days),
+      seed: num(values.seed, 'seed', base.gen.seed),
+      busy: num(values.busy, 'busy', base.gen.busy),
+      rate: num(values.rate, 'rate', base.gen.rate),
+    };
+    reps = Math.round(num(values.reps, 'reps', 5));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    return 2;
+  }
+  const scale: Scale = { ...base, gen };
+  const scenarios = allScenarios(scale);
+  if (values.list) {
+    process.stdout.write(`${scenarios.map((s) => s.name).join('\n')}\n`);
+    return 0;
+  }
+  const only = values.only ? new Set(values.only.split(',').map((s) => s.trim()).filter(Boolean)) : null;
+  if (only) {
+    const unknown = [...only].filter((n) => !scenarios.some((s) => s.name === n));
+    if (unknown.length) {
+      process.stderr.write(`unknown scenario(s): ${unknown.join(', ')}; --list shows them\n`);
+      return 2;
+    }
+  }
+  const selected = only ? scenarios.filter((s) => only.has(s.name)) : scenarios;
+
+  const t0 = Date.now();
+  const log = (m: string): void => {
+    process.stderr.write(`[bench ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${m}\n`);
+  };
+  const lakeDir = path.resolve(values.lake ?? path.join(REPO, 'bench/lake'));
+  const dataDir = path.resolve(values.data ?? path.join(REPO, 'bench/data'));
+  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-bench-'));
+  log(`scale ${scaleName} ${JSON.stringify(gen)}, ${reps} reps, work dir ${workDir}`);
+
+  let server: ChildServer | null = null;
+  const stops: (() => Promise<void>)[] = [];
+  const rows: ScenarioRow[] = [];
+  try {
+    const lake = await ensureLake({ lakeDir, dataDir, gen, rebuild: values.rebuild, workDir, log });
+    const f = lake.facts;
+    log(`lake: ${f.trades} trades, ${f.l2} L2 level updates, ${f.candles1m} 1m candles, ${f.markets} markets (${lake.build.reused ? 'cached' : `built: generate ${lake.build.generateSeconds.toFixed(0)} s, ingest ${lake.build.ingestSeconds.toFixed(0)} s`})`);
+
+    const stateDir = path.join(workDir, 'state');
+    const env: Record<string, string> = {};
+    if (selected.some((s) => s.name === 'export-l2-month')) {
+      const { startLocalS3 } = await import('../src/s3/local.js');
+      const bucket = process.env.PMLAKE_S3_BUCKET ?? 'pmlake-exports';
+      const s3 = await startLocalS3({ directory: path.join(workDir, 's3'), buckets: [bucket] });
+      stops.push(() => s3.close());
+      Object.assign(env, { PMLAKE_S3_ENDPOINT: s3.endpoint, PMLAKE_S3_BUCKET: bucket });
+      log(`local S3 at ${s3.endpoint}`);
+    }
+    server = await startPmlakeServer({
+      lakeDir, stateDir, env, logFile: path.join(workDir, 'server.log'), cpuProfDir: values.profile ? path.resolve(values.profile) : undefined,
+    });
+    log(`pmlake server pid ${server.pid} at ${server.url}`);
+    let keyNo = 0;
+    const ctx: BenchContext = {
+      lake,
+      server,
+      key: createBenchKey(stateDir, 'main'),
+      newKey: (label) => createBenchKey(stateDir, `${label}-${++keyNo}`),
+      baselineDb: freshDuckDb,
+      reps,
+      workDir,
+      log,
+    };
+    for (const s of selected) {
+      const ts = Date.now();
+      log(`${s.name} …`);
+      try {
+        const out = await s.run(ctx);
+        rows.push(...out);
+      } catch (err) {
+        if (err instanceof NotAvailable) rows.push(naRow(s.name, err.message));
+        else {
+          rows.push(errorRow(s.name, err));
+          log(`${s.name} failed: ${(err as Error).stack ?? String(err)}`);
+        }
+      }
+      log(`${s.name} done in ${((Date.now() - ts) / 1000).toFixed(1)} s`);
+    }
+
+    const text = renderText(rows);
+    process.stdout.write(`\n${text}\n\n`);
+    const checks = rows.flatMap((r) => r.targets.map((t) => ({ scenario: r.scenario, ...t })));
+    const met = checks.filter((c) => c.met === true).length;
+    const missed = checks.filter((c) => c.met === false);
+    process.stdout.write(`targets: ${met} met, ${missed.length} missed${missed.length ? `: ${missed.map((m) => `${m.scenario} (${m.text})`).join('; ')}` : ''}\n`);
+    const na = rows.filter((r) => r.status !== 'ok');
+    if (na.length) process.stdout.write(`not measured: ${na.map((r) => `${r.scenario} (${r.status}: ${r.reason})`).join('; ')}\n`);
+
+    const duckdbVersion = await (async () => {
+      const db = await DuckDBInstance.create(':memory:');
+      try {
+        const c = await db.connect();
+        const v = (await c.runAndReadAll('SELECT version()')).getRows()[0]![0];
+        c.closeSync();
+        return String(v);
+      } finally {
+        db.closeSync();
+      }
+    })();
+    const outFile = path.resolve(values.out ?? path.join(REPO, 'bench/results/latest.json'));
+    writeResults(outFile, {
+      generatedAt: new Date().toISOString(),
+      scale: scaleName,
+      generator: gen,
+      reps,
+      machine: machineInfo(duckdbVersion),
+      lake: { facts: lake.facts, build: lake.build },
+      totalSeconds: Math.round((Date.now() - t0) / 1000),
+      ratioMeaning: 'baseline seconds / pmlake seconds for the same work (above 1: pmlake faster); http-small: pmlake req/s / bare Express req/s',
+      results: rows,
+      markdown: renderMarkdown(rows),
+    });
+    log(`wrote ${path.relative(process.cwd(), outFile)}; total ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    return 0;
+  } finally {
+    if (server) await server.stop();
+    for (const s of stops.reverse()) await s().catch(() => undefined);
+    if (values['keep-work']) log(`work dir kept: ${workDir}`);
+    else fs.rmSync(workDir, { recursive: true, force: true });
+  }
 }

@@ -1,5 +1,45 @@
-export async function ingestCommand(_args: string[]): Promise<number> {
-  void _args;
-  process.stderr.write('not implemented yet\n');
-  return 1;
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/log.js';
+import { LakeLockedError } from './ledger.js';
+import { runIngest } from './run.js';
+
+/**
+ * `pmlake ingest <file-or-dir>...`: lands every input in $PMLAKE_LAKE and prints a JSON report on stdout
+ * (progress and logs go to stderr). Exit codes: 0 when at least one input was read or everything was already
+ * ingested (malformed parts are reported as issues), 1 when nothing at all could be read, 2 for usage
+ * errors or a lake locked by another running ingest.
+ */
+export async function ingestCommand(args: string[]): Promise<number> {
+  const paths = args.filter((a) => !a.startsWith('--'));
+  if (paths.length === 0 || args.includes('--help')) {
+    process.stderr.write('usage: pmlake ingest <file-or-dir>...\n');
+    return 2;
+  }
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  try {
+    const report = await runIngest(paths, {
+      lakeDir: config.lakeDir,
+      snapshotSeconds: config.snapshotSeconds,
+      log,
+      threads: config.duckdbThreads ?? 2,
+      memoryLimit: config.duckdbMemory,
+      progress: true,
+    });
+    const MAX_ISSUES = 200;
+    const out = {
+      ...report,
+      issues: report.issues.slice(0, MAX_ISSUES),
+      issues_total: report.issues.length,
+    };
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    const nothingRead = report.ingested === 0 && report.skipped === 0;
+    return nothingRead ? 1 : 0;
+  } catch (err) {
+    if (err instanceof LakeLockedError) {
+      process.stderr.write(`${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
 }

@@ -27,6 +27,7 @@ export type MergeResult = { dataset: DatasetName; partitions: number; rowsAdded:
 /**
  * Merges every row of `stagingTable` (which has the data set's columns) into its partitions.
  * Partitions that gain no row are not rewritten, so re-ingesting the same input leaves files untouched.
+ * Data sets declared `onConflict: 'replace'` (derived data such as candles) let staged rows win instead.
  */
 export async function mergeIntoPartitions(
   conn: DuckDBConnection,
@@ -35,6 +36,7 @@ export async function mergeIntoPartitions(
   stagingTable: string,
 ): Promise<MergeResult> {
   const def: DatasetDef = DATASETS[name];
+  const replace = def.onConflict === 'replace';
   const cols = Object.keys(def.columns).map(sqlIdent).join(', ');
   const staging = sqlIdent(stagingTable);
   const parts = def.partition === 'none'
@@ -56,13 +58,20 @@ export async function mergeIntoPartitions(
     await conn.run(
       `CREATE TEMP TABLE _pmlake_merge AS
        SELECT * FROM (${existing ? `${existing} UNION ALL ` : ''}${incoming})
-       QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY _src) = 1`,
+       QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY _src ${replace ? 'DESC' : 'ASC'}) = 1`,
       params,
     );
     const counts = (
       await conn.runAndReadAll(`SELECT count(*) AS total, count(*) FILTER (WHERE _src = 1) AS added FROM _pmlake_merge`)
     ).getRowObjectsJS()[0]!;
-    const added = Number(counts.added);
+    // With 'replace', staged rows always win; only those that differ from the file count as added, so an
+    // unchanged recomputation leaves the file untouched.
+    const added = replace && existing
+      ? Number((await conn.runAndReadAll(
+          `SELECT count(*) AS n FROM (SELECT ${cols} FROM _pmlake_merge WHERE _src = 1
+             EXCEPT SELECT ${cols} FROM read_parquet(${sqlString(finalPath)}))`,
+        )).getRowObjectsJS()[0]!.n)
+      : Number(counts.added);
     const total = Number(counts.total);
     result.rowsTotal += total;
     if (added === 0 && exists) continue;

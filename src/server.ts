@@ -6,21 +6,32 @@ import { openLakeDb } from './lake/duckdb.js';
 import type { Logger } from './log.js';
 import { createApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
-import { keyAuthenticator } from './http/auth.js';
+import { accountAuthenticator } from './http/auth.js';
 import { StateStore } from './state/store.js';
-import { openMeter } from './accounts/meter.js';
+import { sqliteMeter } from './accounts/usage.js';
+import { failInterruptedDownloads } from './state/pulls.js';
+import { fifoRoot } from './lake/stream.js';
+import { ExportService } from './exports/service.js';
 
 /** Builds every service the app needs from the configuration. Tests call this too, on a temp lake and state. */
 export async function createContext(config: Config, log: Logger): Promise<AppContext> {
   fs.mkdirSync(config.lakeDir, { recursive: true });
   fs.mkdirSync(config.stateDir, { recursive: true });
   const db = await openLakeDb({
-    allowedDirectories: [config.lakeDir, config.stateDir],
+    // fifoRoot(): the private directory of the download/export FIFOs that DuckDB's COPY writes into.
+    allowedDirectories: [config.lakeDir, config.stateDir, fifoRoot()],
     threads: config.duckdbThreads,
     memoryLimit: config.duckdbMemory,
   });
   const state = StateStore.open(config.stateDir);
-  return { config, db, log, state, auth: keyAuthenticator(state), meter: openMeter };
+  // Downloads cut off by a crash or restart are refunded (fair-use bytes and rate-limit slot released).
+  failInterruptedDownloads(state, new Date());
+  const auth = accountAuthenticator(state, { secret: config.jwtSecret, jwksFile: config.jwksFile });
+  const ctx = { config, db, log, state, auth, meter: sqliteMeter(state, { log }) } as AppContext;
+  // Export jobs need the finished context (they plan pulls like downloads do); start() resumes persisted jobs.
+  ctx.exports = new ExportService(ctx);
+  ctx.exports.start();
+  return ctx;
 }
 
 export type RunningServer = { server: Server; url: string; ctx: AppContext; close(): Promise<void> };
@@ -41,7 +52,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
-        server.close(() => {
+        server.close(async () => {
+          await ctx.exports.close();
           ctx.db.closeSync();
           ctx.state.close();
           resolve();

@@ -17,6 +17,12 @@ export type PullRequest = {
   /** Bytes the pull is expected to produce (0 when unknown); reserved against the allowance. */
   estimatedBytes: number;
   format?: string;
+  /** Optional detail for the caller's download history (GET /v1/user/downloads). */
+  marketId?: string;
+  fileName?: string;
+  timeframe?: string;
+  start?: string | null;
+  end?: string | null;
 };
 
 export interface UsageTicket {

@@ -17,6 +17,10 @@ export type PlanDef = Readonly<{
   id: 'free' | 'professional';
   name: string;
   price_usd_month: number;
+  /** Annual price: ten months. */
+  price_usd_year: number;
+  /** Paid plans entitle only while a subscription is active; Free needs none. */
+  requires_subscription: boolean;
   datasets: readonly DatasetKey[];
   requests_per_minute: number;
   downloads_per_hour: number;
@@ -34,6 +38,8 @@ export const PLANS: Readonly<Record<PlanDef['id'], PlanDef>> = {
     id: 'free',
     name: 'Free',
     price_usd_month: 0,
+    price_usd_year: 0,
+    requires_subscription: false,
     datasets: ['markets', 'trades', 'ohlcv', 'orderbook', 'top_of_book', 'series'],
     requests_per_minute: 60,
     downloads_per_hour: 10,
@@ -45,6 +51,8 @@ export const PLANS: Readonly<Record<PlanDef['id'], PlanDef>> = {
     id: 'professional',
     name: 'Professional',
     price_usd_month: 99,
+    price_usd_year: 990,
+    requires_subscription: true,
     datasets: ['markets', 'trades', 'ohlcv', 'orderbook', 'top_of_book', 'raw', 'options', 'series', 'exports'],
     requests_per_minute: 60,
     downloads_per_hour: 300,
@@ -62,9 +70,22 @@ export const REFERENCE_RATE_PER_MB: Readonly<Record<string, number>> = {
   top_of_book: 2,
   raw: 2,
   options: 1,
+  snapshots: 2,
 };
 
 export const LEGACY_MINIMUM_ORDER_USD = 10;
+
+/**
+ * Average bytes one row of each data type takes in a CSV download: the legacy size model behind order costs and
+ * the constants GET /v1/orders/estimate hands to clients. Unknown types fall back to 230 B/row at 1 USD/MB.
+ */
+export const BYTES_PER_ROW: Readonly<Record<string, number>> = {
+  trades: 230,
+  ohlcv: 137,
+  orderbook: 2076,
+  snapshots: 250,
+  top_of_book: 250,
+};
 
 export function planOf(id: string): PlanDef {
   return PLANS[id as PlanDef['id']] ?? PLANS.free;

@@ -4,10 +4,14 @@ import type { AppContext } from './context.js';
 import { errorHandler, Forbidden, notFoundHandler, parse, Unauthorized } from './errors.js';
 import type { Route } from './route.js';
 import { routes } from './routes.js';
+import { createRateLimiters, type RateLimiters } from './ratelimit.js';
+import { requestCounterFor, type RequestCounter } from '../accounts/requests.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
     log: AppContext['log'];
+    /** The exact request body bytes, kept only for webhook routes (signatures are over the raw bytes). */
+    rawBody?: Buffer;
   }
   interface Locals {
     /** Rows and bytes a handler served, for the request log line and usage records. */
@@ -23,14 +27,23 @@ export function createApp(ctx: AppContext, table: Route[] = routes): Express {
   app.set('trust proxy', false);
   app.set('query parser', 'extended');
   app.use(requestLog(ctx));
-  app.use(express.json({ limit: '1mb' }));
+  app.use(
+    express.json({
+      limit: '1mb',
+      verify: (req, _res, buf) => {
+        if ((req as Request).url?.startsWith('/v1/billing/webhook/')) (req as Request).rawBody = Buffer.from(buf);
+      },
+    }),
+  );
 
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok', version: '1.0.0' });
   });
 
+  const limiters = createRateLimiters();
+  const counter = requestCounterFor(ctx.state);
   for (const route of table) {
-    app[route.method](route.path, authFor(ctx, route), handlerFor(ctx, route));
+    app[route.method](route.path, identify(ctx), ...limitsFor(limiters, route), authorize(route), countRequest(counter), handlerFor(ctx, route));
   }
 
   app.use(notFoundHandler);
@@ -65,18 +78,37 @@ function requestLog(ctx: AppContext) {
   };
 }
 
-function authFor(ctx: AppContext, route: Route) {
+/** Resolves credentials when any are sent, so the rate limiter can key on them (bad ones count per IP). */
+function identify(ctx: AppContext) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
-    if (route.auth === 'public') {
-      // Public routes still recognise a key when one is sent (per-key rate limits, plan-aware answers).
-      if (req.header('x-api-key') || req.header('authorization')) req.principal = (await ctx.auth.authenticate(req)) ?? undefined;
-      return next();
-    }
-    const principal = await ctx.auth.authenticate(req);
+    if (req.header('x-api-key') || req.header('authorization')) req.principal = (await ctx.auth.authenticate(req)) ?? undefined;
+    next();
+  };
+}
+
+/** The default bucket for every route but 'none'; orders and checkouts also take the orders bucket. */
+function limitsFor(limiters: RateLimiters, route: Route) {
+  if (route.limit === 'none') return [];
+  return route.limit === 'orders' ? [limiters.default, limiters.orders] : [limiters.default];
+}
+
+function authorize(route: Route) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    // Public routes still recognise a key when one is sent (per-key rate limits, plan-aware answers).
+    if (route.auth === 'public') return next();
+    const principal = req.principal;
     if (!principal) throw new Unauthorized('Invalid API key');
     const needed = route.scope ?? 'read';
     if (!principal.scopes.includes(needed)) throw new Forbidden(`This API key lacks the '${needed}' scope`);
-    req.principal = principal;
+    next();
+  };
+}
+
+/** Counts a caller's request for GET /v1/user/usage once it is answered; 5xx answers are not counted. */
+function countRequest(counter: RequestCounter) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const p = req.principal;
+    if (p) res.once('finish', () => res.statusCode < 500 && counter.count(p.userId, p.keyId));
     next();
   };
 }

@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import type { Authenticator } from './auth.js';
 import type { StateStore } from '../state/store.js';
 import type { UsageMeter } from '../accounts/meter.js';
+import type { ExportService } from '../exports/service.js';
 
 /**
  * What handlers get: configuration, the read-only lake database, the logger and the services other modules
@@ -16,4 +17,6 @@ export type AppContext = {
   state: StateStore;
   auth: Authenticator;
   meter: UsageMeter;
+  /** Export jobs (src/exports/service.ts): queue, object store, presigned links. */
+  exports: ExportService;
 };

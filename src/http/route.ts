@@ -25,6 +25,8 @@ export type Route = {
   response?: z.ZodType;
   /** Status of a successful response (default 200). */
   status?: number;
+  /** Media types of a success response that is not (only) JSON, e.g. ['text/html'] or ['text/csv', 'application/vnd.apache.parquet']; for the OpenAPI document. */
+  produces?: string[];
   /** Returns a JSON body, or undefined when it wrote the response itself (streams, redirects). */
   handler: (req: Request, res: Response, ctx: AppContext) => Promise<unknown>;
 };

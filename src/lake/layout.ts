@@ -22,6 +22,11 @@ export type DatasetDef = Readonly<{
   sortBy: readonly string[];
   /** Rows equal on these columns are the same fact; ingest keeps one. */
   naturalKey: readonly string[];
+  /**
+   * Which row wins when a staged row meets an existing one with the same natural key: 'keep' (default) for
+   * facts that never change, 'replace' for data derived at ingest and recomputed (candles).
+   */
+  onConflict?: 'keep' | 'replace';
   /** Column name → DuckDB type, in file order. */
   columns: Readonly<Record<string, string>>;
 }>;
@@ -133,6 +138,8 @@ export const DATASETS = {
     dir: 'candles_1m',
     partition: 'month',
     partitionColumn: 'bucket',
+    // ingest/candles.ts recomputes every candle of a touched token-month; the new rows must win.
+    onConflict: 'replace',
     sortBy: ['token_id', 'bucket'],
     naturalKey: ['token_id', 'bucket'],
     columns: {
@@ -237,6 +244,33 @@ export const DATASETS = {
       best_ask_size: SIZE,
       mid: 'DECIMAL(11,7)',
       spread: PRICE,
+    },
+  },
+  /**
+   * Crypto-options trades of a Deribit-style venue (ingest/options.ts). Option prices are in units of the
+   * underlying (BTC), iv in percent, index_price in USD; expiry/strike/option_type are parsed from the
+   * instrument name (BTC-27JUN25-100000-C, expiring 08:00 UTC). Greeks are computed at read time in SQL.
+   */
+  options: {
+    dir: 'options',
+    partition: 'month',
+    partitionColumn: 'ts',
+    sortBy: ['underlying', 'ts', 'trade_id'],
+    naturalKey: ['venue', 'trade_id'],
+    columns: {
+      ts: 'TIMESTAMP',
+      venue: 'VARCHAR',
+      underlying: 'VARCHAR',
+      instrument_name: 'VARCHAR',
+      expiry: 'TIMESTAMP',
+      strike: 'DOUBLE',
+      option_type: 'VARCHAR',
+      trade_id: 'VARCHAR',
+      price: 'DOUBLE',
+      iv: 'DOUBLE',
+      index_price: 'DOUBLE',
+      amount: 'DOUBLE',
+      direction: 'VARCHAR',
     },
   },
 } as const satisfies Record<string, DatasetDef>;

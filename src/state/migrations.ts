@@ -27,4 +27,162 @@ export const MIGRATIONS: { id: number; name: string; sql: string }[] = [
       CREATE INDEX api_keys_user ON api_keys(user_id);
     `,
   },
+  {
+    // Accounts (helper E, ids 100–199): subscriptions, the credit ledger, checkouts, webhook events, orders,
+    // download history (the usage meter's tickets) and per-day request counts.
+    id: 100,
+    name: 'accounts: subscriptions, ledger, checkouts, orders, pulls, usage',
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN scheduled_revoke_at TEXT;
+      CREATE TABLE subscriptions (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        tier TEXT NOT NULL,
+        billing_period TEXT NOT NULL,
+        status TEXT NOT NULL,
+        funded_by TEXT NOT NULL,
+        current_period_start TEXT NOT NULL,
+        current_period_end TEXT NOT NULL,
+        cancel_at_period_end INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        canceled_at TEXT
+      );
+      CREATE INDEX subscriptions_user ON subscriptions(user_id, current_period_end);
+      CREATE TABLE credit_accounts (
+        user_id TEXT PRIMARY KEY REFERENCES users(id),
+        balance_cents INTEGER NOT NULL DEFAULT 0 CHECK (balance_cents >= 0),
+        lifetime_credits_cents INTEGER NOT NULL DEFAULT 0,
+        lifetime_usage_cents INTEGER NOT NULL DEFAULT 0,
+        lifetime_refunds_cents INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE TABLE ledger (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        type TEXT NOT NULL,
+        amount_cents INTEGER NOT NULL,
+        balance_after_cents INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        description TEXT NOT NULL,
+        reference TEXT,
+        metadata TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX ledger_user ON ledger(user_id, seq);
+      CREATE TRIGGER ledger_append_only_update BEFORE UPDATE ON ledger BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
+      CREATE TRIGGER ledger_append_only_delete BEFORE DELETE ON ledger BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
+      CREATE TABLE checkouts (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        provider TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        amount_cents INTEGER NOT NULL,
+        tier TEXT,
+        billing_period TEXT,
+        success_url TEXT NOT NULL,
+        cancel_url TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        completed_at TEXT
+      );
+      CREATE INDEX checkouts_user ON checkouts(user_id, created_at);
+      CREATE TABLE webhook_events (
+        provider TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        PRIMARY KEY (provider, event_id)
+      );
+      CREATE TABLE orders (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        idempotency_key TEXT,
+        total_cost_cents INTEGER NOT NULL,
+        minimum_applied INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (user_id, idempotency_key)
+      );
+      CREATE INDEX orders_user ON orders(user_id, created_at);
+      CREATE TABLE order_items (
+        id TEXT PRIMARY KEY,
+        order_id TEXT NOT NULL REFERENCES orders(id),
+        position INTEGER NOT NULL,
+        market_id TEXT NOT NULL,
+        series_id TEXT,
+        data_type TEXT NOT NULL,
+        format TEXT NOT NULL,
+        timeframe TEXT,
+        start_date TEXT,
+        end_date TEXT,
+        record_count INTEGER,
+        size_bytes INTEGER,
+        cost_cents INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      );
+      CREATE INDEX order_items_order ON order_items(order_id, position);
+      CREATE TABLE pulls (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        key_id TEXT,
+        kind TEXT NOT NULL,
+        dataset TEXT NOT NULL,
+        description TEXT NOT NULL,
+        market_id TEXT,
+        format TEXT,
+        file_name TEXT,
+        timeframe TEXT,
+        start_date TEXT,
+        end_date TEXT,
+        status TEXT NOT NULL,
+        reserved_bytes INTEGER NOT NULL,
+        bytes INTEGER,
+        rows INTEGER,
+        reason TEXT,
+        created_at TEXT NOT NULL,
+        finished_at TEXT
+      );
+      CREATE INDEX pulls_user_created ON pulls(user_id, created_at);
+      CREATE TABLE usage_daily (
+        user_id TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        requests INTEGER NOT NULL,
+        PRIMARY KEY (user_id, key_id, day)
+      );
+    `,
+  },
+  {
+    id: 200,
+    name: 'export jobs',
+    sql: `
+      CREATE TABLE export_jobs (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        idempotency_key TEXT NOT NULL,
+        status TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        format TEXT NOT NULL,
+        file_name TEXT NOT NULL,
+        object_key TEXT,
+        upload_id TEXT,
+        record_count INTEGER,
+        size_bytes INTEGER,
+        rows_written INTEGER NOT NULL DEFAULT 0,
+        bytes_written INTEGER NOT NULL DEFAULT 0,
+        total_rows INTEGER,
+        cost REAL,
+        error TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        started_at TEXT,
+        completed_at TEXT,
+        expires_at TEXT,
+        UNIQUE (user_id, idempotency_key)
+      );
+      CREATE INDEX export_jobs_user_created ON export_jobs(user_id, created_at);
+      CREATE INDEX export_jobs_status ON export_jobs(status);
+    `,
+  },
 ];

@@ -28,10 +28,13 @@ export type ApiKeyRow = {
   last_used_at: string | null;
   expires_at: string | null;
   revoked_at: string | null;
+  /** Set when the key was rotated: it keeps working until then (a grace window for the caller's scripts). */
+  scheduled_revoke_at?: string | null;
 };
 
 export class StateStore {
   readonly db: Database.Database;
+  private readonly closeHooks: (() => void)[] = [];
 
   constructor(file: string) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -48,7 +51,14 @@ export class StateStore {
   }
 
   close(): void {
+    // Hooks flush what modules batch in memory (request counters) before the file closes.
+    for (const hook of this.closeHooks.splice(0)) hook();
     this.db.close();
+  }
+
+  /** Runs fn just before the store closes (in registration order). */
+  onClose(fn: () => void): void {
+    this.closeHooks.push(fn);
   }
 
   private migrate(): void {
@@ -67,16 +77,44 @@ export class StateStore {
 
   // ---- users ----
 
+  /**
+   * Creates or updates a user with an operator-assigned plan. Assigning a paid plan this way (the `keys create`
+   * CLI, test helpers) grants a one-year subscription funded by 'grant', so the paid plan is entitled exactly
+   * like a bought one; assigning 'free' ends any grant. Bought subscriptions are left alone.
+   */
   upsertUser(email: string, plan: Plan): UserRow {
     const normalized = email.trim().toLowerCase();
     return this.db.transaction(() => {
-      const existing = this.db.prepare('SELECT * FROM users WHERE email = ?').get(normalized) as UserRow | undefined;
-      if (existing) {
-        if (existing.plan !== plan) this.db.prepare('UPDATE users SET plan = ? WHERE id = ?').run(plan, existing.id);
-        return { ...existing, plan };
+      const at = now();
+      let row = this.db.prepare('SELECT * FROM users WHERE email = ?').get(normalized) as UserRow | undefined;
+      if (row) {
+        if (row.plan !== plan) this.db.prepare('UPDATE users SET plan = ? WHERE id = ?').run(plan, row.id);
+        row = { ...row, plan };
+      } else {
+        row = { id: newId('usr'), email: normalized, plan, created_at: at };
+        this.db.prepare('INSERT INTO users (id, email, plan, created_at) VALUES (@id, @email, @plan, @created_at)').run(row);
       }
-      const row: UserRow = { id: newId('usr'), email: normalized, plan, created_at: now() };
-      this.db.prepare('INSERT INTO users (id, email, plan, created_at) VALUES (@id, @email, @plan, @created_at)').run(row);
+      if (plan === 'free') {
+        this.db
+          .prepare(
+            `UPDATE subscriptions SET status = 'canceled', canceled_at = @at, current_period_end = @at
+             WHERE user_id = @user AND funded_by = 'grant' AND current_period_end > @at`,
+          )
+          .run({ user: row.id, at });
+      } else {
+        const active = this.db
+          .prepare(`SELECT id FROM subscriptions WHERE user_id = ? AND status = 'active' AND current_period_end > ?`)
+          .get(row.id, at);
+        if (!active) {
+          this.db
+            .prepare(
+              `INSERT INTO subscriptions (id, user_id, tier, billing_period, status, funded_by, current_period_start,
+                 current_period_end, cancel_at_period_end, created_at)
+               VALUES (@id, @user, @tier, 'annual', 'active', 'grant', @at, @end, 0, @at)`,
+            )
+            .run({ id: newId('sub'), user: row.id, tier: plan, at, end: new Date(Date.parse(at) + 365 * 86_400_000).toISOString() });
+        }
+      }
       return row;
     })();
   }
@@ -135,6 +173,8 @@ export class StateStore {
     if (a.length !== b.length || !crypto.timingSafeEqual(a, b)) return undefined;
     if (row.revoked_at) return undefined;
     if (row.expires_at && Date.parse(row.expires_at) <= at.getTime()) return undefined;
+    // A rotated key's grace window is enforced here, at request time, not by a sweeper.
+    if (row.scheduled_revoke_at && Date.parse(row.scheduled_revoke_at) <= at.getTime()) return undefined;
     return row;
   }
 

@@ -1,0 +1,59 @@
+import { qs, requestJson } from '../http.js';
+import { NotAvailable, sideBySide, timed, type BenchContext, type Scenario, type ScenarioRow } from '../runner.js';
+import { peakTracker } from '../proc.js';
+import { atLeast } from '../stats.js';
+import { baselineQuery, src, withBaselineDb } from './common.js';
+
+/**
+ * trades-page-deep: `GET /v1/trades?market_id=…&limit=10000&offset=500000` of the busiest market (both
+ * outcome tokens, newest first) against the same page selected by DuckDB directly. The baseline reads each
+ * token with its own scan (files are sorted by token, so an equality filter prunes row groups where an IN list
+ * does not) — the fastest way a DuckDB user would write it. Target: within 1.2×.
+ */
+const LIMIT = 10_000;
+const OFFSET = 500_000;
+
+const COLS = `id, token_id, condition_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label,
+  side, price, size, usd_value, maker, taker, fee, collateral`;
+
+export const tradesPageDeep: Scenario = {
+  name: 'trades-page-deep',
+  async run(ctx: BenchContext): Promise<ScenarioRow[]> {
+    const bm = ctx.lake.facts.busiestMarket;
+    if (!bm.marketId || bm.tokens.length === 0) throw new NotAvailable('no market with trades in the bench lake');
+    // Smaller lakes have fewer trades than the issue's offset: go as deep as the market allows.
+    const offset = Math.max(0, Math.min(OFFSET, bm.trades - LIMIT));
+    const url = `${ctx.server.url}/v1/trades?${qs({ market_id: bm.marketId, limit: LIMIT, offset })}`;
+    const union = bm.tokens
+      .map((_, i) => `SELECT ${COLS} FROM ${src(ctx.lake.lakeDir, 'trades')} WHERE token_id = $t${i}`)
+      .join(' UNION ALL ');
+    const sql = `SELECT * FROM (${union}) ORDER BY ts DESC, block_number DESC, log_index DESC, id DESC LIMIT ${LIMIT} OFFSET ${offset}`;
+    const params = Object.fromEntries(bm.tokens.map((t, i) => [`t${i}`, t]));
+    return withBaselineDb(async (db) => {
+      const r = await sideBySide(
+        ctx.reps,
+        async () => {
+          const peak = peakTracker(ctx.server.pid);
+          const { seconds, value } = await timed(() => requestJson<unknown[]>(url, ctx.key));
+          if (!Array.isArray(value.json)) throw new Error(`trades answered ${JSON.stringify(value.json).slice(0, 200)}`);
+          return { seconds, rows: value.json.length, bytes: value.bytes, peakRss: peak.stop() };
+        },
+        () => baselineQuery(db, sql, params),
+      );
+      return [
+        {
+          scenario: 'trades-page-deep',
+          status: 'ok',
+          pmlakeDoes: `GET /v1/trades limit ${LIMIT} offset ${offset}`,
+          baselineDoes: 'DuckDB: the same page (ORDER BY ts DESC … LIMIT/OFFSET) directly',
+          rows: r.pmlake.rows ?? 0,
+          pmlake: r.pmlake,
+          baseline: r.baseline,
+          ratio: r.ratio,
+          targets: [atLeast('within 1.2× of DuckDB', r.ratio, 1 / 1.2)],
+          notes: [`market ${bm.marketId} (${bm.trades} trades), offset ${offset}${offset < OFFSET ? ` (lake too small for ${OFFSET})` : ''}`],
+        },
+      ];
+    });
+  },
+};

@@ -1,0 +1,321 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { datasetGlob, type DatasetName } from '../src/lake/layout.js';
+import type { BatchContext } from './types.js';
+import { runSqlFile } from './ws/common.js';
+
+/**
+ * Book replay: turns the batch's level updates (stg_l2) into book_snapshots and top_of_book.
+ *
+ * Rules (documented in lake/README.md):
+ * - Messages of a token are applied in seq order; the rows of one message share a seq.
+ * - A `book` message (is_snapshot) replaces both sides of its token's book; a book with no levels is one
+ *   row with side/price/size NULL and leaves the book empty.
+ * - A price_change level sets the new total at its price; size 0 removes the level.
+ * - book_snapshots: one at every `book` message (reason 'book', ts = its receive time), and one per
+ *   PMLAKE_SNAPSHOT_SECONDS boundary when the book changed since the last snapshot (reason 'interval',
+ *   ts = the first boundary after the last change, seq = the last message applied before it).
+ * - top_of_book: one row per message after which best bid, best ask or either size differs.
+ * - Across batches the replay of a token is seeded with its latest stored snapshot before the batch plus the
+ *   stored l2 rows between that snapshot and the batch, so books carry over between files and days, and
+ *   the rows a re-run derives are identical to those derived the first time.
+ *
+ * Rows travel as typed arrays (fetchChunk) and come back as a pipe-separated file DuckDB reads, which keeps
+ * JavaScript to the one thing SQL cannot do: carrying state from message to message.
+ */
+
+const LEVELS = 'STRUCT(price DECIMAL(10,6), size DECIMAL(18,6))[]';
+
+function lakeHas(lakeDir: string, name: DatasetName): boolean {
+  const dir = path.dirname(path.dirname(datasetGlob(lakeDir, name)));
+  if (!fs.existsSync(dir)) return false;
+  return fs.readdirSync(dir).some((p) => fs.existsSync(path.join(dir, p, 'data.parquet')));
+}
+
+async function prepareSeeds(conn: DuckDBConnection, lakeDir: string): Promise<void> {
+  if (lakeHas(lakeDir, 'book_snapshots')) {
+    const g = datasetGlob(lakeDir, 'book_snapshots');
+    // Two passes so the wide list columns are read only for the one snapshot per token that is needed.
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE _bk_seedkey AS
+       SELECT s.asset_id, max(s.seq) AS seq FROM read_parquet($g, hive_partitioning = false) s
+       JOIN _bk_touch t USING (asset_id) WHERE s.seq < t.min_seq GROUP BY s.asset_id`,
+      { g },
+    );
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE _bk_seed AS
+       SELECT s.asset_id, s.ts, s.seq, s.bids, s.asks FROM read_parquet($g, hive_partitioning = false) s
+       JOIN _bk_seedkey k USING (asset_id, seq)
+       QUALIFY row_number() OVER (PARTITION BY s.asset_id ORDER BY s.ts DESC, s.reason) = 1`,
+      { g },
+    );
+  } else {
+    await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_seedkey (asset_id VARCHAR, seq BIGINT)`);
+    await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_seed (asset_id VARCHAR, ts TIMESTAMP, seq BIGINT, bids ${LEVELS}, asks ${LEVELS})`);
+  }
+  if (lakeHas(lakeDir, 'l2')) {
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE _bk_tail AS
+       SELECT l.asset_id, l.seq, l.level_idx, l.side, l.price, l.size, l.is_snapshot
+       FROM read_parquet($g, hive_partitioning = false) l
+       JOIN _bk_touch t USING (asset_id) LEFT JOIN _bk_seedkey k USING (asset_id)
+       WHERE l.seq < t.min_seq AND (k.seq IS NULL OR l.seq > k.seq)`,
+      { g: datasetGlob(lakeDir, 'l2') },
+    );
+  } else {
+    await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_tail AS SELECT asset_id, seq, level_idx, side, price, size, is_snapshot FROM stg_l2 LIMIT 0`);
+  }
+}
+
+/** 1e-6 units → decimal text (exact: integers below 2^53). */
+function dec(v: number): string {
+  const i = Math.floor(v / 1e6);
+  const f = v - i * 1e6;
+  if (f === 0) return String(i);
+  return `${i}.${String(f).padStart(6, '0').replace(/0+$/, '')}`;
+}
+
+class OutFile {
+  readonly path: string;
+  private fd: number;
+  private buf: string[] = [];
+  private size = 0;
+  rows = 0;
+  constructor(dir: string, name: string) {
+    this.path = path.join(dir, name);
+    this.fd = fs.openSync(this.path, 'w');
+  }
+  push(line: string): void {
+    this.buf.push(line);
+    this.size += line.length;
+    this.rows += 1;
+    if (this.size > 1 << 22) this.flush();
+  }
+  flush(): void {
+    if (this.buf.length) fs.writeSync(this.fd, this.buf.join('\n') + '\n');
+    this.buf = [];
+    this.size = 0;
+  }
+  close(): void {
+    this.flush();
+    fs.closeSync(this.fd);
+  }
+}
+
+/** One side of a book: price → size, plus the prices kept sorted ascending. */
+class Side {
+  sizes = new Map<number, number>();
+  prices: number[] = [];
+  clear(): void {
+    this.sizes.clear();
+    this.prices.length = 0;
+  }
+  /** Sets the new total at a price; returns whether anything changed. */
+  set(price: number, size: number): boolean {
+    const old = this.sizes.get(price);
+    if (size <= 0) {
+      if (old === undefined) return false;
+      this.sizes.delete(price);
+      const i = this.find(price);
+      this.prices.splice(i, 1);
+      return true;
+    }
+    if (old === size) return false;
+    if (old === undefined) this.prices.splice(this.find(price), 0, price);
+    this.sizes.set(price, size);
+    return true;
+  }
+  private find(price: number): number {
+    let lo = 0;
+    let hi = this.prices.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.prices[mid]! < price) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+  /** `[{price: .., size: ..}, ...]`, best first: descending for bids, ascending for asks. */
+  text(descending: boolean): string {
+    const p = this.prices;
+    const parts: string[] = new Array(p.length);
+    for (let j = 0; j < p.length; j += 1) {
+      const price = descending ? p[p.length - 1 - j]! : p[j]!;
+      parts[j] = `{price: ${dec(price)}, size: ${dec(this.sizes.get(price)!)}}`;
+    }
+    return `[${parts.join(', ')}]`;
+  }
+}
+
+export type BookStats = { replayedRows: number; snapshots: number; topChanges: number; seededTokens: number };
+
+export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
+  const { conn, lakeDir } = ctx;
+  const stats: BookStats = { replayedRows: 0, snapshots: 0, topChanges: 0, seededTokens: 0 };
+  const n = Number((await conn.runAndReadAll('SELECT count(*) FROM stg_l2')).getRows()[0]?.[0] ?? 0);
+  if (n === 0) return stats;
+  await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_touch AS
+    SELECT row_number() OVER (ORDER BY asset_id)::INTEGER AS tok, asset_id, min(seq) AS min_seq,
+           any_value(condition_id) FILTER (WHERE condition_id IS NOT NULL) AS condition_id
+    FROM stg_l2 WHERE asset_id IS NOT NULL GROUP BY asset_id`);
+  await prepareSeeds(conn, lakeDir);
+  stats.seededTokens = Number((await conn.runAndReadAll('SELECT count(*) FROM _bk_seed')).getRows()[0]?.[0] ?? 0);
+  await runSqlFile(conn, 'books_input.sql');
+
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-books-'));
+  try {
+    const topOut = new OutFile(dir, 'top.psv');
+    const snapOut = new OutFile(dir, 'snap.psv');
+    const periodMs = ctx.snapshotSeconds * 1000;
+    const bids = new Side();
+    const asks = new Side();
+
+    let tok = -1;
+    // current message
+    let mSrc = -1;
+    let mMs = 0;
+    let mK = -1;
+    let mSnap = 0;
+    let mChanged = false;
+    let inMsg = false;
+    // per-token state
+    let dirty = false;
+    let lastMs = Number.NaN;
+    let lastMsgMs = 0;
+    let lastMsgK = 0;
+    let pBid = -1;
+    let pBidSz = 0;
+    let pAsk = -1;
+    let pAskSz = 0;
+
+    const snapshot = (tsMs: number, seqMs: number, seqK: number, reason: string): void => {
+      snapOut.push(`${tok}|${tsMs}|${seqMs}|${seqK}|${reason}|${bids.text(true)}|${asks.text(false)}`);
+    };
+
+    const endMessage = (): void => {
+      if (!inMsg) return;
+      inMsg = false;
+      if (mSrc === 0) {
+        dirty = false;
+        lastMs = mMs;
+      } else {
+        if (mSnap) {
+          if (mSrc === 2) snapshot(mMs, mMs, mK, 'book');
+          dirty = false;
+        } else if (mChanged) dirty = true;
+        lastMs = mMs;
+        lastMsgMs = mMs;
+        lastMsgK = mK;
+      }
+      const bp = bids.prices;
+      const ap = asks.prices;
+      const bid = bp.length ? bp[bp.length - 1]! : -1;
+      const ask = ap.length ? ap[0]! : -1;
+      const bidSz = bid >= 0 ? bids.sizes.get(bid)! : 0;
+      const askSz = ask >= 0 ? asks.sizes.get(ask)! : 0;
+      if (bid !== pBid || ask !== pAsk || bidSz !== pBidSz || askSz !== pAskSz) {
+        if (mSrc === 2) {
+          topOut.push(
+            `${tok}|${mMs}|${mK}|${bid >= 0 ? dec(bid) : ''}|${bid >= 0 ? dec(bidSz) : ''}|${ask >= 0 ? dec(ask) : ''}|${ask >= 0 ? dec(askSz) : ''}`,
+          );
+        }
+        pBid = bid;
+        pAsk = ask;
+        pBidSz = bidSz;
+        pAskSz = askSz;
+      }
+    };
+
+    const result = await conn.stream('SELECT tok, src, ms, k, side, snap, price, size FROM _bk_in ORDER BY tok, seq, src, level_idx');
+    for (;;) {
+      const chunk = await result.fetchChunk();
+      if (!chunk || chunk.rowCount === 0) break;
+      const rows = chunk.rowCount;
+      // Typed arrays behind the vectors: the values were made non-NULL in SQL.
+      const col = <T>(i: number): T => (chunk.getColumnVector(i) as unknown as { items: T }).items;
+      const cTok = col<Int32Array>(0);
+      const cSrc = col<Int32Array>(1);
+      const cMs = col<Float64Array>(2);
+      const cK = col<Int32Array>(3);
+      const cSide = col<Int32Array>(4);
+      const cSnap = col<Int32Array>(5);
+      const cPrice = col<Int32Array>(6);
+      const cSize = col<Float64Array>(7);
+      for (let r = 0; r < rows; r += 1) {
+        const t = cTok[r]!;
+        const src = cSrc[r]!;
+        const ms = cMs[r]!;
+        const k = cK[r]!;
+        if (t !== tok || src !== mSrc || ms !== mMs || k !== mK || !inMsg) {
+          endMessage();
+          if (t !== tok) {
+            tok = t;
+            bids.clear();
+            asks.clear();
+            dirty = false;
+            lastMs = Number.NaN;
+            pBid = -1;
+            pAsk = -1;
+            pBidSz = 0;
+            pAskSz = 0;
+          }
+          // A boundary passed since the last change: that snapshot belongs before this message. Stored tail
+          // messages (src 1) crossed theirs in an earlier batch, which already wrote the snapshot.
+          if (src !== 0 && dirty && Math.floor(ms / periodMs) > Math.floor(lastMs / periodMs)) {
+            if (src === 2) snapshot((Math.floor(lastMs / periodMs) + 1) * periodMs, lastMsgMs, lastMsgK, 'interval');
+            dirty = false;
+          }
+          inMsg = true;
+          mSrc = src;
+          mMs = ms;
+          mK = k;
+          mSnap = cSnap[r]!;
+          mChanged = false;
+          if (mSnap) {
+            bids.clear();
+            asks.clear();
+          }
+        }
+        const side = cSide[r]!;
+        if (side === 0) mChanged = bids.set(cPrice[r]!, cSize[r]!) || mChanged;
+        else if (side === 1) mChanged = asks.set(cPrice[r]!, cSize[r]!) || mChanged;
+      }
+      stats.replayedRows += rows;
+    }
+    endMessage();
+    topOut.close();
+    snapOut.close();
+    stats.snapshots = snapOut.rows;
+    stats.topChanges = topOut.rows;
+
+    await conn.run(
+      `INSERT INTO stg_top_of_book
+       SELECT make_timestamp(o.ms * 1000), t.condition_id, t.asset_id, o.ms * 1000000 + o.k,
+              o.bid, o.bid_size, o.ask, o.ask_size, CAST((o.bid + o.ask) * 0.5 AS DECIMAL(11,7)), o.ask - o.bid
+       FROM read_csv($f, delim = '|', quote = '', escape = '', header = false, auto_detect = false,
+         columns = {'tok': 'INTEGER', 'ms': 'BIGINT', 'k': 'BIGINT', 'bid': 'DECIMAL(10,6)', 'bid_size': 'DECIMAL(18,6)',
+                    'ask': 'DECIMAL(10,6)', 'ask_size': 'DECIMAL(18,6)'}) o
+       JOIN _bk_touch t USING (tok)`,
+      { f: topOut.path },
+    );
+    await conn.run(
+      `INSERT INTO stg_book_snapshots
+       SELECT make_timestamp(o.ts_ms * 1000), t.condition_id, t.asset_id, o.reason, o.seq_ms * 1000000 + o.seq_k,
+              b[1].price, a[1].price, len(b)::INTEGER, len(a)::INTEGER, b, a
+       FROM (SELECT *, CAST(bids AS ${LEVELS}) AS b, CAST(asks AS ${LEVELS}) AS a
+             FROM read_csv($f, delim = '|', quote = '', escape = '', header = false, auto_detect = false,
+               columns = {'tok': 'INTEGER', 'ts_ms': 'BIGINT', 'seq_ms': 'BIGINT', 'seq_k': 'BIGINT', 'reason': 'VARCHAR',
+                          'bids': 'VARCHAR', 'asks': 'VARCHAR'})) o
+       JOIN _bk_touch t USING (tok)`,
+      { f: snapOut.path },
+    );
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    for (const t of ['_bk_in', '_bk_seed', '_bk_seedkey', '_bk_tail', '_bk_touch']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  }
+  ctx.counts.book_snapshots = (ctx.counts.book_snapshots ?? 0) + stats.snapshots;
+  ctx.counts.top_of_book_changes = (ctx.counts.top_of_book_changes ?? 0) + stats.topChanges;
+  return stats;
+}

@@ -1,0 +1,71 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { DATASETS, columnDdl } from '../src/lake/layout.js';
+import { resolveTradeTokens, parquetList } from './catalog.js';
+import type { BatchContext } from './types.js';
+
+/**
+ * One-minute OHLCV per token from trades, built at ingest so coarser timeframes are cheap rollups.
+ *
+ * For every (token, month) the batch's trades touch, the candles of that whole token-month are recomputed
+ * from the lake's trades plus the staged ones (de-duplicated on trade id), so a minute whose trades arrive in
+ * two different ingests is still one correct candle. candles_1m is declared `onConflict: 'replace'` in
+ * src/lake/layout.ts, so the partition merge lets these recomputed rows replace the old ones.
+ *
+ * Also resolves the staged trades' outcome fields through the catalogue first (resolveTradeTokens), which
+ * must happen before the trades partitions are written; the orchestrator calls this before merging.
+ */
+export async function deriveCandles(ctx: BatchContext): Promise<void> {
+  const { conn } = ctx;
+  const exists = await conn.runAndReadAll(`SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = 'stg_trades'`);
+  if (Number(exists.getRowObjectsJS()[0]!.n) === 0) return;
+  await resolveTradeTokens(ctx);
+  await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_candles_1m (${columnDdl('candles_1m')})`);
+
+  const months = (await conn.runAndReadAll(`SELECT DISTINCT strftime(ts, '%Y-%m') AS m FROM stg_trades WHERE ts IS NOT NULL ORDER BY 1`))
+    .getRowObjectsJS()
+    .map((r) => String(r.m));
+  if (months.length === 0) return;
+  const files = months
+    .map((m) => path.join(path.resolve(ctx.lakeDir), DATASETS.trades.dir, `month=${m}`, 'data.parquet'))
+    .filter((f) => fs.existsSync(f));
+  const lakeTrades = files.length > 0
+    ? `SELECT id, token_id, ts, block_number, log_index, price, size, usd_value, 0 AS _src
+       FROM read_parquet(${parquetList(files)})
+       WHERE (token_id, strftime(ts, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)
+       UNION ALL `
+    : '';
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE _cdl_touched AS
+     SELECT DISTINCT token_id, strftime(ts, '%Y-%m') AS month FROM stg_trades WHERE ts IS NOT NULL AND token_id IS NOT NULL`,
+  );
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE _cdl_trades AS
+     SELECT * FROM (
+       ${lakeTrades}SELECT id, token_id, ts, block_number, log_index, price, size, usd_value, 1 AS _src
+       FROM stg_trades WHERE ts IS NOT NULL AND token_id IS NOT NULL)
+     -- The same trade may be in the lake and staged again; the lake's row wins, as in the trades merge.
+     QUALIFY row_number() OVER (PARTITION BY id ORDER BY _src) = 1`,
+  );
+  // open / close are the first / last trade in chain order: block time, then block number (two blocks can
+  // share a second), then log index (the order of events inside a block), then id as a last resort.
+  await conn.run(
+    `DELETE FROM stg_candles_1m WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)`,
+  );
+  await conn.run(
+    `INSERT INTO stg_candles_1m BY NAME
+     SELECT token_id,
+            date_trunc('minute', ts) AS bucket,
+            first(price ORDER BY ts, block_number NULLS FIRST, log_index, id) AS open,
+            max(price) AS high,
+            min(price) AS low,
+            last(price ORDER BY ts, block_number NULLS FIRST, log_index, id) AS close,
+            sum(size)::DECIMAL(18,6) AS volume,
+            sum(usd_value)::DECIMAL(18,6) AS usd_volume,
+            count(*) AS trade_count
+     FROM _cdl_trades GROUP BY token_id, date_trunc('minute', ts)`,
+  );
+  const n = await conn.runAndReadAll(`SELECT count(*) AS n FROM stg_candles_1m`);
+  ctx.counts.candles_1m = Number(n.getRowObjectsJS()[0]!.n);
+  for (const t of ['_cdl_touched', '_cdl_trades']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+}

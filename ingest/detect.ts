@@ -1,0 +1,88 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import type { SourceHandler } from './types.js';
+
+/** Every regular file under the given paths (directories walked recursively, sorted for a stable order). */
+export function expandInputs(paths: string[]): { files: string[]; missing: string[] } {
+  const files: string[] = [];
+  const missing: string[] = [];
+  const walk = (p: string): void => {
+    const st = fs.statSync(p, { throwIfNoEntry: false });
+    if (!st) {
+      missing.push(p);
+      return;
+    }
+    if (st.isDirectory()) {
+      for (const name of fs.readdirSync(p).sort()) {
+        if (name.startsWith('.')) continue;
+        walk(path.join(p, name));
+      }
+    } else if (st.isFile()) files.push(path.resolve(p));
+  };
+  for (const p of paths) walk(p);
+  return { files: [...new Set(files)], missing };
+}
+
+export function isGzip(file: string): boolean {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const b = Buffer.alloc(2);
+    const n = fs.readSync(fd, b, 0, 2, 0);
+    return n === 2 && b[0] === 0x1f && b[1] === 0x8b;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The first `bytes` bytes of a file as text, gunzipped when it is gzip. */
+export async function readHead(file: string, bytes = 65536): Promise<string> {
+  if (!isGzip(file)) {
+    const fd = fs.openSync(file, 'r');
+    try {
+      const b = Buffer.alloc(bytes);
+      const n = fs.readSync(fd, b, 0, bytes, 0);
+      return b.subarray(0, n).toString('utf8');
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const stream = fs.createReadStream(file).pipe(zlib.createGunzip());
+  try {
+    for await (const c of stream) {
+      chunks.push(c as Buffer);
+      total += (c as Buffer).length;
+      if (total >= bytes) break;
+    }
+  } catch {
+    // A truncated gzip still yields its first bytes for detection; staging reports the error.
+  } finally {
+    stream.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, bytes).toString('utf8');
+}
+
+/** Streams a gzip file to `out` (handlers then read plain files; DuckDB and JS alike). */
+export async function gunzipTo(file: string, out: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const src = fs.createReadStream(file);
+    const dst = fs.createWriteStream(out);
+    src.on('error', reject);
+    dst.on('error', reject);
+    dst.on('finish', () => resolve());
+    src.pipe(zlib.createGunzip()).on('error', reject).pipe(dst);
+  });
+}
+
+/** The first handler (in the given priority order) that recognises the file. */
+export function pickHandler(handlers: SourceHandler[], file: string, head: string): SourceHandler | undefined {
+  return handlers.find((h) => {
+    try {
+      return h.detect(file, head);
+    } catch {
+      return false;
+    }
+  });
+}

@@ -1,0 +1,127 @@
+import path from 'node:path';
+import { sqlIdent } from '../src/lake/duckdb.js';
+import { csvHeader, firstLine, loadJsonObjects } from './metadata/json.js';
+import { ingestSql } from './metadata/sql.js';
+import type { BatchContext, SourceHandler } from './types.js';
+
+/**
+ * On-chain OrderFilled events → trades. Accepted shapes (documented in lake/README.md):
+ *  - JSON array or JSON lines of decoded events, snake_case (block_timestamp, maker_asset_id, …) or camelCase
+ *    (timestamp, makerAssetId, …), amounts as integer strings with 6 decimals;
+ *  - CSV with Goldsky orderFilledEvents columns (id, transactionHash, timestamp, orderHash, maker, taker,
+ *    makerAssetId, takerAssetId, makerAmountFilled, takerAmountFilled, fee, optional blockNumber/logIndex).
+ * Derivation (side, price, size, exchange-taker fills dropped) is one SQL statement: sql/ingest/fills.sql.
+ */
+
+/** The venue's exchange contracts (lower-case): a fill whose taker is one of them is the match's echo. */
+export const EXCHANGE_CONTRACTS = {
+  ctf: '0x4bfb41d5b3570defd03c39a9a4d8de6bd8b8982e',
+  negrisk: '0xc5d563a36ae78145c45a50134d48a1215220f80a',
+} as const;
+
+/** Target field → accepted source names (first present wins). */
+const FIELDS: Record<string, readonly string[]> = {
+  event: ['event', 'event_name', 'eventName'],
+  block_number: ['block_number', 'blockNumber'],
+  block_timestamp: ['block_timestamp', 'timestamp', 'blockTimestamp', 'block_time'],
+  transaction_hash: ['transaction_hash', 'transactionHash', 'tx_hash'],
+  log_index: ['log_index', 'logIndex'],
+  order_hash: ['order_hash', 'orderHash'],
+  maker: ['maker'],
+  taker: ['taker'],
+  maker_asset_id: ['maker_asset_id', 'makerAssetId', 'makerAssetID'],
+  taker_asset_id: ['taker_asset_id', 'takerAssetId', 'takerAssetID'],
+  maker_amount_filled: ['maker_amount_filled', 'makerAmountFilled'],
+  taker_amount_filled: ['taker_amount_filled', 'takerAmountFilled'],
+  fee: ['fee'],
+  source_id: ['id'],
+};
+const REQUIRED = ['block_timestamp', 'transaction_hash', 'maker', 'taker', 'maker_asset_id', 'taker_asset_id',
+  'maker_amount_filled', 'taker_amount_filled'];
+
+function detect(file: string, head: string): boolean {
+  const name = path.basename(file).toLowerCase();
+  if (/\.csv(\.gz)?$/.test(name)) {
+    const cols = csvHeader(head.replace(/^\uFEFF/, '').split(/\r?\n/, 1)[0] ?? '');
+    return cols.some((c) => FIELDS.maker_asset_id!.includes(c)) && cols.some((c) => FIELDS.taker_asset_id!.includes(c));
+  }
+  const start = head.trimStart()[0];
+  if (start !== '[' && start !== '{') return false;
+  return /"OrderFilled"|"(maker_asset_id|makerAssetId)"\s*:/.test(head);
+}
+
+async function loadJson(ctx: BatchContext, file: string): Promise<boolean> {
+  const names = [...new Set(Object.values(FIELDS).flat())];
+  // Every accepted spelling is a VARCHAR column (absent keys read as NULL; coalesce picks the one this file
+  // uses). Reading numbers as text keeps every digit of amounts beyond 64 bits.
+  const coalesced = (col: (n: string) => string): string =>
+    Object.entries(FIELDS)
+      .map(([target, ns]) => `coalesce(${ns.map(col).join(', ')}) AS ${sqlIdent(target)}`)
+      .join(', ');
+  try {
+    const columns = `{${names.map((n) => `${sqlIdent(n)}: 'VARCHAR'`).join(', ')}}`;
+    await ctx.conn.run(
+      `CREATE OR REPLACE TEMP TABLE _fills_raw AS
+       SELECT row_number() OVER () AS line, ${coalesced(sqlIdent)}
+       FROM read_json($file, format = 'auto', columns = ${columns}, maximum_object_size = 268435456)`,
+      { file },
+    );
+    return true;
+  } catch {
+    // DuckDB refused the file (a malformed line): parse object by object to name the bad lines, keep the rest.
+    if (!(await loadJsonObjects(ctx, file, '_fills_objs'))) return false;
+    await ctx.conn.run(
+      `CREATE OR REPLACE TEMP TABLE _fills_raw AS SELECT ord AS line, ${coalesced((n) => `(obj->>'${n}')`)} FROM _fills_objs`,
+    );
+    await ctx.conn.run('DROP TABLE IF EXISTS _fills_objs');
+    return true;
+  }
+}
+
+async function loadCsv(ctx: BatchContext, file: string): Promise<boolean> {
+  const cols = csvHeader(firstLine(file));
+  const pickCol = (target: string): string | undefined => FIELDS[target]!.find((n) => cols.includes(n));
+  const missing = REQUIRED.filter((t) => pickCol(t) === undefined);
+  if (missing.length > 0) {
+    ctx.issues.push({ file, line: 1, message: `fills CSV lacks column(s) for ${missing.join(', ')}` });
+    return false;
+  }
+  const select = Object.keys(FIELDS)
+    .map((t) => {
+      const c = pickCol(t);
+      return c === undefined ? `NULL::VARCHAR AS ${sqlIdent(t)}` : `${sqlIdent(c)} AS ${sqlIdent(t)}`;
+    })
+    .join(', ');
+  await ctx.conn.run(
+    `CREATE OR REPLACE TEMP TABLE _fills_raw AS
+     SELECT row_number() OVER () + 1 AS line, ${select} FROM read_csv($file, header = true, all_varchar = true)`,
+    { file },
+  );
+  return true;
+}
+
+export const fillsHandler: SourceHandler = {
+  kind: 'fills',
+  name: 'on-chain OrderFilled events (JSON / JSONL decoded events, Goldsky CSV)',
+  detect,
+  async stage(ctx, file) {
+    const ok = /\.csv(\.gz)?$/i.test(file) ? await loadCsv(ctx, file) : await loadJson(ctx, file);
+    if (!ok) return;
+    const { conn } = ctx;
+    await conn.run(ingestSql('fills', 'parse'));
+    const problems = await conn.runAndReadAll(ingestSql('fills', 'problems'));
+    for (const r of problems.getRowObjectsJS()) {
+      ctx.issues.push({ file, line: Number(r.line), message: `fill skipped: ${String(r.problem)}` });
+    }
+    const params = { ctf: EXCHANGE_CONTRACTS.ctf, negrisk: EXCHANGE_CONTRACTS.negrisk };
+    const c = (await conn.runAndReadAll(ingestSql('fills', 'counts'), params)).getRowObjectsJS()[0]!;
+    await conn.run(ingestSql('fills', 'stage'), params);
+    const add = (k: string, v: unknown) => (ctx.counts[k] = (ctx.counts[k] ?? 0) + Number(v));
+    add('fills', c.fills);
+    add('fills_exchange_taker_dropped', c.exchange_taker);
+    add('fills_rejected', c.rejected);
+    add('fills_other_events', c.other_events);
+    ctx.log.debug({ file, fills: Number(c.fills), rejected: Number(c.rejected) }, 'fills staged');
+    for (const t of ['_fills_raw', '_fills_parsed']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  },
+};

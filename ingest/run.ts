@@ -1,0 +1,277 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { openLakeDb, sqlIdent } from '../src/lake/duckdb.js';
+import { DATASETS, columnDdl, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
+import { createLogger, type Logger } from '../src/log.js';
+import { deriveBooks } from './books.js';
+import { expandInputs, gunzipTo, isGzip, pickHandler, readHead } from './detect.js';
+import { acquireLakeLock, appendLedger, hashFile, readLedger, type LedgerEntry } from './ledger.js';
+import { mergeIntoPartitions, sweepTempFiles } from './partitions.js';
+import type { BatchContext, IngestIssue, SourceHandler, SourceKind } from './types.js';
+import { wsHandlers } from './ws/index.js';
+
+/**
+ * The ingest orchestrator. One run: sweep temp files a killed run left, lock the lake, open a disk-backed
+ * DuckDB (staging spills to disk, not RAM), hash every input and skip what the ledger already holds, detect
+ * each file's format, stage it, and flush in bounded batches: derive books and candles, merge every data set
+ * into its partitions (atomic renames), rebuild the catalogue, then record the batch's files in the ledger.
+ */
+
+export type IngestOptions = {
+  lakeDir: string;
+  snapshotSeconds?: number;
+  log?: Logger;
+  threads?: number;
+  memoryLimit?: string;
+  /** Flush a batch once this many rows are staged (bounds memory and temp disk). */
+  batchRows?: number;
+  /** Progress lines on stderr every few seconds (the CLI turns this on). */
+  progress?: boolean;
+  /** Replace the format handlers (tests). */
+  handlers?: SourceHandler[];
+  /** Derive candles and rebuild the catalogue after each batch (default true; off only in isolated tests). */
+  derived?: boolean;
+};
+
+export type IngestReport = {
+  files: number;
+  ingested: number;
+  skipped: number;
+  failed: number;
+  batches: number;
+  rows_added: Record<string, number>;
+  issues: IngestIssue[];
+  counts: Record<string, number>;
+  seconds: number;
+  /** Where the time went: stage, books, candles, merge, catalog. */
+  phase_seconds: Record<string, number>;
+  level_updates_per_second: number;
+};
+
+type Derive = (ctx: BatchContext) => Promise<void>;
+
+/** Another helper's module that may not exist yet in a partial checkout: loaded if present. */
+async function optional<T>(spec: string, name: string, log: Logger): Promise<T | undefined> {
+  try {
+    const mod = (await import(spec)) as Record<string, unknown>;
+    return mod[name] as T | undefined;
+  } catch (err) {
+    log.warn({ err: (err as Error).message, module: spec }, 'ingest module not available');
+    return undefined;
+  }
+}
+
+const KIND_ORDER: Record<SourceKind, number> = { metadata: 0, fills: 1, options: 2, ws: 3 };
+
+export async function defaultHandlers(log: Logger): Promise<SourceHandler[]> {
+  // Variables, not literals, so a checkout without these modules still type-checks and runs.
+  const metadata = './metadata.js';
+  const fills = './fills.js';
+  const options = './options.js';
+  const list = [
+    await optional<SourceHandler>(metadata, 'metadataHandler', log),
+    await optional<SourceHandler>(fills, 'fillsHandler', log),
+    await optional<SourceHandler>(options, 'optionsHandler', log),
+    ...wsHandlers,
+  ];
+  return list.filter((h): h is SourceHandler => h !== undefined);
+}
+
+const STAGED: DatasetName[] = Object.keys(DATASETS) as DatasetName[];
+/** Partitioned data sets are merged here; the catalogue files are rebuilt by finalizeCatalog. */
+const MERGED = STAGED.filter((d) => (DATASETS[d] as DatasetDef).partition !== 'none');
+
+async function count(conn: DuckDBConnection, sql: string): Promise<number> {
+  return Number((await conn.runAndReadAll(sql)).getRows()[0]?.[0] ?? 0);
+}
+
+/**
+ * Where each staging table ends before a file is staged. A file whose handler throws has its rows removed
+ * again (rowids only grow within a batch), so a failed file leaves nothing behind. Not a transaction: a
+ * handler must be able to recover from a failed statement (e.g. malformed JSON → line-by-line salvage),
+ * which an aborted DuckDB transaction would not allow.
+ */
+async function stagingMarks(conn: DuckDBConnection): Promise<Map<string, number>> {
+  const marks = new Map<string, number>();
+  const tables = (await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE temporary AND table_name LIKE 'stg\\_%' ESCAPE '\\'`)).getRows();
+  for (const [t] of tables) {
+    const name = String(t);
+    marks.set(name, await count(conn, `SELECT coalesce(max(rowid), -1) FROM ${sqlIdent(name)}`));
+  }
+  return marks;
+}
+
+async function undoStaging(conn: DuckDBConnection, marks: Map<string, number>): Promise<void> {
+  const tables = (await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE temporary AND table_name LIKE 'stg\\_%' ESCAPE '\\'`)).getRows();
+  for (const [t] of tables) {
+    const name = String(t);
+    await conn.run(`DELETE FROM ${sqlIdent(name)} WHERE rowid > $m`, { m: marks.get(name) ?? -1 });
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export async function runIngest(paths: string[], opts: IngestOptions): Promise<IngestReport> {
+  const t0 = performance.now();
+  const lakeDir = path.resolve(opts.lakeDir);
+  const log = opts.log ?? createLogger('silent');
+  const batchRows = opts.batchRows ?? 20_000_000;
+  fs.mkdirSync(lakeDir, { recursive: true });
+  sweepTempFiles(lakeDir);
+  const release = acquireLakeLock(lakeDir);
+  const report: IngestReport = {
+    files: 0, ingested: 0, skipped: 0, failed: 0, batches: 0, rows_added: {}, issues: [], counts: {}, seconds: 0,
+    phase_seconds: {}, level_updates_per_second: 0,
+  };
+  const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {
+    const t = performance.now();
+    try {
+      return await fn();
+    } finally {
+      const s = (performance.now() - t) / 1000;
+      report.phase_seconds[phase] = Math.round(((report.phase_seconds[phase] ?? 0) + s) * 100) / 100;
+    }
+  };
+  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-ingest-'));
+  let progressTimer: NodeJS.Timeout | undefined;
+  try {
+    const { files, missing } = expandInputs(paths);
+    for (const m of missing) report.issues.push({ file: m, message: 'no such file or directory' });
+    report.files = files.length;
+    const handlers = opts.handlers ?? (await defaultHandlers(log));
+    const withDerived = opts.derived !== false;
+    const deriveCandles = withDerived ? await optional<Derive>('./candles.js', 'deriveCandles', log) : undefined;
+    const finalizeCatalog = withDerived ? await optional<Derive>('./catalog.js', 'finalizeCatalog', log) : undefined;
+
+    // Detect first, then stage by kind (catalogue before fills before tape) so a batch's trades and tape
+    // find the metadata that arrived with them.
+    const ledger = readLedger(lakeDir);
+    const seen = new Set<string>();
+    type Item = { file: string; sha256: string; bytes: number; handler: SourceHandler; gz: boolean };
+    const items: Item[] = [];
+    for (const file of files) {
+      const sha256 = await hashFile(file);
+      if (ledger.has(sha256) || seen.has(sha256)) {
+        report.skipped += 1;
+        continue;
+      }
+      seen.add(sha256);
+      const gz = isGzip(file);
+      const head = await readHead(file);
+      const handler = pickHandler(handlers, file, head);
+      if (!handler) {
+        report.failed += 1;
+        report.issues.push({ file, message: 'format not recognised; file skipped' });
+        continue;
+      }
+      items.push({ file, sha256, bytes: fs.statSync(file).size, handler, gz });
+    }
+    items.sort((a, b) => KIND_ORDER[a.handler.kind] - KIND_ORDER[b.handler.kind]);
+
+    const allowed = [lakeDir, workDir, ...new Set(files.map((f) => path.dirname(f)))];
+    const instance = await openLakeDb({
+      allowedDirectories: allowed,
+      threads: opts.threads ?? 2,
+      memoryLimit: opts.memoryLimit,
+      path: path.join(workDir, 'stage.duckdb'),
+      lock: false,
+    });
+    const conn = await instance.connect();
+    try {
+      // Insertion order is what makes WITH ORDINALITY follow file order.
+      await conn.run('SET preserve_insertion_order = true');
+      for (const d of STAGED) await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
+      const ctx: BatchContext = {
+        conn, lakeDir, log, snapshotSeconds: opts.snapshotSeconds ?? 60, issues: report.issues, counts: report.counts,
+      };
+      let pending: LedgerEntry[] = [];
+      let done = 0;
+      if (opts.progress) {
+        progressTimer = setInterval(() => {
+          const s = (performance.now() - t0) / 1000;
+          const lu = report.counts.level_updates ?? 0;
+          process.stderr.write(
+            `pmlake ingest: ${done}/${items.length} files, ${report.batches} batches written, ${lu} level updates staged, ${s.toFixed(1)} s\n`,
+          );
+        }, 3000);
+        progressTimer.unref();
+      }
+
+      const flush = async (): Promise<void> => {
+        if (pending.length === 0) return;
+        await timed('books', () => deriveBooks(ctx));
+        if (deriveCandles) await timed('candles', () => deriveCandles(ctx));
+        const pauseMs = Number(process.env.PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS ?? 0);
+        for (const d of MERGED) {
+          if ((await count(conn, `SELECT count(*) FROM stg_${d}`)) === 0) continue;
+          const r = await timed(`merge_${d}`, () => mergeIntoPartitions(conn, lakeDir, d, `stg_${d}`));
+          report.rows_added[d] = (report.rows_added[d] ?? 0) + r.rowsAdded;
+          if (pauseMs > 0) {
+            // Test hook (kill test): announce each merged data set and leave time to be killed between writes.
+            process.stderr.write(`pmlake-test: merged ${d}\n`);
+            await sleep(pauseMs);
+          }
+        }
+        if (finalizeCatalog) await timed('catalog', () => finalizeCatalog(ctx));
+        appendLedger(lakeDir, pending);
+        report.ingested += pending.length;
+        report.batches += 1;
+        pending = [];
+        for (const d of STAGED) await conn.run(`DELETE FROM stg_${d}`);
+      };
+
+      for (const item of items) {
+        const before = report.issues.length;
+        let stagePath = item.file;
+        if (item.gz) {
+          stagePath = path.join(workDir, `${item.sha256.slice(0, 16)}-${path.basename(item.file).replace(/\.gz$/i, '')}`);
+          await gunzipTo(item.file, stagePath);
+        }
+        let ok = true;
+        const marks = await stagingMarks(conn);
+        try {
+          await timed('stage', () => item.handler.stage(ctx, stagePath));
+        } catch (err) {
+          ok = false;
+          await undoStaging(conn, marks);
+          report.failed += 1;
+          const line = (err as { line?: unknown }).line;
+          report.issues.push({
+            file: item.file,
+            ...(typeof line === 'number' ? { line } : {}),
+            message: `not ingested (${item.handler.name}): ${(err as Error).message.split('\n')[0]}`,
+          });
+        } finally {
+          if (stagePath !== item.file) fs.rmSync(stagePath, { force: true });
+        }
+        // Handlers name the file they were given; name the input instead.
+        for (let i = before; i < report.issues.length; i += 1) {
+          if (report.issues[i]!.file === stagePath) report.issues[i] = { ...report.issues[i]!, file: item.file };
+        }
+        done += 1;
+        if (!ok) continue;
+        pending.push({
+          sha256: item.sha256, file: item.file, bytes: item.bytes, handler: item.handler.name, ingested_at: new Date().toISOString(),
+        });
+        let staged = 0;
+        for (const d of STAGED) staged += await count(conn, `SELECT count(*) FROM stg_${d}`);
+        if (staged >= batchRows) await flush();
+      }
+      await flush();
+    } finally {
+      conn.closeSync();
+      instance.closeSync();
+    }
+  } finally {
+    if (progressTimer) clearInterval(progressTimer);
+    fs.rmSync(workDir, { recursive: true, force: true });
+    release();
+  }
+  report.seconds = Math.round((performance.now() - t0) / 10) / 100;
+  report.level_updates_per_second = report.seconds > 0 ? Math.round((report.counts.level_updates ?? 0) / report.seconds) : 0;
+  return report;
+}

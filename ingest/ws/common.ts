@@ -1,0 +1,84 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { BatchContext } from '../types.js';
+
+/** Fixed statements of one sql/ingest/*.sql file, comment lines removed, split on statement ends. */
+const cache = new Map<string, string[]>();
+export function sqlStatements(name: string): string[] {
+  let stmts = cache.get(name);
+  if (!stmts) {
+    const text = fs.readFileSync(fileURLToPath(new URL(`../../sql/ingest/${name}`, import.meta.url)), 'utf8');
+    stmts = text
+      .split('\n')
+      .filter((l) => !l.trimStart().startsWith('--'))
+      .join('\n')
+      .split(/;\s*$/m)
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0);
+    cache.set(name, stmts);
+  }
+  return stmts;
+}
+
+export async function runSqlFile(conn: DuckDBConnection, name: string): Promise<void> {
+  const profile = process.env.PMLAKE_PROFILE === '1';
+  for (const s of sqlStatements(name)) {
+    const t = performance.now();
+    await conn.run(s);
+    if (profile) process.stderr.write(`[profile] ${name} ${(performance.now() - t).toFixed(0)} ms: ${s.slice(0, 60).replace(/\s+/g, ' ')}\n`);
+  }
+}
+
+async function scalar(conn: DuckDBConnection, sql: string): Promise<number> {
+  const rows = (await conn.runAndReadAll(sql)).getRows();
+  const v = rows[0]?.[0];
+  return v === null || v === undefined ? 0 : Number(v);
+}
+
+export function bump(ctx: BatchContext, key: string, n: number): void {
+  if (n) ctx.counts[key] = (ctx.counts[key] ?? 0) + n;
+}
+
+const KNOWN = ['book', 'price_change', 'last_trade_price', 'tick_size_change', 'best_bid_ask'];
+
+/**
+ * Runs the common tail (ws_stage.sql) over _ws_fr/_ws_m, then counts what was read and reports what was not.
+ * `where(el)` names a frame's position for messages ("line 12" for JSONL, "frame 3" for arrays).
+ */
+export async function finishTape(ctx: BatchContext, file: string, where: (el: number) => { line?: number; at: string }): Promise<void> {
+  const { conn } = ctx;
+  await runSqlFile(conn, 'ws_stage.sql');
+  bump(ctx, 'frames', await scalar(conn, 'SELECT count(*) FROM _ws_fr'));
+  bump(ctx, 'messages', await scalar(conn, 'SELECT count(*) FROM _ws_m'));
+  const types = (await conn.runAndReadAll(`SELECT coalesce(event_type, '(none)') AS t, count(*) AS n FROM _ws_m GROUP BY 1`)).getRows();
+  for (const [t, n] of types) {
+    const type = String(t);
+    if (KNOWN.includes(type)) bump(ctx, `msg_${type}`, Number(n));
+    else bump(ctx, 'unknown_event_types', Number(n));
+  }
+  bump(ctx, 'level_updates', await scalar(conn, 'SELECT count(*) FROM _ws_lv WHERE NOT bad'));
+
+  const noTime = await scalar(conn, 'SELECT count(*) FROM _ws_recv WHERE recv_ms IS NULL');
+  if (noTime > 0) {
+    ctx.issues.push({ file, message: `${noTime} frame(s) carry no timestamp at all; skipped` });
+    bump(ctx, 'frames_without_time', noTime);
+  }
+  const report = async (sql: string, what: string, counter: string): Promise<void> => {
+    const r = (await conn.runAndReadAll(sql)).getRows()[0];
+    const n = Number(r?.[0] ?? 0);
+    if (n === 0) return;
+    bump(ctx, counter, n);
+    const w = where(Number(r?.[1]));
+    ctx.issues.push({ file, ...(w.line !== undefined ? { line: w.line } : {}), message: `${n} ${what}; first at ${w.at}` });
+  };
+  await report(`SELECT count(*), min(el) FROM _ws_m WHERE jt IS DISTINCT FROM 'OBJECT'`, 'message(s) that are not JSON objects, skipped', 'malformed_messages');
+  await report(`SELECT count(*), min(el) FROM _ws_lv WHERE bad`, 'level update(s) with a missing token, bad side or unparsable price/size, skipped', 'bad_level_updates');
+  await report(
+    `SELECT count(*), min(el) FROM _ws_ms WHERE event_type = 'last_trade_price' AND (asset_id IS NULL
+       OR TRY_CAST(price AS DECIMAL(10,6)) IS NULL OR TRY_CAST(size AS DECIMAL(18,6)) IS NULL)`,
+    'last_trade_price message(s) without token, price or size, skipped',
+    'bad_last_trades',
+  );
+  for (const t of ['_ws_el', '_ws_fr', '_ws_m', '_ws_recv', '_ws_ms', '_ws_lv']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+}

@@ -1,0 +1,28 @@
+-- Replay input for book reconstruction (ingest/books.ts). Needs _bk_touch(tok, asset_id, min_seq, ...),
+-- _bk_seed(asset_id, ts, seq, bids, asks) and _bk_tail (l2 rows already in the lake between the seed and the
+-- batch). src: 0 = seed snapshot, 1 = stored tail (replayed, not re-emitted), 2 = this batch.
+-- Prices and sizes go to JavaScript as integers of 1e-6 units (exact, and read straight from typed arrays).
+CREATE OR REPLACE TEMP TABLE _bk_in AS
+WITH seed AS (
+  SELECT asset_id, seq, epoch_ms(ts) AS ms,
+         CASE WHEN coalesce(len(bids), 0) + coalesce(len(asks), 0) = 0
+              THEN [{'side': NULL::VARCHAR, 'price': NULL::DECIMAL(10,6), 'size': NULL::DECIMAL(18,6)}]
+              ELSE list_concat(list_transform(coalesce(bids, []), x -> {'side': 'bid', 'price': x.price, 'size': x.size}),
+                               list_transform(coalesce(asks, []), x -> {'side': 'ask', 'price': x.price, 'size': x.size}))
+         END AS lv
+  FROM _bk_seed
+), rows AS (
+  SELECT asset_id, 0 AS src, seq, ms, 0 AS k, l.side AS side, l.price AS price, l.size AS size, 1 AS snap, i AS level_idx
+  FROM (SELECT asset_id, seq, ms, unnest(lv) AS l, unnest(range(len(lv))) AS i FROM seed)
+  UNION ALL
+  SELECT asset_id, 1, seq, seq // 1000000, seq % 1000000, side, price, size, is_snapshot::INTEGER, level_idx FROM _bk_tail
+  UNION ALL
+  SELECT asset_id, 2, seq, seq // 1000000, seq % 1000000, side, price, size, is_snapshot::INTEGER, level_idx FROM stg_l2
+)
+SELECT t.tok::INTEGER AS tok, r.src::INTEGER AS src, r.seq, r.level_idx,
+       r.ms::DOUBLE AS ms, r.k::INTEGER AS k,
+       (CASE r.side WHEN 'bid' THEN 0 WHEN 'ask' THEN 1 ELSE 2 END)::INTEGER AS side,
+       r.snap::INTEGER AS snap,
+       coalesce(CAST(r.price * 1000000 AS INTEGER), -1) AS price,
+       coalesce(CAST(CAST(r.size AS DECIMAL(38,6)) * 1000000 AS DOUBLE), 0) AS size
+FROM rows r JOIN _bk_touch t USING (asset_id);

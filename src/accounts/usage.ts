@@ -1,0 +1,138 @@
+import type { Logger } from 'pino';
+import type { Principal } from '../http/auth.js';
+import { HttpError, PaymentRequired, RateLimited, Unauthorized } from '../http/errors.js';
+import { completePull, downloadsSince, failPull, fairUseUsedBytes, insertPull } from '../state/pulls.js';
+import { newId, type StateStore } from '../state/store.js';
+import { coverage, entitlementOf } from './entitlements.js';
+import type { PullRequest, UsageMeter, UsageTicket } from './meter.js';
+
+/**
+ * The real usage meter. `begin` runs one SQLite IMMEDIATE transaction that checks, in order: the plan covers
+ * the data set (402 upgrade_required / subscription_required), the per-plan download rate (429 "Rate limit
+ * exceeded" with Retry-After), and the monthly fair-use volume (429 fair_use_cap, no Retry-After) — then
+ * reserves the estimated bytes by inserting the pending download-history row. Because check and reservation
+ * are one transaction, parallel pulls can never together pass the allowance. `commit` settles the row to the
+ * bytes actually sent; `refund` marks it failed, which releases both the bytes and the rate-limit slot.
+ */
+export type MeterOptions = { now?: () => Date; log?: Logger };
+
+const HOUR_MS = 3_600_000;
+const MINUTE_MS = 60_000;
+
+export function sqliteMeter(store: StateStore, opts: MeterOptions = {}): UsageMeter {
+  const now = opts.now ?? (() => new Date());
+  return {
+    async begin(principal: Principal, pull: PullRequest): Promise<UsageTicket> {
+      const at = now();
+      const id = newId('dl');
+      store.db
+        .transaction(() => {
+          const user = store.getUser(principal.userId);
+          if (!user) throw new Unauthorized('Invalid API key');
+          const ent = entitlementOf(store, user, at);
+          const cov = coverage(ent, pull.dataset, pull.kind);
+          if (!cov.ok) {
+            throw new PaymentRequired({ code: cov.code, message: cov.message, plan: ent.plan.id, required_plan: cov.required_plan });
+          }
+          if (pull.kind === 'download') checkDownloadRate(store, user.id, ent.plan.downloads_per_hour, ent.plan.downloads_per_minute, at);
+          const allowance = ent.plan.fair_use_bytes_month;
+          const used = fairUseUsedBytes(store, user.id, ent.period.start, ent.period.end);
+          const estimated = Math.max(0, Math.floor(Number.isFinite(pull.estimatedBytes) ? pull.estimatedBytes : 0));
+          if (used >= allowance || used + estimated > allowance) {
+            throw fairUseCap(ent.plan.name, allowance, used, estimated, ent.period.end);
+          }
+          insertPull(store, {
+            id,
+            user_id: user.id,
+            key_id: principal.keyId,
+            kind: pull.kind,
+            dataset: pull.dataset,
+            description: pull.description.slice(0, 500),
+            market_id: pull.marketId ?? null,
+            format: pull.format ?? null,
+            file_name: pull.fileName ?? null,
+            timeframe: pull.timeframe ?? null,
+            start_date: pull.start ?? null,
+            end_date: pull.end ?? null,
+            status: 'pending',
+            reserved_bytes: estimated,
+            bytes: null,
+            rows: null,
+            reason: null,
+            created_at: at.toISOString(),
+            finished_at: null,
+          });
+        })
+        .immediate();
+      return ticketFor(store, id, now, opts.log);
+    },
+  };
+}
+
+/** A ticket by id: exports that outlive a restart settle through this (see settleTicket/refundTicket). */
+function ticketFor(store: StateStore, id: string, now: () => Date, log?: Logger): UsageTicket {
+  return {
+    id,
+    commit(result) {
+      try {
+        completePull(store, id, Math.max(0, Math.round(result.bytes)), Math.max(0, Math.round(result.rows)), now());
+      } catch (err) {
+        // Settling must never take down the response that already went out; the row stays pending (reserved).
+        log?.error({ err, ticket: id }, 'usage commit failed');
+      }
+    },
+    refund(reason) {
+      try {
+        failPull(store, id, reason, now());
+      } catch (err) {
+        log?.error({ err, ticket: id }, 'usage refund failed');
+      }
+    },
+  };
+}
+
+/** Settles a ticket by id (exports resumed after a restart). False when it was already settled. */
+export function settleTicket(store: StateStore, id: string, result: { bytes: number; rows: number }, at: Date = new Date()): boolean {
+  return completePull(store, id, Math.max(0, Math.round(result.bytes)), Math.max(0, Math.round(result.rows)), at);
+}
+
+/** Refunds a ticket by id. False when it was already settled. */
+export function refundTicket(store: StateStore, id: string, reason: string, at: Date = new Date()): boolean {
+  return failPull(store, id, reason, at);
+}
+
+/**
+ * Sliding windows over the download history: a refunded download frees its slot. Retry-After is when the
+ * oldest counted download leaves the window.
+ */
+function checkDownloadRate(store: StateStore, userId: string, perHour: number, perMinute: number | null, at: Date): void {
+  const windows: [number, number][] = [[perHour, HOUR_MS]];
+  if (perMinute !== null) windows.push([perMinute, MINUTE_MS]);
+  for (const [limit, windowMs] of windows) {
+    const { count, oldest } = downloadsSince(store, userId, new Date(at.getTime() - windowMs));
+    if (count >= limit) {
+      const freeAt = (oldest ? Date.parse(oldest) : at.getTime()) + windowMs;
+      throw new RateLimited((freeAt - at.getTime()) / 1000, {
+        'X-RateLimit-Limit': String(limit),
+        'X-RateLimit-Remaining': '0',
+        'X-RateLimit-Reset': String(Math.ceil(freeAt / 1000)),
+      });
+    }
+  }
+}
+
+function fairUseCap(planName: string, allowance: number, used: number, estimated: number, resetsAt: Date): HttpError {
+  const gb = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GB`;
+  const message =
+    used >= allowance
+      ? `The ${planName} plan's monthly fair-use volume of ${gb(allowance)} is used up; it resets on ${resetsAt.toISOString()}`
+      : `This pull (about ${gb(estimated)}) would exceed the ${planName} plan's monthly fair-use volume: ${gb(allowance - used)} of ${gb(allowance)} left until ${resetsAt.toISOString()}`;
+  // No Retry-After on purpose: retrying does not help before the next billing date.
+  return new HttpError(429, {
+    code: 'fair_use_cap',
+    message,
+    allowance_bytes: allowance,
+    used_bytes: used,
+    resets_at: resetsAt.toISOString(),
+  });
+}

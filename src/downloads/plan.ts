@@ -1,0 +1,233 @@
+import type { Principal } from '../http/auth.js';
+import { BadRequest, NotFound } from '../http/errors.js';
+import type { Query } from '../lake/duckdb.js';
+import { runOne } from '../lake/runner.js';
+import type { CopyFormat } from '../lake/stream.js';
+import { planOf } from '../accounts/plans.js';
+import { query, type Window } from '../query/common.js';
+import { lakeSources, type Lake } from '../lake/runner.js';
+import {
+  l2LevelsDownload,
+  ohlcvDownload,
+  optionsGreeksDownload,
+  optionsTradesDownload,
+  orderbookDownload,
+  rawFramesDownload,
+  tapeTradesDownload,
+  topOfBookDownload,
+  tradesDownload,
+} from '../query/downloads.js';
+import { timeframeOf, type Timeframe } from '../timeframe.js';
+import { findRawDataset, parseOptionsSeries } from './catalog.js';
+import { resolveMarket } from '../http/ids.js';
+import type { AppContext } from '../http/context.js';
+
+/**
+ * One download, whatever route asked for it (a GET /v1/download/* call, a bulk line item or an export):
+ * validated parameters in, the SELECT to COPY and the names for the file and the history record out.
+ */
+export type DownloadKind = 'trades' | 'ohlcv' | 'orderbook' | 'top_of_book' | 'raw' | 'options' | 'series';
+
+export type DownloadSpec = {
+  kind: DownloadKind;
+  market_id?: string | undefined;
+  series_id?: string | undefined;
+  data_type?: string | undefined;
+  timeframe?: Timeframe | undefined;
+  instrument_prefix?: string | undefined;
+  shape?: 'raw' | 'normalized' | undefined;
+  start?: bigint | undefined;
+  end?: bigint | undefined;
+  format: CopyFormat;
+  /** null: no row cap (exports). */
+  limit: number | null;
+};
+
+export type DownloadPlan = {
+  query: Query;
+  format: CopyFormat;
+  /** File name with extension, e.g. trades_1254468.csv. */
+  fileName: string;
+  /** Plan data set key (src/accounts/plans.ts) the pull counts against. */
+  dataset: string;
+  description: string;
+  marketId?: string | undefined;
+  timeframe?: string | undefined;
+  start: string | null;
+  end: string | null;
+  /** The 404 text when the window holds nothing (the anchor client maps these phrasings to NoDataInRange). */
+  emptyMessage: string;
+};
+
+/** Typed 400s with the codes the anchor's client dispatches on. */
+export function wrongDataType(code: string, message: string, itemIndex?: number): BadRequest {
+  return new BadRequest({ code, message, ...(itemIndex === undefined ? {} : { item_index: itemIndex }) });
+}
+
+function iso(micros: bigint | undefined): string | null {
+  return micros === undefined ? null : new Date(Number(micros / 1000n)).toISOString();
+}
+
+function safeName(s: string): string {
+  return s.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 120);
+}
+
+const NO_LIMIT = 2 ** 62;
+
+export async function planDownload(
+  ctx: AppContext,
+  principal: Principal | undefined,
+  spec: DownloadSpec,
+  itemIndex?: number,
+): Promise<DownloadPlan> {
+  const db = ctx.db;
+  const lake: Lake = lakeSources(ctx.config.lakeDir);
+  const w: Window = { start: spec.start, end: spec.end };
+  const limit = spec.limit ?? NO_LIMIT;
+  const ext = spec.format;
+  const base = { format: spec.format, start: iso(spec.start), end: iso(spec.end) };
+
+  const needMarket = async () => {
+    if (!spec.market_id) throw wrongDataType('missing_market_id', `a ${spec.kind} download needs market_id`, itemIndex);
+    const r = await resolveMarket(ctx, spec.market_id);
+    const tokens = r.token ? [r.token] : r.tokens;
+    return { tokens, tokenIds: tokens.map((t) => t.token_id), conditionId: String(r.market.condition_id ?? '') };
+  };
+
+  switch (spec.kind) {
+    case 'trades': {
+      const m = await needMarket();
+      return {
+        ...base,
+        query: tradesDownload(lake, { tokens: m.tokenIds }, w, limit, spec.format),
+        fileName: `trades_${safeName(spec.market_id!)}.${ext}`,
+        dataset: 'trades',
+        description: `trades market_id=${spec.market_id}`,
+        marketId: spec.market_id,
+        emptyMessage: 'No trades found for this market in this range',
+      };
+    }
+    case 'ohlcv': {
+      const m = await needMarket();
+      const tf = spec.timeframe ?? timeframeOf(3600);
+      return {
+        ...base,
+        query: ohlcvDownload(lake, { tokens: m.tokens }, tf, w, limit, spec.format),
+        fileName: `ohlcv_${safeName(spec.market_id!)}_${tf.label}.${ext}`,
+        dataset: 'ohlcv',
+        description: `ohlcv market_id=${spec.market_id} timeframe=${tf.label}`,
+        marketId: spec.market_id,
+        timeframe: tf.label,
+        emptyMessage: 'No OHLCV data found for this market in this range',
+      };
+    }
+    case 'orderbook':
+    case 'top_of_book': {
+      const m = await needMarket();
+      const sel = { tokens: m.tokenIds };
+      if (spec.kind === 'orderbook') {
+        return {
+          ...base,
+          query: orderbookDownload(lake, sel, w, limit, spec.format),
+          fileName: `orderbook_${safeName(spec.market_id!)}.${ext}`,
+          dataset: 'orderbook',
+          description: `orderbook market_id=${spec.market_id}`,
+          marketId: spec.market_id,
+          emptyMessage: 'No orderbook snapshots for this market in this range',
+        };
+      }
+      // The Free plan sees top of book only this many minutes behind now (src/accounts/plans.ts).
+      const delay = planOf(principal?.plan ?? 'free').top_of_book_delay_minutes;
+      let end = spec.end;
+      if (delay > 0) {
+        const cap = BigInt(Date.now() - delay * 60_000) * 1000n;
+        if (end === undefined || end > cap) end = cap;
+      }
+      return {
+        ...base,
+        end: iso(end),
+        query: topOfBookDownload(lake, sel, { start: spec.start, end }, limit, spec.format),
+        fileName: `top_of_book_${safeName(spec.market_id!)}.${ext}`,
+        dataset: 'top_of_book',
+        description: `top_of_book market_id=${spec.market_id}${delay > 0 ? ` delayed ${delay}m` : ''}`,
+        marketId: spec.market_id,
+        emptyMessage: 'No priced top-of-book rows for this market in this range',
+      };
+    }
+    case 'raw': {
+      const name = spec.data_type ?? spec.series_id;
+      if (!name) throw wrongDataType('unknown_raw_data_type', 'a raw download needs data_type (see /v1/download/raw/datasets)', itemIndex);
+      const ds = findRawDataset(name);
+      if (!ds) throw wrongDataType('unknown_raw_data_type', `unknown raw data_type '${name}'; see /v1/download/raw/datasets`, itemIndex);
+      const conditionId = spec.market_id ? (await needMarket()).conditionId : null;
+      const shape = spec.shape ?? 'raw';
+      let q: Query;
+      if (shape === 'raw') {
+        q = rawFramesDownload(lake, ds.eventTypes, conditionId, w, spec.limit);
+      } else if (ds.normalized === 'l2') {
+        q = l2LevelsDownload(lake, conditionId, w, spec.limit, spec.format);
+      } else if (ds.normalized === 'last_trades') {
+        q = tapeTradesDownload(lake, conditionId, w, spec.limit, spec.format);
+      } else {
+        throw wrongDataType('normalized_unavailable', `shape=normalized is not available for '${ds.data_type}'`, itemIndex);
+      }
+      return {
+        ...base,
+        query: q,
+        fileName: `raw_${ds.data_type}${spec.market_id ? `_${safeName(spec.market_id)}` : ''}${shape === 'normalized' ? '_normalized' : ''}.${ext}`,
+        dataset: 'raw',
+        description: `raw data_type=${ds.data_type} shape=${shape}${spec.market_id ? ` market_id=${spec.market_id}` : ''}`,
+        marketId: spec.market_id,
+        emptyMessage: 'No raw tape records in this range',
+      };
+    }
+    case 'options': {
+      if (!spec.series_id) throw wrongDataType('missing_series_id', 'an options download needs series_id, e.g. deribit:btc-options', itemIndex);
+      const s = parseOptionsSeries(spec.series_id);
+      if (!s) throw wrongDataType('not_options_series', `'${spec.series_id}' is not an options series (e.g. deribit:btc-options)`, itemIndex);
+      const dataType = spec.data_type ?? 'trades';
+      const sel = { ...s, instrumentPrefix: spec.instrument_prefix };
+      let q: Query;
+      if (dataType === 'trades') q = optionsTradesDownload(lake, sel, w, limit, spec.format);
+      else if (dataType === 'greeks') q = optionsGreeksDownload(lake, sel, w, limit, spec.format);
+      else throw wrongDataType('options_data_type_unavailable', `data_type '${dataType}' is not captured for ${spec.series_id}; use trades or greeks`, itemIndex);
+      return {
+        ...base,
+        query: q,
+        fileName: `options_${safeName(spec.series_id)}_${dataType}.${ext}`,
+        dataset: 'options',
+        description: `options series_id=${spec.series_id} data_type=${dataType}${spec.instrument_prefix ? ` prefix=${spec.instrument_prefix}` : ''}`,
+        emptyMessage: 'No options trades in this range',
+      };
+    }
+    case 'series': {
+      if (!spec.series_id) throw wrongDataType('missing_series_id', 'a series download needs series_id', itemIndex);
+      if (parseOptionsSeries(spec.series_id)) {
+        return planDownload(ctx, principal, { ...spec, kind: 'options' }, itemIndex);
+      }
+      const exists = await runOne(db, query(`SELECT 1 AS x FROM ${lake.from('series')} WHERE series_id = $id LIMIT 1`, { id: spec.series_id }));
+      if (!exists) throw new NotFound('Series not found');
+      const dataType = spec.data_type ?? 'trades';
+      const sel = { seriesId: spec.series_id };
+      const name = safeName(spec.series_id);
+      const common = { ...base, dataset: 'series', emptyMessage: 'No data for this series in this range' };
+      if (dataType === 'trades') {
+        return { ...common, query: tradesDownload(lake, sel, w, limit, spec.format), fileName: `series_${name}_trades.${ext}`, description: `series ${spec.series_id} trades` };
+      }
+      if (dataType === 'ohlcv') {
+        const tf = spec.timeframe ?? timeframeOf(3600);
+        return {
+          ...common,
+          query: ohlcvDownload(lake, sel, tf, w, limit, spec.format),
+          fileName: `series_${name}_ohlcv_${tf.label}.${ext}`,
+          description: `series ${spec.series_id} ohlcv ${tf.label}`,
+          timeframe: tf.label,
+        };
+      }
+      if (dataType === 'snapshots') {
+        return { ...common, query: orderbookDownload(lake, sel, w, limit, spec.format), fileName: `series_${name}_snapshots.${ext}`, description: `series ${spec.series_id} snapshots` };
+      }
+      throw wrongDataType('wrong_data_type', `data_type '${dataType}' is not offered for series; use trades, ohlcv or snapshots`, itemIndex);
+    }
+  }
+}

@@ -1,0 +1,145 @@
+import { z } from 'zod';
+import type { ExportService, ExportSpec } from '../exports/service.js';
+import { getOwnExport, listExports, type ExportJobRow } from '../state/exports.js';
+import type { AppContext } from './context.js';
+import { Conflict, Gone, NotFound, Unprocessable } from './errors.js';
+import { isoDateTime, marketIdParam, timeframeParam } from './params.js';
+import type { Route } from './route.js';
+
+/**
+ * /v1/exports: submit (202, the job itself), list ({data, meta}), poll, and a fresh presigned link per call
+ * ({data: {download_url, expires_in, …job}}). These are the wire shapes the anchor's client checks.
+ * Another caller's job is answered exactly like an unknown one: 404 "Export job not found".
+ */
+const CreateExport = z
+  .object({
+    kind: z.enum(['trades', 'raw', 'ohlcv', 'orderbook']),
+    market_id: marketIdParam.max(128).nullish(),
+    series_id: z.string().min(1).max(128).nullish(),
+    timeframe: timeframeParam.nullish(),
+    shape: z.enum(['raw', 'normalized']).default('raw'),
+    start: isoDateTime.nullish(),
+    end: isoDateTime.nullish(),
+    format: z.enum(['parquet', 'csv', 'json']).default('parquet'),
+    idempotency_key: z.string().min(1).max(128).nullish(),
+  })
+  .superRefine((v, ctx) => {
+    if (v.kind === 'raw' && !v.series_id) {
+      ctx.addIssue({ code: 'custom', path: ['series_id'], message: "a raw export needs series_id, e.g. 'polymarket:l2-delta-tape'" });
+    }
+    if (v.kind !== 'raw' && !v.market_id) ctx.addIssue({ code: 'custom', path: ['market_id'], message: `a ${v.kind} export needs market_id` });
+    if (v.kind !== 'raw' && v.series_id) ctx.addIssue({ code: 'custom', path: ['series_id'], message: `series_id does not apply to a ${v.kind} export` });
+    if (v.start != null && v.end != null && v.end <= v.start) ctx.addIssue({ code: 'custom', path: ['end'], message: 'end must be after start' });
+  });
+
+const JobParams = z.object({ job_id: z.string().min(1).max(64) });
+const ListQuery = z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) });
+const UrlQuery = z.object({ ttl: z.coerce.number().int().min(60).max(3600).default(300).describe('Signed-URL lifetime in seconds') });
+
+function service(ctx: AppContext): ExportService {
+  return ctx.exports;
+}
+
+function iso(micros: bigint | null | undefined): string | undefined {
+  return micros == null ? undefined : new Date(Number(micros / 1000n)).toISOString();
+}
+
+export function jobView(job: ExportJobRow): Record<string, unknown> {
+  return {
+    id: job.id,
+    status: job.status,
+    spec: JSON.parse(job.spec) as unknown,
+    file_name: job.file_name,
+    format: job.format,
+    record_count: job.record_count,
+    size_bytes: job.size_bytes,
+    progress: { rows_written: job.rows_written, bytes_written: job.bytes_written },
+    cost: job.cost,
+    disposition: job.status === 'succeeded' ? 'included_in_plan' : null,
+    error: job.error,
+    attempts: job.attempts,
+    created_at: job.created_at,
+    started_at: job.started_at,
+    completed_at: job.completed_at,
+    expires_at: job.expires_at,
+    idempotency_key: job.idempotency_key,
+  };
+}
+
+function ownJob(ctx: AppContext, userId: string, id: string): ExportJobRow {
+  const job = getOwnExport(ctx.state, userId, id);
+  if (!job) throw new NotFound('Export job not found');
+  return service(ctx).refresh(job);
+}
+
+export const exportRoutes: Route[] = [
+  {
+    method: 'post',
+    path: '/v1/exports',
+    auth: 'key',
+    scope: 'download',
+    tag: 'Exports',
+    summary: 'Submit an export job (202); the same idempotency_key returns the same job',
+    body: CreateExport,
+    status: 202,
+    handler: async (req, res, ctx) => {
+      const b = res.locals.body as z.infer<typeof CreateExport>;
+      const spec: ExportSpec = {
+        kind: b.kind,
+        ...(b.market_id ? { market_id: b.market_id } : {}),
+        ...(b.series_id ? { series_id: b.series_id } : {}),
+        ...(b.timeframe ? { timeframe: b.timeframe.label } : {}),
+        ...(b.kind === 'raw' ? { shape: b.shape } : {}),
+        ...(b.start != null ? { start: iso(b.start) } : {}),
+        ...(b.end != null ? { end: iso(b.end) } : {}),
+        format: b.format,
+      };
+      if (b.kind === 'raw') {
+        const { findRawDataset } = await import('../downloads/catalog.js');
+        if (!findRawDataset(b.series_id!)) {
+          throw new Unprocessable([{ loc: ['body', 'series_id'], msg: 'unknown raw series; see /v1/download/raw/datasets', type: 'value_error', input: b.series_id }]);
+        }
+      }
+      return jobView(service(ctx).submit(req.principal!, spec, b.idempotency_key ?? undefined));
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/exports',
+    auth: 'key',
+    tag: 'Exports',
+    summary: "The caller's export jobs, newest first",
+    query: ListQuery,
+    handler: async (req, res, ctx) => {
+      const { limit } = res.locals.query as z.infer<typeof ListQuery>;
+      const data = listExports(ctx.state, req.principal!.userId, limit).map((j) => jobView(service(ctx).refresh(j)));
+      return { data, meta: { count: data.length } };
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/exports/:job_id',
+    auth: 'key',
+    tag: 'Exports',
+    summary: 'One export job: status, progress, record_count, size_bytes, error, timestamps',
+    params: JobParams,
+    handler: async (req, res, ctx) => jobView(ownJob(ctx, req.principal!.userId, (res.locals.params as z.infer<typeof JobParams>).job_id)),
+  },
+  {
+    method: 'get',
+    path: '/v1/exports/:job_id/url',
+    auth: 'key',
+    tag: 'Exports',
+    summary: 'A fresh presigned GET link to a finished export (re-usable until it expires; no API key needed)',
+    params: JobParams,
+    query: UrlQuery,
+    handler: async (req, res, ctx) => {
+      const job = ownJob(ctx, req.principal!.userId, (res.locals.params as z.infer<typeof JobParams>).job_id);
+      const { ttl } = res.locals.query as z.infer<typeof UrlQuery>;
+      if (job.status === 'expired') throw new Gone('Export has expired; submit it again');
+      if (job.status !== 'succeeded') throw new Conflict(`Export is not ready (status: ${job.status})`);
+      const url = await service(ctx).presign(job, ttl);
+      return { data: { ...jobView(job), download_url: url, expires_in: ttl, url_expires_at: new Date(Date.now() + ttl * 1000).toISOString() } };
+    },
+  },
+];

@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import type { Route } from './route.js';
+import { lakeSources, runQuery } from '../lake/runner.js';
+import { ohlcvPageQuery } from '../query/ohlcv.js';
+import { resolveMarket, selectTokens } from './ids.js';
+import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt, timeframeParam } from './params.js';
+import { NotFound } from './errors.js';
+
+export const OHLCVResponse = z
+  .object({
+    market_id: z.string().describe('The outcome token id'),
+    outcome: z.number().int().nullable(),
+    timestamp: z.string().describe('Bucket start, ISO 8601 UTC'),
+    open: z.number(),
+    high: z.number(),
+    low: z.number(),
+    close: z.number(),
+    volume: z.number(),
+    trade_count: z.number().int(),
+  })
+  .meta({ id: 'OHLCVResponse' });
+
+const OhlcvQuery = z
+  .object({
+    market_id: marketIdParam,
+    outcome: outcomeParam.default(0).describe('Outcome index (0 = first, e.g. Yes/Up); ignored when market_id is a token id'),
+    timeframe: timeframeParam
+      .prefault('1h')
+      .describe('Any whole number of s, m, h, d or w up to 4w (30s, 1m, 7m, 2h, 12h, 1d, 1w, …). Buckets are aligned to UTC multiples of the interval since 1970-01-01; weeks start Monday 00:00 UTC.'),
+    start: isoDateTime.optional().describe('Buckets overlapping [start, end) are returned whole'),
+    end: isoDateTime.optional(),
+    limit: queryInt({ min: 1, max: 10_000, default: 500, description: 'Max bars to return (newest first)' }),
+  })
+  .superRefine((v, ctx) => checkWindow(v, ctx));
+
+export const ohlcvRoutes: Route[] = [
+  {
+    method: 'get',
+    path: '/v1/trades/ohlcv',
+    auth: 'key',
+    tag: 'trades',
+    summary: 'OHLCV candles at any timeframe, newest first; empty buckets omitted',
+    query: OhlcvQuery,
+    response: z.array(OHLCVResponse),
+    handler: async (_req, res, ctx) => {
+      const q = res.locals.query as z.infer<typeof OhlcvQuery>;
+      const r = await resolveMarket(ctx, q.market_id);
+      const [token] = selectTokens(r, q.outcome);
+      if (!token) throw new NotFound('Market has no outcome tokens');
+      const rows = await runQuery(
+        ctx.db,
+        ohlcvPageQuery(
+          lakeSources(ctx.config.lakeDir),
+          { token: token.token_id, outcome: token.outcome_index, timeframe: q.timeframe, start: q.start, end: q.end },
+          q.limit,
+        ),
+      );
+      res.locals.rows = rows.length;
+      return rows;
+    },
+  },
+];

@@ -1,0 +1,158 @@
+import { z } from 'zod';
+import type { Route } from './route.js';
+
+/**
+ * GET /v1/openapi.json: an OpenAPI 3.1 document generated from the route table itself — the same zod
+ * schemas the app validates with (request side as their input type, responses as their output type), so
+ * the description cannot drift from what is enforced. Built once per process, on first request, after every
+ * module has added its rows.
+ */
+type Json = Record<string, unknown>;
+
+const VALIDATION_ERROR: Json = {
+  type: 'object',
+  title: 'ValidationError',
+  required: ['loc', 'msg', 'type'],
+  properties: {
+    loc: { type: 'array', title: 'Location', items: { anyOf: [{ type: 'string' }, { type: 'integer' }] } },
+    msg: { type: 'string', title: 'Message' },
+    type: { type: 'string', title: 'Error Type' },
+    input: { title: 'Input' },
+  },
+};
+
+const HTTP_VALIDATION_ERROR: Json = {
+  type: 'object',
+  title: 'HTTPValidationError',
+  properties: { detail: { type: 'array', title: 'Detail', items: { $ref: '#/components/schemas/ValidationError' } } },
+};
+
+const ERROR_DETAIL: Json = {
+  type: 'object',
+  title: 'ErrorDetail',
+  required: ['detail'],
+  properties: {
+    detail: {
+      anyOf: [
+        { type: 'string' },
+        { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
+      ],
+    },
+  },
+};
+
+export function buildOpenApi(table: readonly Route[]): Json {
+  const schemas: Json = { ValidationError: VALIDATION_ERROR, HTTPValidationError: HTTP_VALIDATION_ERROR, ErrorDetail: ERROR_DETAIL };
+  const toSchema = (s: z.ZodType, io: 'input' | 'output'): Json => {
+    const out = z.toJSONSchema(s, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Json;
+    const defs = (out.$defs ?? {}) as Json;
+    delete out.$defs;
+    delete out.$schema;
+    for (const [k, v] of Object.entries(defs)) schemas[k] = rewriteRefs(v);
+    return rewriteRefs(out) as Json;
+  };
+  const err = (description: string): Json => ({
+    description,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorDetail' } } },
+  });
+
+  const paths: Record<string, Record<string, Json>> = {
+    '/health': {
+      get: {
+        tags: ['meta'],
+        summary: 'Liveness',
+        operationId: 'get_health',
+        responses: { '200': { description: 'Service is up', content: { 'application/json': { schema: { type: 'object' } } } } },
+      },
+    },
+  };
+  for (const r of table) {
+    const p = r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    const parameters: Json[] = [];
+    for (const [where, schema] of [['path', r.params], ['query', r.query]] as const) {
+      if (!schema) continue;
+      const obj = toSchema(schema, 'input');
+      const props = (obj.properties ?? {}) as Record<string, Json>;
+      const required = new Set((obj.required ?? []) as string[]);
+      for (const [name, s] of Object.entries(props)) {
+        const { description, ...rest } = s;
+        const param: Json = { name, in: where, required: where === 'path' || required.has(name), schema: rest };
+        if (typeof description === 'string') param.description = description;
+        parameters.push(param);
+      }
+    }
+    const okContent: Json = {};
+    if (r.response) okContent['application/json'] = { schema: toSchema(r.response, 'output') };
+    for (const t of r.produces ?? []) okContent[t] = { schema: t.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' } };
+    if (Object.keys(okContent).length === 0) okContent['application/json'] = { schema: {} };
+    const responses: Json = { [String(r.status ?? 200)]: { description: 'Successful Response', content: okContent } };
+    if (r.auth === 'key') responses['401'] = err('Missing or invalid API key: {"detail":"Invalid API key"}');
+    if (parameters.some((x) => x.name === 'market_id' || x.name === 'series_id')) {
+      responses['404'] = err('Unknown market or series: {"detail":"Market not found"}');
+    }
+    if (r.params || r.query || r.body) {
+      responses['422'] = {
+        description: 'Validation Error',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/HTTPValidationError' } } },
+      };
+    }
+    responses['429'] = err('Rate limit exceeded (Retry-After says when to retry), or fair-use cap reached');
+    const op: Json = {
+      tags: [r.tag],
+      summary: r.summary,
+      operationId: `${r.method}_${p.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
+      parameters,
+      responses,
+    };
+    if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: toSchema(r.body, 'input') } } };
+    if (r.auth === 'key') op.security = [{ APIKeyHeader: [] }];
+    (paths[p] ??= {})[r.method] = op;
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'pmlake',
+      version: '1.0.0',
+      description:
+        'Historical data of a prediction-market venue: markets, series, on-chain trades, OHLCV at any timeframe, order books at any instant, downloads and exports. Send your key in the X-API-Key header.',
+    },
+    servers: [{ url: '/' }],
+    paths,
+    components: {
+      schemas,
+      securitySchemes: { APIKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+    },
+  };
+}
+
+function rewriteRefs(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(rewriteRefs);
+  if (v && typeof v === 'object') {
+    const o: Json = {};
+    for (const [k, x] of Object.entries(v as Json)) {
+      o[k] = k === '$ref' && typeof x === 'string' ? x.replace('#/$defs/', '#/components/schemas/') : rewriteRefs(x);
+    }
+    return o;
+  }
+  return v;
+}
+
+let cached: Json | undefined;
+
+export const openapiRoutes: Route[] = [
+  {
+    method: 'get',
+    path: '/v1/openapi.json',
+    auth: 'public',
+    limit: 'none',
+    tag: 'meta',
+    summary: 'This API described as OpenAPI 3.1',
+    handler: async () => {
+      // Imported here, not at the top: routes.ts imports this module, and the table is complete only once
+      // every module has loaded.
+      const { routes } = await import('./routes.js');
+      cached ??= buildOpenApi(routes);
+      return cached;
+    },
+  },
+];

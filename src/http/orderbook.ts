@@ -1,0 +1,183 @@
+import { z } from 'zod';
+import type { Route } from './route.js';
+import { NotFound } from './errors.js';
+import { isoFromMicros, lakeSources, runOne, runQuery, type Row } from '../lake/runner.js';
+import { snapshotAtQuery, tapeAfterQuery, topOfBookPageQuery } from '../query/orderbook.js';
+import { DAY_MICROS, dateOf } from '../query/common.js';
+import { planOf } from '../accounts/plans.js';
+import { resolveMarket, selectTokens, type ResolvedMarket, type TokenRef } from './ids.js';
+import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from './params.js';
+import type { AppContext } from './context.js';
+
+const Level = z.object({ price: z.number(), size: z.number() });
+
+export const BookResponse = z
+  .object({
+    market_id: z.string().nullable().describe('The market condition id (0x…)'),
+    asset_id: z.string().describe('The outcome token id'),
+    outcome: z.number().int(),
+    outcome_label: z.string().nullable(),
+    timestamp: z.string().describe('The instant asked for'),
+    book_timestamp: z.string().nullable().describe('Receive time of the last message the book reflects'),
+    snapshot_timestamp: z.string().nullable().describe('The stored snapshot the replay started from (null: started from a book message on the tape)'),
+    updates_applied: z.number().int().describe('Level updates replayed on top of that snapshot'),
+    bids: z.array(Level).describe('Best (highest) price first'),
+    asks: z.array(Level).describe('Best (lowest) price first'),
+    best_bid: z.number().nullable(),
+    best_ask: z.number().nullable(),
+    mid: z.number().nullable(),
+    spread: z.number().nullable(),
+    bid_levels: z.number().int().describe('Levels on the book (before depth is applied)'),
+    ask_levels: z.number().int(),
+  })
+  .meta({ id: 'OrderBookSnapshot' });
+
+export const TopOfBookResponse = z
+  .object({
+    market_id: z.string().nullable().describe('The market condition id (0x…)'),
+    asset_id: z.string(),
+    timestamp: z.string(),
+    seq: z.string().describe('Arrival sequence number (receive ms × 1e6 + rank), as text: it exceeds 2^53'),
+    best_bid: z.number().nullable(),
+    best_bid_size: z.number().nullable(),
+    best_ask: z.number().nullable(),
+    best_ask_size: z.number().nullable(),
+    mid: z.number().nullable(),
+    spread: z.number().nullable(),
+  })
+  .meta({ id: 'TopOfBookRow' });
+
+const SnapshotQuery = z.object({
+  market_id: marketIdParam,
+  outcome: outcomeParam.default(0).describe('Outcome index; ignored when market_id is a token id'),
+  at: isoDateTime.optional().describe('The instant (default: now). Any instant, not only stored snapshot times'),
+  depth: queryInt({ min: 1, max: 1000, default: 50, description: 'Levels per side' }),
+});
+
+const TopQuery = z
+  .object({
+    market_id: marketIdParam,
+    outcome: outcomeParam.default(0),
+    start: isoDateTime.optional().describe('Inclusive'),
+    end: isoDateTime.optional().describe('Exclusive'),
+    limit: queryInt({ min: 1, max: 10_000, default: 1000 }),
+    offset: queryInt({ min: 0, max: 1_000_000, default: 0 }),
+  })
+  .superRefine((v, ctx) => checkWindow(v, ctx));
+
+type Side = Map<string, { price: number; size: number }>;
+
+/**
+ * The book of one token at `at`: the newest stored snapshot at or before `at`, then the tape after it
+ * folded in SQL to the last size per level (a `book` message on the tape replaces the whole book; size 0
+ * removes a level). Only the touched levels travel to JavaScript.
+ */
+export async function bookAt(ctx: AppContext, r: ResolvedMarket, token: TokenRef, at: bigint, depth: number): Promise<Row> {
+  const lake = lakeSources(ctx.config.lakeDir);
+  const asset = token.token_id;
+  // A live book is snapshotted every cadence it changes: look at the last two days' partitions first.
+  const snap =
+    (await runOne(ctx.db, snapshotAtQuery(lake, asset, at, dateOf(at - 2n * DAY_MICROS)))) ??
+    (await runOne(ctx.db, snapshotAtQuery(lake, asset, at, undefined)));
+  const snapMicros = snap ? BigInt(snap.ts_us as number) : null;
+  const tape = await runQuery(ctx.db, tapeAfterQuery(lake, asset, snap ? BigInt(snap.seq as string | number) : null, at, snapMicros));
+  const summary = tape.find((t) => t.side === null);
+  const levels = tape.filter((t) => t.side !== null);
+  const updates = Number(summary?.updates ?? 0);
+  if (!snap && updates === 0) throw new NotFound(`No order book data for this market at or before ${isoFromMicros(at)}`);
+  const reset = summary?.reset_seq !== null && summary?.reset_seq !== undefined;
+  const bids: Side = new Map();
+  const asks: Side = new Map();
+  if (snap && !reset) {
+    for (const l of (snap.bids as Row[] | null) ?? []) bids.set(String(l.price), { price: l.price as number, size: l.size as number });
+    for (const l of (snap.asks as Row[] | null) ?? []) asks.set(String(l.price), { price: l.price as number, size: l.size as number });
+  }
+  for (const l of levels) {
+    const book = l.side === 'bid' ? bids : asks;
+    const price = l.price as number;
+    const size = l.size as number;
+    if (size === 0) book.delete(String(price));
+    else book.set(String(price), { price, size });
+  }
+  const b = [...bids.values()].sort((x, y) => y.price - x.price);
+  const a = [...asks.values()].sort((x, y) => x.price - y.price);
+  const bestBid = b[0]?.price ?? null;
+  const bestAsk = a[0]?.price ?? null;
+  const lastTape = (summary?.last_ts as string | null | undefined) ?? null;
+  const snapTs = (snap?.ts as string | undefined) ?? null;
+  return {
+    market_id: (snap?.condition_id as string | undefined) ?? (r.market.condition_id as string | null) ?? null,
+    asset_id: asset,
+    outcome: token.outcome_index,
+    outcome_label: token.outcome_label,
+    timestamp: isoFromMicros(at),
+    book_timestamp: [lastTape, snapTs].filter((x): x is string => x !== null).sort().pop() ?? null,
+    snapshot_timestamp: reset ? null : snapTs,
+    updates_applied: updates,
+    bids: b.slice(0, depth),
+    asks: a.slice(0, depth),
+    best_bid: bestBid,
+    best_ask: bestAsk,
+    mid: bestBid !== null && bestAsk !== null ? round((bestBid + bestAsk) / 2, 7) : null,
+    spread: bestBid !== null && bestAsk !== null ? round(bestAsk - bestBid, 6) : null,
+    bid_levels: b.length,
+    ask_levels: a.length,
+  };
+}
+
+function round(x: number, d: number): number {
+  const f = 10 ** d;
+  return Math.round(x * f) / f;
+}
+
+function nowMicros(): bigint {
+  return BigInt(Date.now()) * 1000n;
+}
+
+export const orderbookRoutes: Route[] = [
+  {
+    method: 'get',
+    path: '/v1/orderbook/snapshot',
+    auth: 'key',
+    tag: 'orderbook',
+    summary: 'The order book of one outcome at any instant (stored snapshot + tape replay), best price first',
+    query: SnapshotQuery,
+    response: BookResponse,
+    handler: async (_req, res, ctx) => {
+      const q = res.locals.query as z.infer<typeof SnapshotQuery>;
+      const r = await resolveMarket(ctx, q.market_id);
+      const [token] = selectTokens(r, q.outcome);
+      if (!token) throw new NotFound('Market has no outcome tokens');
+      const book = await bookAt(ctx, r, token, q.at ?? nowMicros(), q.depth);
+      res.locals.rows = 1;
+      return book;
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/orderbook/top_of_book',
+    auth: 'key',
+    tag: 'orderbook',
+    summary: 'Every change of best bid/ask of one outcome in a window, oldest first',
+    query: TopQuery,
+    response: z.array(TopOfBookResponse),
+    handler: async (req, res, ctx) => {
+      const q = res.locals.query as z.infer<typeof TopQuery>;
+      const r = await resolveMarket(ctx, q.market_id);
+      const tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
+      let end = q.end;
+      // Free plans see top of book only with a delay (src/accounts/plans.ts).
+      const delay = req.principal ? planOf(req.principal.plan).top_of_book_delay_minutes : 0;
+      if (delay > 0) {
+        const cap = nowMicros() - BigInt(delay) * 60_000_000n;
+        if (end === undefined || end > cap) end = cap;
+      }
+      const rows = await runQuery(
+        ctx.db,
+        topOfBookPageQuery(lakeSources(ctx.config.lakeDir), tokens, { start: q.start, end }, { limit: q.limit, offset: q.offset }),
+      );
+      res.locals.rows = rows.length;
+      return rows;
+    },
+  },
+];

@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { parseTimeframe, type Timeframe } from '../timeframe.js';
+
+/**
+ * zod pieces shared by the query endpoints. Query strings arrive as text: booleans as 'true'/'false',
+ * numbers as digits, dates as ISO 8601. Each piece turns text into a checked value or a 422 naming it.
+ */
+
+/** 'true'/'false' (also 1/0 and any case: Python's str(True) sends 'True'). */
+export const queryBool = z
+  .enum(['true', 'false', 'True', 'False', 'TRUE', 'FALSE', '1', '0'])
+  .transform((v) => v.toLowerCase() === 'true' || v === '1')
+  .meta({ type: 'boolean' });
+
+/** An integer query parameter with bounds and a default (query strings carry digits as text). */
+export function queryInt(opts: { min: number; max: number; default: number; description?: string }) {
+  const s = z.coerce.number().int().min(opts.min).max(opts.max).default(opts.default);
+  return opts.description ? s.describe(opts.description) : s;
+}
+
+const DATE_RE =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|z|[+-]\d{2}:?\d{2})?)?$/;
+
+/**
+ * ISO 8601 → microseconds since the epoch (UTC). Accepts a date (`2025-03-01`, midnight UTC), a datetime
+ * with `Z` or an offset, and a naive datetime, read as UTC (what the anchor's Python client sends for naive
+ * `datetime`s). Anything else, or an impossible date like 2025-02-30, is refused.
+ */
+export function parseIsoMicros(text: string): bigint | null {
+  const m = DATE_RE.exec(text);
+  if (!m) return null;
+  const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', tz] = m;
+  const Y = Number(y), M = Number(mo), D = Number(d), H = Number(h), MI = Number(mi), S = Number(s);
+  if (M < 1 || M > 12 || D < 1 || D > 31 || H > 23 || MI > 59 || S > 59) return null;
+  const ms = Date.UTC(Y, M - 1, D, H, MI, S);
+  const check = new Date(ms);
+  if (check.getUTCDate() !== D || check.getUTCMonth() !== M - 1) return null;
+  let offsetMin = 0;
+  if (tz && tz !== 'Z' && tz !== 'z') {
+    const sign = tz[0] === '-' ? -1 : 1;
+    const digits = tz.slice(1).replace(':', '');
+    const oh = Number(digits.slice(0, 2)), om = Number(digits.slice(2, 4));
+    if (oh > 23 || om > 59) return null;
+    offsetMin = sign * (oh * 60 + om);
+  }
+  const micros = BigInt(ms - offsetMin * 60_000) * 1000n + BigInt((frac + '000000').slice(0, 6));
+  return micros;
+}
+
+export const isoDateTime = z
+  .string()
+  .max(64)
+  .transform((v, ctx) => {
+    const micros = parseIsoMicros(v.trim());
+    if (micros === null) {
+      ctx.addIssue({ code: 'custom', message: 'Input should be a valid ISO 8601 date or datetime, e.g. 2025-03-01 or 2025-03-01T12:00:00Z' });
+      return z.NEVER;
+    }
+    return micros;
+  })
+  .meta({ type: 'string', format: 'date-time' });
+
+export const timeframeParam = z
+  .string()
+  .max(16)
+  .transform((v, ctx): Timeframe => {
+    const r = parseTimeframe(v);
+    if (!r.ok) {
+      ctx.addIssue({ code: 'custom', message: r.message });
+      return z.NEVER;
+    }
+    return r.value;
+  })
+  .meta({ type: 'string', pattern: '^[1-9][0-9]*[smhdw]$', examples: ['30s', '1m', '7m', '1h', '4h', '1d', '1w'] });
+
+/**
+ * A market id in a request: the numeric markets.id or one outcome token id. A 0x condition id is refused
+ * with a message that says what to send instead (the spec: condition ids are not accepted in requests).
+ */
+export const CONDITION_ID_MESSAGE =
+  'market_id takes the numeric market id (the `id` field of GET /v1/markets) or an outcome token id; a 0x condition id is not accepted. Find the numeric id with GET /v1/markets?search=...';
+
+export const marketIdParam = z
+  .string()
+  .min(1)
+  .max(200)
+  .refine((v) => !/^0x[0-9a-fA-F]*$/.test(v), { message: CONDITION_ID_MESSAGE })
+  .describe('Numeric market id (markets.id), or one outcome token id (narrows to that outcome)');
+
+/** start before end, otherwise a 422 naming `start`. */
+export function checkWindow<T extends { start?: bigint | undefined; end?: bigint | undefined }>(v: T, ctx: z.RefinementCtx, names: [string, string] = ['start', 'end']): void {
+  if (v.start !== undefined && v.end !== undefined && v.start > v.end) {
+    ctx.addIssue({ code: 'custom', path: [names[0]], message: `${names[0]} must not be after ${names[1]}`, input: undefined });
+  }
+}
+
+/** Exact 0/1 outcome index as in the spec. */
+export const outcomeParam = z.coerce.number().int().min(0).max(1);

@@ -1,0 +1,96 @@
+import { z } from 'zod';
+import type { Route } from './route.js';
+import { lakeSources, partitionValues, runQuery } from '../lake/runner.js';
+import { recentTradesQuery, tradesPageQuery } from '../query/trades.js';
+import { resolveMarket, selectTokens } from './ids.js';
+import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from './params.js';
+
+export const TradeResponse = z
+  .object({
+    id: z.string(),
+    market_id: z.string().describe('The outcome token id (not markets.id)'),
+    timestamp: z.string().describe('Block time, ISO 8601 UTC'),
+    block_number: z.number().int().nullable(),
+    transaction_hash: z.string().nullable(),
+    outcome: z.number().int().nullable(),
+    outcome_label: z.string().nullable(),
+    side: z.string().describe('buy or sell'),
+    price: z.number(),
+    size: z.number(),
+    usd_value: z.number().nullable(),
+    maker: z.string().nullable(),
+    taker: z.string().nullable(),
+    fee: z.number().nullable(),
+    collateral: z.string().nullable(),
+  })
+  .meta({ id: 'TradeResponse' });
+
+/** The anchor's pattern accepts BUY/SELL too; rows store lower case, so the value is lower-cased here. */
+export const sideParam = z
+  .string()
+  .regex(/^(buy|sell)$/i, 'side must be buy or sell')
+  .transform((v) => v.toLowerCase() as 'buy' | 'sell')
+  .meta({ type: 'string', enum: ['buy', 'sell'] });
+
+const TradesQuery = z
+  .object({
+    market_id: marketIdParam.optional(),
+    start: isoDateTime.optional().describe('Inclusive'),
+    end: isoDateTime.optional().describe('Exclusive'),
+    outcome: outcomeParam.optional(),
+    side: sideParam.optional(),
+    limit: queryInt({ min: 1, max: 10_000, default: 100 }),
+    offset: queryInt({ min: 0, max: 1_000_000, default: 0 }),
+  })
+  .superRefine((v, ctx) => checkWindow(v, ctx));
+
+const RecentQuery = z.object({ limit: queryInt({ min: 1, max: 100, default: 50 }) });
+
+export const tradeRoutes: Route[] = [
+  {
+    method: 'get',
+    path: '/v1/trades',
+    auth: 'key',
+    tag: 'trades',
+    summary: 'Trades, newest first (any window length; start inclusive, end exclusive)',
+    query: TradesQuery,
+    response: z.array(TradeResponse),
+    handler: async (_req, res, ctx) => {
+      const q = res.locals.query as z.infer<typeof TradesQuery>;
+      let tokens: string[] | undefined;
+      if (q.market_id !== undefined) {
+        const r = await resolveMarket(ctx, q.market_id);
+        tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
+      }
+      const rows = await runQuery(
+        ctx.db,
+        tradesPageQuery(
+          lakeSources(ctx.config.lakeDir),
+          { tokens, outcome: q.outcome, side: q.side, start: q.start, end: q.end },
+          { limit: q.limit, offset: q.offset },
+        ),
+      );
+      res.locals.rows = rows.length;
+      return rows;
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/trades/recent',
+    auth: 'key',
+    tag: 'trades',
+    summary: 'Newest trades across all markets',
+    query: RecentQuery,
+    response: z.array(TradeResponse),
+    handler: async (_req, res, ctx) => {
+      const { limit } = res.locals.query as z.infer<typeof RecentQuery>;
+      const lake = lakeSources(ctx.config.lakeDir);
+      // The newest month partition almost always holds enough rows; read older ones only when it does not.
+      const months = partitionValues(ctx.config.lakeDir, 'trades');
+      let rows = months.length > 1 ? await runQuery(ctx.db, recentTradesQuery(lake, limit, months[months.length - 1])) : [];
+      if (rows.length < limit) rows = await runQuery(ctx.db, recentTradesQuery(lake, limit, undefined));
+      res.locals.rows = rows.length;
+      return rows;
+    },
+  },
+];

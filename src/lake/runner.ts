@@ -1,0 +1,176 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  DuckDBArrayValue,
+  DuckDBDateValue,
+  DuckDBDecimalValue,
+  DuckDBListValue,
+  DuckDBMapValue,
+  DuckDBStructValue,
+  DuckDBTimestampTZValue,
+  DuckDBTimestampValue,
+  type DuckDBInstance,
+  type DuckDBValue,
+} from '@duckdb/node-api';
+import { DATASETS, datasetGlob, type DatasetDef, type DatasetName } from './layout.js';
+import { sqlIdent, sqlString, withConnection, type Query } from './duckdb.js';
+
+/**
+ * The lake runner: executes a builder's `{ sql, params }` on the service's DuckDB with the values bound, and
+ * turns DuckDB values into JSON-safe ones (DECIMAL and BIGINT → number — a BIGINT beyond 2^53 → decimal text —
+ * TIMESTAMP → ISO 8601 with `Z`,
+ * lists and structs → arrays and objects). Only for small JSON answers: bulk output goes through COPY.
+ */
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+export type Row = Record<string, Json>;
+
+export async function runQuery(db: DuckDBInstance, q: Query): Promise<Row[]> {
+  return withConnection(db, async (conn) => {
+    const reader = await conn.runAndReadAll(q.sql, q.params as Record<string, DuckDBValue>);
+    return reader.getRowObjects().map(toJsonRow);
+  });
+}
+
+export async function runOne(db: DuckDBInstance, q: Query): Promise<Row | undefined> {
+  return (await runQuery(db, q))[0];
+}
+
+function toJsonRow(r: Record<string, DuckDBValue>): Row {
+  const out: Row = {};
+  for (const k of Object.keys(r)) out[k] = toJson(r[k]!);
+  return out;
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+export function toJson(v: DuckDBValue): Json {
+  if (v === null || v === undefined) return null;
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return v;
+    case 'number':
+      return Number.isFinite(v) ? v : null;
+    case 'bigint':
+      // Beyond 2^53 a double would silently change the value (tape seq numbers are ~1.7e18): send text.
+      return v <= MAX_SAFE && v >= -MAX_SAFE ? Number(v) : v.toString();
+    default:
+  }
+  if (v instanceof DuckDBDecimalValue) return decimalToNumber(v.value, v.scale);
+  if (v instanceof DuckDBTimestampValue || v instanceof DuckDBTimestampTZValue) return isoFromMicros(v.micros);
+  if (v instanceof DuckDBDateValue) return v.toString();
+  if (v instanceof DuckDBListValue || v instanceof DuckDBArrayValue) return v.items.map(toJson);
+  if (v instanceof DuckDBStructValue) {
+    const o: Record<string, Json> = {};
+    for (const [k, x] of Object.entries(v.entries)) o[k] = toJson(x);
+    return o;
+  }
+  if (v instanceof DuckDBMapValue) return v.entries.map((e) => ({ key: toJson(e.key), value: toJson(e.value) }));
+  return String(v);
+}
+
+/** Exact for the lake's decimals: an integer divided by a power of ten is correctly rounded in IEEE 754. */
+export function decimalToNumber(scaled: bigint, scale: number): number {
+  return Number(scaled) / 10 ** scale;
+}
+
+/** `2025-03-02T09:27:55Z`, with `.123` or `.123456` only when the instant has sub-second digits. */
+export function isoFromMicros(micros: bigint): string {
+  const ms = micros / 1000n - (micros % 1000n < 0n ? 1n : 0n);
+  const sub = Number(micros - ms * 1000n);
+  const base = new Date(Number(ms)).toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
+  const msPart = base.slice(20, 23);
+  if (sub !== 0) return `${base.slice(0, 19)}.${msPart}${String(sub).padStart(3, '0')}Z`;
+  if (msPart !== '000') return base;
+  return `${base.slice(0, 19)}Z`;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Sources: what a builder puts after FROM for a data set.
+
+/** Where builders read each data set from. Builders stay pure: they receive this and never touch files. */
+export type Lake = { from(name: DatasetName): string };
+
+/**
+ * Sources over a lake directory. A data set with files is read with `read_parquet` (Hive partitions as
+ * VARCHAR columns `month` / `date`, so partition pruning compares strings); a data set with no file yet is an
+ * empty relation with the same columns, so an empty lake answers `[]` rather than a DuckDB "no files" error.
+ */
+export function lakeSources(lakeDir: string): Lake {
+  return { from: (name) => datasetSource(lakeDir, name) };
+}
+
+export function datasetSource(lakeDir: string, name: DatasetName): string {
+  const def: DatasetDef = DATASETS[name];
+  const glob = datasetGlob(lakeDir, name);
+  if (!hasFiles(lakeDir, name)) return emptyRelation(def);
+  if (def.partition === 'none') return `read_parquet(${sqlString(glob)})`;
+  return `read_parquet(${sqlString(glob)}, hive_partitioning = true, hive_types_autocast = false)`;
+}
+
+export function hasFiles(lakeDir: string, name: DatasetName): boolean {
+  return dataFiles(lakeDir, name).length > 0;
+}
+
+/** Every Parquet file of a data set (partition order), skipping temporary files of a running ingest. */
+export function dataFiles(lakeDir: string, name: DatasetName): string[] {
+  const def: DatasetDef = DATASETS[name];
+  const dir = path.join(lakeDir, def.dir);
+  if (def.partition === 'none') {
+    const f = path.join(dir, 'data.parquet');
+    return fs.existsSync(f) ? [f] : [];
+  }
+  let parts: string[];
+  try {
+    parts = fs.readdirSync(dir).filter((d) => d.startsWith(`${def.partition}=`)).sort();
+  } catch {
+    return [];
+  }
+  const files: string[] = [];
+  for (const p of parts) {
+    const f = path.join(dir, p, 'data.parquet');
+    if (fs.existsSync(f)) files.push(f);
+  }
+  return files;
+}
+
+/** Partition values present on disk, e.g. ['2025-01', '2025-02'] for trades. */
+export function partitionValues(lakeDir: string, name: DatasetName): string[] {
+  const def: DatasetDef = DATASETS[name];
+  const prefix = `${def.partition}=`;
+  return dataFiles(lakeDir, name).map((f) => path.basename(path.dirname(f)).slice(prefix.length));
+}
+
+function emptyRelation(def: DatasetDef): string {
+  const cols = Object.entries(def.columns as Record<string, string>).map(([c, t]) => `NULL::${t} AS ${sqlIdent(c)}`);
+  if (def.partition !== 'none') cols.push(`NULL::VARCHAR AS ${sqlIdent(def.partition)}`);
+  return `(SELECT ${cols.join(', ')} WHERE false)`;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Parquet metadata: bytes per row of a data set, for size estimates.
+
+type SizeInfo = { key: string; rows: number; bytes: number };
+const sizeCache = new Map<string, SizeInfo>();
+
+/**
+ * Average stored bytes per row of a data set: file sizes over the row counts in the Parquet footers
+ * (`parquet_file_metadata` reads only footers). Cached per lake and data set until a file changes.
+ */
+export async function datasetBytesPerRow(db: DuckDBInstance, lakeDir: string, name: DatasetName): Promise<number> {
+  const files = dataFiles(lakeDir, name);
+  if (files.length === 0) return 0;
+  const stats = files.map((f) => fs.statSync(f));
+  const key = files.map((f, i) => `${f}:${stats[i]!.mtimeMs}:${stats[i]!.size}`).join('|');
+  const cacheKey = `${lakeDir}\u0000${name}`;
+  let info = sizeCache.get(cacheKey);
+  if (!info || info.key !== key) {
+    const row = await runOne(db, {
+      sql: `SELECT coalesce(sum(num_rows), 0) AS rows FROM parquet_file_metadata(${sqlString(datasetGlob(lakeDir, name))})`,
+      params: {},
+    });
+    info = { key, rows: Number(row?.rows ?? 0), bytes: stats.reduce((s, st) => s + st.size, 0) };
+    sizeCache.set(cacheKey, info);
+  }
+  return info.rows > 0 ? info.bytes / info.rows : 0;
+}

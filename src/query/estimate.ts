@@ -1,0 +1,96 @@
+import type { Query } from '../lake/duckdb.js';
+import type { Lake } from '../lake/runner.js';
+import type { DatasetName } from '../lake/layout.js';
+import type { Timeframe } from '../timeframe.js';
+import { bucketCeil, bucketFloor } from '../timeframe.js';
+import { perToken, query, windowWhere, type Params, type Window } from './common.js';
+
+/**
+ * Row counts for size estimates, read from the lake itself. Each count filters on the sort key first (token
+ * = $t, one scan per token) and on the time column, so DuckDB answers from row-group statistics and the
+ * few row groups that straddle the window; a year of a busy market stays in milliseconds.
+ */
+export const ESTIMATE_DATA_TYPES = ['trades', 'ohlcv', 'orderbook', 'top_of_book', 'raw'] as const;
+export type EstimateDataType = (typeof ESTIMATE_DATA_TYPES)[number];
+
+type Spec = { dataset: DatasetName; tokenCol: string; timeCol: string; partition: 'month' | 'date' };
+
+/** raw = the market's level-2 tape (every level update); the undivided frame tape spans all markets. */
+export const ESTIMATE_SOURCES: Readonly<Record<Exclude<EstimateDataType, 'ohlcv'>, Spec>> = {
+  trades: { dataset: 'trades', tokenCol: 'token_id', timeCol: 'ts', partition: 'month' },
+  orderbook: { dataset: 'book_snapshots', tokenCol: 'asset_id', timeCol: 'ts', partition: 'date' },
+  top_of_book: { dataset: 'top_of_book', tokenCol: 'asset_id', timeCol: 'ts', partition: 'date' },
+  raw: { dataset: 'l2', tokenCol: 'asset_id', timeCol: 'recv_ts', partition: 'date' },
+};
+
+/** The data set whose stored bytes per row price an estimate of this type. */
+export function estimateDataset(t: EstimateDataType): DatasetName {
+  return t === 'ohlcv' ? 'candles_1m' : ESTIMATE_SOURCES[t].dataset;
+}
+
+/** Rows of a data type for some tokens in a window, plus how many tokens have any. */
+export function estimateRowsQuery(lake: Lake, t: EstimateDataType, tokens: readonly string[], w: Window, tf?: Timeframe): Query {
+  const params: Params = {};
+  if (t === 'ohlcv') {
+    // Candles are not stored per timeframe: count the non-empty buckets the rollup would return.
+    const step = BigInt((tf?.seconds ?? 3600)) * 1_000_000n;
+    const origin = BigInt(tf?.originSeconds ?? 0) * 1_000_000n;
+    params.step_us = step;
+    params.origin_us = origin;
+    const ww: Window = {};
+    if (tf && w.start !== undefined) ww.start = bucketFloor(tf, w.start);
+    else if (w.start !== undefined) ww.start = w.start;
+    if (tf && w.end !== undefined) ww.end = bucketCeil(tf, w.end);
+    else if (w.end !== undefined) ww.end = w.end;
+    const where = windowWhere('bucket', ww, params, { column: 'month' });
+    const rows = perToken(lake.from('candles_1m'), 'token_id', tokens, 'token_id, bucket', where, params);
+    return query(
+      `SELECT count(DISTINCT (token_id, (epoch_us(bucket) - $origin_us::BIGINT) // $step_us::BIGINT)) AS rows, count(DISTINCT token_id) AS tokens
+FROM ${rows} c`,
+      params,
+    );
+  }
+  const s = ESTIMATE_SOURCES[t];
+  const where = windowWhere(s.timeCol, w, params, { column: s.partition });
+  const rows = perToken(lake.from(s.dataset), s.tokenCol, tokens, s.tokenCol, where, params);
+  return query(`SELECT count(*) AS rows, count(DISTINCT ${s.tokenCol}) AS tokens\nFROM ${rows} r`, params);
+}
+
+/**
+ * Rows of a data type over every market of a series in a window, and how many of its markets have any.
+ * One scan with a semi-join on the series' tokens (a series can hold thousands of tokens, too many for one
+ * scan per token); the window prunes partitions and row groups.
+ */
+export function seriesRowsQuery(lake: Lake, t: EstimateDataType, seriesId: string, w: Window, tf?: Timeframe): Query {
+  const params: Params = { series_id: seriesId };
+  const tok = `SELECT id AS market_id, unnest(outcome_token_ids) AS token_id FROM ${lake.from('markets')} WHERE series_id = $series_id`;
+  let hits: string;
+  if (t === 'ohlcv') {
+    params.step_us = BigInt(tf?.seconds ?? 3600) * 1_000_000n;
+    params.origin_us = BigInt(tf?.originSeconds ?? 0) * 1_000_000n;
+    const ww: Window = {};
+    if (w.start !== undefined) ww.start = tf ? bucketFloor(tf, w.start) : w.start;
+    if (w.end !== undefined) ww.end = tf ? bucketCeil(tf, w.end) : w.end;
+    const where = windowWhere('bucket', ww, params, { column: 'month' });
+    hits = `SELECT token_id, count(DISTINCT (epoch_us(bucket) - $origin_us::BIGINT) // $step_us::BIGINT) AS n
+  FROM ${lake.from('candles_1m')}
+  WHERE ${['token_id IN (SELECT token_id FROM tok)', ...where].join(' AND ')}
+  GROUP BY 1`;
+  } else {
+    const s = ESTIMATE_SOURCES[t];
+    const where = windowWhere(s.timeCol, w, params, { column: s.partition });
+    hits = `SELECT ${s.tokenCol} AS token_id, count(*) AS n
+  FROM ${lake.from(s.dataset)}
+  WHERE ${[`${s.tokenCol} IN (SELECT token_id FROM tok)`, ...where].join(' AND ')}
+  GROUP BY 1`;
+  }
+  return query(
+    `WITH tok AS (${tok}),
+hits AS (
+  ${hits}
+)
+SELECT coalesce(sum(hits.n), 0)::BIGINT AS rows, count(DISTINCT tok.market_id) AS markets
+FROM hits JOIN tok USING (token_id)`,
+    params,
+  );
+}

@@ -1,0 +1,76 @@
+import type { Query } from '../lake/duckdb.js';
+import type { Lake } from '../lake/runner.js';
+import { bucketCeil, bucketFloor, isMinuteMultiple, type Timeframe } from '../timeframe.js';
+import { query, windowWhere, type Params } from './common.js';
+
+export type OhlcvRequest = {
+  token: string;
+  outcome: number;
+  timeframe: Timeframe;
+  start?: bigint | undefined;
+  end?: bigint | undefined;
+};
+
+/**
+ * Which rows feed the candles. A candle always covers its whole bucket, so the requested [start, end) is
+ * widened to bucket boundaries: the buckets returned are every bucket that overlaps the window, complete.
+ * Both sources then see the same rows, because bucket boundaries of a minute multiple are minute boundaries.
+ */
+export function ohlcvWindow(r: OhlcvRequest): { start?: bigint; end?: bigint } {
+  const w: { start?: bigint; end?: bigint } = {};
+  if (r.start !== undefined) w.start = bucketFloor(r.timeframe, r.start);
+  if (r.end !== undefined) w.end = bucketCeil(r.timeframe, r.end);
+  return w;
+}
+
+/** Bucket start of `col`: integer microseconds, so no floating or time-zone arithmetic is involved. */
+function bucketExpr(col: string): string {
+  return `make_timestamp(((epoch_us(${col}) - $origin_us::BIGINT) // $step_us::BIGINT) * $step_us::BIGINT + $origin_us::BIGINT)`;
+}
+
+/**
+ * Plain SELECT of candles, no LIMIT (downloads wrap it in COPY). A whole-minute timeframe rolls up
+ * candles_1m; anything finer (30s, 15s, …) buckets the trades themselves. Empty buckets are omitted.
+ * open/close are the first/last trade by block time then log index: from trades that is an arg_min/arg_max
+ * over (ts, block_number, log_index, id) — the rule ingest/candles.ts uses; from candles_1m it is the first minute's open and the last minute's
+ * close, which ingest built by the same rule.
+ */
+export function ohlcvSelect(lake: Lake, r: OhlcvRequest, order: 'asc' | 'desc' = 'desc'): Query {
+  const params: Params = {
+    token: r.token,
+    outcome: r.outcome,
+    step_us: BigInt(r.timeframe.seconds) * 1_000_000n,
+    origin_us: BigInt(r.timeframe.originSeconds) * 1_000_000n,
+  };
+  const dir = order === 'desc' ? 'DESC' : 'ASC';
+  if (isMinuteMultiple(r.timeframe)) {
+    const where = ['token_id = $token', ...windowWhere('bucket', ohlcvWindow(r), params, { column: 'month' })];
+    return query(
+      `SELECT token_id AS market_id, $outcome::INTEGER AS outcome, ${bucketExpr('bucket')} AS "timestamp",
+  arg_min(open, bucket) AS open, max(high) AS high, min(low) AS low, arg_max(close, bucket) AS close,
+  sum(volume) AS volume, sum(trade_count)::BIGINT AS trade_count
+FROM ${lake.from('candles_1m')}
+WHERE ${where.join(' AND ')}
+GROUP BY token_id, "timestamp"
+ORDER BY "timestamp" ${dir}`,
+      params,
+    );
+  }
+  const where = ['token_id = $token', ...windowWhere('ts', ohlcvWindow(r), params, { column: 'month' })];
+  return query(
+    `SELECT token_id AS market_id, $outcome::INTEGER AS outcome, ${bucketExpr('ts')} AS "timestamp",
+  arg_min(price, (ts, coalesce(block_number, -1), log_index, id)) AS open, max(price) AS high, min(price) AS low,
+  arg_max(price, (ts, coalesce(block_number, -1), log_index, id)) AS close, sum(size) AS volume, count(*) AS trade_count
+FROM ${lake.from('trades')}
+WHERE ${where.join(' AND ')}
+GROUP BY token_id, "timestamp"
+ORDER BY "timestamp" ${dir}`,
+    params,
+  );
+}
+
+/** The API page: newest bucket first (as the anchor serves it), at most `limit` bars. */
+export function ohlcvPageQuery(lake: Lake, r: OhlcvRequest, limit: number): Query {
+  const base = ohlcvSelect(lake, r, 'desc');
+  return query(`${base.sql}\nLIMIT $limit`, { ...base.params, limit });
+}

@@ -1,0 +1,78 @@
+import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { generate } from '../../ingest/generate/index.js';
+import { runIngest } from '../../ingest/run.js';
+import { createTestKey, startTestServer, tempDir, testConfig } from './server.js';
+import type { RunningServer } from '../../src/server.js';
+
+/**
+ * A real lake for the query-API tests: the venue fixtures plus a small generated history, both through the
+ * real ingest. Returns a running server over it, a professional and a free key, and a read-only DuckDB for
+ * the tests' own independent reads of the Parquet files.
+ */
+export type QueryLake = {
+  lakeDir: string;
+  srv: RunningServer;
+  key: string;
+  freeKey: string;
+  db: DuckDBInstance;
+  get(pathAndQuery: string, init?: RequestInit & { key?: string | null }): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Plain rows read straight from the lake with DuckDB, values as JS (for independent computations). */
+  rows(sql: string): Promise<Record<string, unknown>[]>;
+  close(): Promise<void>;
+};
+
+export const FIXTURES = path.resolve('test/fixtures/venue');
+
+export async function buildQueryLake(opts: { markets?: number; days?: number; seed?: number } = {}): Promise<QueryLake> {
+  const tmp = tempDir('pmlake-qlake-');
+  const lakeDir = path.join(tmp.dir, 'lake');
+  const gen = path.join(tmp.dir, 'gen');
+  await generate({ markets: opts.markets ?? 6, days: opts.days ?? 3, seed: opts.seed ?? 7, out: gen, workers: 0, rate: 0.3 });
+  await runIngest([gen, FIXTURES], { lakeDir, threads: 2 });
+  const srv = await startTestServer(testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state') }));
+  const key = createTestKey(srv, { email: 'pro@example.com', plan: 'professional' });
+  const freeKey = createTestKey(srv, { email: 'free@example.com', plan: 'free' });
+  const db = await DuckDBInstance.create(':memory:', { threads: '2' });
+  const conn = await db.connect();
+  await conn.run(`SET TimeZone = 'UTC'`);
+  return {
+    lakeDir,
+    srv,
+    key,
+    freeKey,
+    db,
+    async get(p, init = {}) {
+      const { key: k, ...rest } = init;
+      const headers: Record<string, string> = { 'content-type': 'application/json', ...((rest.headers as Record<string, string>) ?? {}) };
+      const useKey = k === undefined ? key : k;
+      if (useKey !== null) headers['x-api-key'] = useKey;
+      const res = await fetch(`${srv.url}${p}`, { ...rest, headers });
+      const text = await res.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        /* not JSON (HTML page) */
+      }
+      return { status: res.status, body, headers: res.headers };
+    },
+    async rows(sql) {
+      return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+    },
+    async close() {
+      conn.closeSync();
+      db.closeSync();
+      await srv.close();
+      tmp.cleanup();
+    },
+  };
+}
+
+/** The lake's files of a data set, for the tests' own read_parquet. */
+export function glob(lakeDir: string, dir: string): string {
+  return `'${path.join(lakeDir, dir, '*', '*.parquet')}'`;
+}
+export function catalog(lakeDir: string, name: string): string {
+  return `'${path.join(lakeDir, 'catalog', name, 'data.parquet')}'`;
+}

@@ -1,0 +1,68 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { listing, runCli } from './lakeutil.js';
+import { tempDir } from './oracle.js';
+
+const FIX = path.resolve('test/fixtures/venue');
+const tmp = tempDir('pmlake-idem-');
+afterAll(() => tmp.cleanup());
+
+describe('re-ingest changes nothing', () => {
+  it('the same inputs again: every file skipped by the ledger, zero rows, no file rewritten', async () => {
+    const lake = path.join(tmp.dir, 'lake');
+    const env = { PMLAKE_LAKE: lake };
+    const inputs = [path.join(FIX, 'ws'), path.join(FIX, 'rest')];
+    const first = await runCli(['ingest', ...inputs], env);
+    expect(first.code, first.stderr).toBe(0);
+    const r1 = JSON.parse(first.stdout) as { ingested: number; rows_added: Record<string, number> };
+    expect(r1.ingested).toBe(12);
+    expect(r1.rows_added.l2).toBeGreaterThan(8000);
+    const before = listing(lake);
+
+    const second = await runCli(['ingest', ...inputs], env);
+    expect(second.code, second.stderr).toBe(0);
+    const r2 = JSON.parse(second.stdout) as { ingested: number; skipped: number; rows_added: Record<string, number> };
+    expect(r2.ingested).toBe(0);
+    expect(r2.skipped).toBe(12);
+    expect(r2.rows_added).toEqual({});
+    expect(listing(lake)).toEqual(before);
+  });
+
+  it('the same tape under another content hash: natural keys de-duplicate, derived rows come out identical', async () => {
+    const lake = path.join(tmp.dir, 'lake2');
+    const env = { PMLAKE_LAKE: lake };
+    const src = path.join(FIX, 'ws', '2025-03-02_book_price_change_v1.json');
+    const copy = path.join(tmp.dir, 'copy', 'same_tape_reformatted.json');
+    fs.mkdirSync(path.dirname(copy));
+    // Same frames, different bytes (compact JSON): a new ledger key, the same facts.
+    fs.writeFileSync(copy, JSON.stringify(JSON.parse(fs.readFileSync(src, 'utf8'))));
+    const first = await runCli(['ingest', src], env);
+    expect(first.code, first.stderr).toBe(0);
+    const before = listing(lake);
+    const second = await runCli(['ingest', copy], env);
+    expect(second.code, second.stderr).toBe(0);
+    const r2 = JSON.parse(second.stdout) as { ingested: number; rows_added: Record<string, number> };
+    expect(r2.ingested).toBe(1);
+    // raw keeps frames byte for byte, so re-formatted frames are new raw rows; everything else is unchanged.
+    const { raw, ...rest } = r2.rows_added;
+    expect(raw).toBe(42);
+    for (const [ds, n] of Object.entries(rest)) expect(n, ds).toBe(0);
+    const after = listing(lake);
+    for (const [f, v] of Object.entries(before)) {
+      if (f.startsWith('raw/') || f.startsWith('_ingest/') || f.startsWith('catalog/')) continue;
+      expect(after[f], f).toBe(v);
+    }
+  });
+
+  it('exit code 1 when nothing could be read at all, with the reason on stdout', async () => {
+    const bad = path.join(tmp.dir, 'bad', 'x.json');
+    fs.mkdirSync(path.dirname(bad));
+    fs.writeFileSync(bad, '{"event_type": "book", "asset_id": ');
+    const r = await runCli(['ingest', bad], { PMLAKE_LAKE: path.join(tmp.dir, 'lake3') });
+    expect(r.code).toBe(1);
+    const rep = JSON.parse(r.stdout) as { failed: number; issues: { file: string; message: string }[] };
+    expect(rep.failed).toBe(1);
+    expect(rep.issues[0]!.file).toBe(bad);
+  });
+});

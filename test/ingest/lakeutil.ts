@@ -1,0 +1,68 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { lakeRows } from './oracle.js';
+
+/** Every file under a directory with its size and mtime (to show files were left untouched). */
+export function listing(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const full = path.join(d, e.name);
+      if (e.isDirectory()) walk(full);
+      else {
+        const st = fs.statSync(full);
+        out[path.relative(dir, full)] = `${st.size}:${st.mtimeMs}:${st.ino}`;
+      }
+    }
+  };
+  if (fs.existsSync(dir)) walk(dir);
+  return out;
+}
+
+/** Parquet files of the lake grouped by data-set directory (catalog/markets, l2, ...). */
+export function datasetsOf(lake: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const f of Object.keys(listing(lake))) {
+    if (!f.endsWith('.parquet')) continue;
+    const parts = f.split(path.sep);
+    const i = parts.findIndex((p) => p.includes('=') || p === 'data.parquet');
+    const ds = parts.slice(0, i).join('/');
+    out.set(ds, [...(out.get(ds) ?? []), path.join(lake, f)]);
+  }
+  return out;
+}
+
+/** All rows of a data set as sorted JSON lines (decimals and lists as text). */
+export async function datasetRows(files: string[]): Promise<string[]> {
+  const list = files.map((f) => `'${f}'`).join(', ');
+  const rows = await lakeRows(`SELECT * FROM read_parquet([${list}], hive_partitioning = false)`);
+  // updated_at on catalogue rows is the wall-clock time of the batch that wrote them, not data.
+  return rows.map(({ updated_at: _ignored, ...r }) => JSON.stringify(r)).sort();
+}
+
+export type CliRun = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
+
+/** Runs `npm run -s pmlake -- ingest ...` as a child process; `onStderr` may kill it. */
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  onStderr?: (text: string, kill: () => void) => void,
+): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+      cwd: path.resolve('.'),
+      env: { ...process.env, LOG_LEVEL: 'error', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      onStderr?.(stderr, () => child.kill('SIGKILL'));
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
