@@ -1,8 +1,5 @@
-import { DuckDBInstance } from '@duckdb/node-api';
-import { ohlcvPageQuery } from './src/query/ohlcv.js';
-import { lakeSources, runQuery } from './src/lake/runner.js';
-import { timeframeOf } from './src/timeframe.js';
-const inst = await DuckDBInstance.create(':memory:');
-const q = ohlcvPageQuery(lakeSources('/tmp/dtest/lake'), { token: '326391818951271917399968973611993364828664658327815778899784687954596265638973', outcome: 0, timeframe: timeframeOf(3600) }, 3);
-console.log(q.sql);
-console.log(await runQuery(inst, q));
+import { generate } from './ingest/generate/index.js';
+import { runIngest } from './ingest/run.js';
+await generate({ markets: 6, days: 3, seed: 7, out: '/tmp/dtest/gen2', workers: 0, rate: 0.3 });
+const r = await runIngest(['/tmp/dtest/gen2', 'test/fixtures/venue'], { lakeDir: '/tmp/dtest/lake2', threads: 2 });
+console.log(JSON.stringify(r.rows_added), JSON.stringify(r.issues.slice(0,5)), r.failed);

@@ -31,6 +31,8 @@ export type BuildStats = {
   lakeBytes: number;
   generatePeakRss?: number;
   ingestPeakRss?: number;
+  generateReport?: Record<string, number>;
+  ingestReport?: { counts: Record<string, number>; levelUpdatesPerSecond: number; issues: number };
   reused: boolean;
 };
 
@@ -49,7 +51,7 @@ export type LakeFacts = {
   /** The 25 markets with the most trades, most first (bulk downloads add them up to 10M rows). */
   topMarkets: { marketId: string; tokens: string[]; trades: number }[];
   /** The token with the most L2 rows, and its busiest calendar month. */
-  busiestL2: { assetId: string; marketId: string; outcome: number; rows: number; month: string; monthRows: number; from: string; to: string };
+  busiestL2: { assetId: string; conditionId: string; marketId: string; outcome: number; rows: number; month: string; monthRows: number; from: string; to: string };
 };
 
 export type BenchLake = {
@@ -64,7 +66,7 @@ const MARKER = '.bench-marker.json';
 /** Bump when the way the lake is built changes, so cached lakes are rebuilt. */
 const BUILD_VERSION = 1;
 /** Bump when LakeFacts change shape: facts are recomputed, the lake is kept. */
-const FACTS_VERSION = 2;
+const FACTS_VERSION = 3;
 
 type Marker = { version: number; factsVersion?: number; gen: GenOptions; builtAt: string; stats?: Partial<BuildStats>; facts?: LakeFacts };
 
@@ -80,6 +82,20 @@ function writeMarker(dir: string, m: Marker): void {
   const tmp = path.join(dir, `${MARKER}.tmp`);
   fs.writeFileSync(tmp, JSON.stringify(m, null, 2));
   fs.renameSync(tmp, path.join(dir, MARKER));
+}
+
+/**
+ * Clears a directory the benchmark is about to (re)build — but only one that is empty or that it built itself
+ * (has a marker, even a stale one), so `--lake ~/something` can never wipe a directory it does not own.
+ */
+function clearOwnDir(dir: string, gen: GenOptions): void {
+  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0 && !fs.existsSync(path.join(dir, MARKER))) {
+    throw new Error(`${dir} is not empty and was not built by pmlake bench (no ${MARKER}); remove it or choose another directory`);
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  // An "in progress" marker (version 0 never matches): an interrupted build is recognised as ours and redone.
+  writeMarker(dir, { version: 0, gen, builtAt: new Date().toISOString() });
 }
 
 function sameGen(a: GenOptions, b: GenOptions): boolean {
@@ -106,7 +122,7 @@ export function dirBytes(dir: string): number {
 }
 
 /** Runs a pmlake CLI command to completion as a child; resolves with its wall time and peak memory. */
-async function runCli(args: string[], env: NodeJS.ProcessEnv, logFile: string, log: (m: string) => void): Promise<{ seconds: number; peakRss: number }> {
+async function runCli(args: string[], env: NodeJS.ProcessEnv, logFile: string, log: (m: string) => void): Promise<{ seconds: number; peakRss: number; stdout: string }> {
   const r = await runToExit(path.join(REPO, 'src/cli.ts'), args, env, logFile);
   log(`  ${args[0]} finished in ${r.seconds.toFixed(1)} s, peak RSS ${(r.peakRss / 2 ** 20).toFixed(0)} MiB`);
   return r;
@@ -125,12 +141,14 @@ export async function ensureLake(opts: {
   const lakeMarker = readMarker(lakeDir);
   const build: BuildStats = { generateSeconds: 0, ingestSeconds: 0, dataBytes: 0, lakeBytes: 0, reused: true };
   const dataOk = dataMarker?.version === BUILD_VERSION && sameGen(dataMarker.gen, gen);
-  const lakeOk = !opts.rebuild && dataOk && lakeMarker?.version === BUILD_VERSION && sameGen(lakeMarker.gen, gen);
+  // The lake stands on its own once built: bench/data may be removed to save disk (the default scale's source
+  // files are tens of GB) without forcing a rebuild. Same options → same bytes, so a regenerated data dir
+  // would ingest into the same lake.
+  const lakeOk = !opts.rebuild && lakeMarker?.version === BUILD_VERSION && sameGen(lakeMarker.gen, gen);
 
-  if (!dataOk) {
+  if (!dataOk && !lakeOk) {
     log(`generating bench data: ${JSON.stringify(gen)} → ${dataDir}`);
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    fs.mkdirSync(dataDir, { recursive: true });
+    clearOwnDir(dataDir, gen);
     const g = await runCli(
       ['generate', '--markets', String(gen.markets), '--days', String(gen.days), '--seed', String(gen.seed), '--out', dataDir,
         '--busy', String(gen.busy), ...(gen.rate !== 1 ? ['--rate', String(gen.rate)] : [])],
@@ -140,27 +158,39 @@ export async function ensureLake(opts: {
     );
     build.generateSeconds = g.seconds;
     build.generatePeakRss = g.peakRss;
-    writeMarker(dataDir, { version: BUILD_VERSION, gen, builtAt: new Date().toISOString(), stats: { generateSeconds: build.generateSeconds } });
+    try {
+      build.generateReport = JSON.parse(g.stdout.trim().split('\n').pop() ?? '{}') as Record<string, number>;
+    } catch {
+      // informational only
+    }
+    writeMarker(dataDir, { version: BUILD_VERSION, gen, builtAt: new Date().toISOString(), stats: { ...build } });
     build.reused = false;
-  } else {
-    build.generateSeconds = dataMarker?.stats?.generateSeconds ?? 0;
+  } else if (dataMarker?.stats) {
+    Object.assign(build, dataMarker.stats);
   }
 
   if (!lakeOk) {
     log(`ingesting bench data into ${lakeDir}`);
-    fs.rmSync(lakeDir, { recursive: true, force: true });
-    fs.mkdirSync(lakeDir, { recursive: true });
+    clearOwnDir(lakeDir, gen);
+    // The source sub-directories, not the data dir itself: its manifest.json is no venue format.
+    const inputs = ['markets', 'fills', 'ws', 'options'].map((d) => path.join(dataDir, d)).filter((d) => fs.existsSync(d));
     const i = await runCli(
-      ['ingest', dataDir],
+      ['ingest', ...inputs],
       { ...process.env, PMLAKE_LAKE: lakeDir, PMLAKE_DUCKDB_THREADS: '2', LOG_LEVEL: 'info' },
       path.join(opts.workDir, 'ingest.log'),
       log,
     );
     build.ingestSeconds = i.seconds;
     build.ingestPeakRss = i.peakRss;
+    try {
+      const rep = JSON.parse(i.stdout) as { counts?: Record<string, number>; level_updates_per_second?: number; issues_total?: number };
+      build.ingestReport = { counts: rep.counts ?? {}, levelUpdatesPerSecond: rep.level_updates_per_second ?? 0, issues: rep.issues_total ?? 0 };
+    } catch {
+      // The report is informational; the lake facts below are what scenarios use.
+    }
     build.reused = false;
   } else {
-    build.ingestSeconds = lakeMarker?.stats?.ingestSeconds ?? 0;
+    Object.assign(build, lakeMarker?.stats ?? {}, { reused: true });
   }
   build.dataBytes = dirBytes(dataDir);
   build.lakeBytes = dirBytes(lakeDir);
@@ -174,7 +204,7 @@ export async function ensureLake(opts: {
       factsVersion: FACTS_VERSION,
       gen,
       builtAt: new Date().toISOString(),
-      stats: { ingestSeconds: build.ingestSeconds, generateSeconds: build.generateSeconds },
+      stats: { ...build },
       facts,
     });
   }
@@ -219,11 +249,12 @@ async function computeFacts(lakeDir: string): Promise<LakeFacts> {
     const topMarkets = top.map((r) => ({ marketId: String(r.market_id), tokens: (r.toks as unknown[]).map(String), trades: Number(r.n) }));
     const bl = l2
       ? (await q(
-          `WITH per AS (SELECT asset_id AS tok, strftime(recv_ts, '%Y-%m') AS m, count(*) AS n, min(recv_ts) AS a, max(recv_ts) AS b
+          `WITH per AS (SELECT asset_id AS tok, strftime(recv_ts, '%Y-%m') AS m, count(*) AS n, min(recv_ts) AS a, max(recv_ts) AS b,
+                               any_value(condition_id) AS cid
                         FROM ${src('l2')} GROUP BY 1, 2),
-                tot AS (SELECT tok, sum(n) AS total, min(a) AS a, max(b) AS b FROM per GROUP BY 1 ORDER BY total DESC, tok LIMIT 1),
+                tot AS (SELECT tok, sum(n) AS total, min(a) AS a, max(b) AS b, any_value(cid) AS cid FROM per GROUP BY 1 ORDER BY total DESC, tok LIMIT 1),
                 best AS (SELECT per.tok, per.m, per.n FROM per JOIN tot USING (tok) ORDER BY per.n DESC, per.m LIMIT 1)
-           SELECT x.tok, x.total, x.a, x.b, best.m, best.n AS month_rows, tk.market_id, tk.outcome_index
+           SELECT x.tok, x.total, x.a, x.b, x.cid, best.m, best.n AS month_rows, tk.market_id, tk.outcome_index
            FROM tot x JOIN best USING (tok) ${tokenMarket}`,
         ))[0]!
       : null;
@@ -246,6 +277,7 @@ async function computeFacts(lakeDir: string): Promise<LakeFacts> {
       topMarkets,
       busiestL2: {
         assetId: String(bl?.tok ?? ''),
+        conditionId: String(bl?.cid ?? ''),
         marketId: String(bl?.market_id ?? ''),
         outcome: Number(bl?.outcome_index ?? 0),
         rows: Number(bl?.total ?? 0),

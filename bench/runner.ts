@@ -54,9 +54,11 @@ export class NotAvailable extends Error {}
 export type BenchContext = {
   lake: BenchLake;
   server: ChildServer;
-  /** A professional key; scenarios that could hit per-key limits create their own with `newKey`. */
-  key: string;
+  /** A professional key — the next of a pool on every read, so no key reaches the per-key request limit. */
+  readonly key: string;
   newKey(label: string): string;
+  /** Several keys of one fresh user (polling an export without hitting the per-key request limit). */
+  newKeys(label: string, n: number): string[];
   /** A fresh plain DuckDB instance (threads=2) for a baseline; closed by the caller. */
   baselineDb(): Promise<DuckDBInstance>;
   reps: number;

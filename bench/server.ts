@@ -128,16 +128,28 @@ export async function startPmlakeServer(opts: ServerOptions): Promise<ChildServe
   };
 }
 
-/** A professional user with a read+download key; a fresh user per call so fair-use and rate counters start at 0. */
-export function createBenchKey(stateDir: string, label: string): string {
+/**
+ * `n` read+download keys of one professional user, created in the server's state store the way
+ * `pmlake keys create` does (one transaction: a synchronous=FULL commit per key would cost an fsync each).
+ * A fresh label is a fresh user, so fair-use volume and per-key rate windows start at zero.
+ */
+export function createBenchKeys(stateDir: string, label: string, n: number): string[] {
   const store = StateStore.open(stateDir);
   try {
-    const user = store.upsertUser(`bench-${label}@example.com`, 'professional');
-    return store.createApiKey({ userId: user.id, name: `bench ${label}`, prefix: process.env.PMLAKE_KEY_PREFIX ?? 'pm_' })
-      .plaintext;
+    const make = store.db.transaction(() => {
+      const user = store.upsertUser(`bench-${label}@example.com`, 'professional');
+      return Array.from({ length: n }, (_, k) =>
+        store.createApiKey({ userId: user.id, name: `bench ${label} ${k}`, prefix: process.env.PMLAKE_KEY_PREFIX ?? 'pm_' }).plaintext,
+      );
+    });
+    return make();
   } finally {
     store.close();
   }
+}
+
+export function createBenchKey(stateDir: string, label: string): string {
+  return createBenchKeys(stateDir, label, 1)[0]!;
 }
 
 /** Runs a TS script to completion as a child process; rejects on a non-zero exit with the log's tail. */

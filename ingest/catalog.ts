@@ -308,6 +308,8 @@ export async function finalizeCatalog(ctx: BatchContext): Promise<void> {
      QUALIFY row_number() OVER (PARTITION BY token_id ORDER BY outcome_index IS NULL, id_derived, id) = 1`,
   );
 
+  const backfilled = await backfillTradeOutcomes(conn, lakeDir);
+  if (backfilled > 0) ctx.counts.trades_outcome_backfilled = (ctx.counts.trades_outcome_backfilled ?? 0) + backfilled;
   const n = await writeIfChanged(conn, `SELECT ${mcols.map(sqlIdent).join(', ')} FROM _cat_markets_out ORDER BY id`, datasetGlob(lakeDir, 'markets'));
   const t = await writeIfChanged(conn, `SELECT ${Object.keys(DATASETS.tokens.columns).map(sqlIdent).join(', ')} FROM _cat_tokens_out ORDER BY token_id`, datasetGlob(lakeDir, 'tokens'));
   const s = await writeIfChanged(conn, `SELECT ${Object.keys(S).map(sqlIdent).join(', ')} FROM _cat_series_out ORDER BY series_id`, datasetGlob(lakeDir, 'series'));
@@ -318,10 +320,54 @@ export async function finalizeCatalog(ctx: BatchContext): Promise<void> {
   ctx.counts.catalog_markets = n;
   ctx.counts.catalog_tokens = t;
   ctx.counts.catalog_series = s;
+  // The records are in the lake now; the next batch of the same run starts from there.
+  await conn.run('DELETE FROM stg_market_records');
+  await conn.run('DELETE FROM stg_series_records');
   for (const tmp of ['_cat_stored_markets', '_cat_stored_series', '_cat_records', '_cat_seen', '_cat_keyed', '_cat_markets',
-    '_cat_avail', '_cat_markets_out', '_cat_tokens_out', '_cat_series_records', '_cat_series_out', '_cat_write']) {
+    '_cat_avail', '_cat_markets_out', '_cat_tokens_out', '_cat_series_records', '_cat_series_out', '_cat_write',
+    '_cat_token_changes']) {
     await conn.run(`DROP TABLE IF EXISTS ${sqlIdent(tmp)}`);
   }
+}
+
+/**
+ * Trades take condition id and outcome from the catalogue at ingest. When fills arrived before their metadata
+ * (or a placeholder's tokens gained outcomes), the tokens file changes for tokens that already have trades:
+ * rewrite just the trades partitions holding those tokens. Returns the number of trade rows updated.
+ */
+async function backfillTradeOutcomes(conn: DuckDBConnection, lakeDir: string): Promise<number> {
+  const tokensFile = datasetGlob(lakeDir, 'tokens');
+  if (!fs.existsSync(tokensFile)) return 0;
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE _cat_token_changes AS
+     SELECT n.token_id, n.condition_id, n.outcome_index, n.outcome_label
+     FROM _cat_tokens_out n JOIN read_parquet(${sqlString(tokensFile)}) o USING (token_id)
+     WHERE n.condition_id IS DISTINCT FROM o.condition_id OR n.outcome_index IS DISTINCT FROM o.outcome_index
+        OR n.outcome_label IS DISTINCT FROM o.outcome_label`,
+  );
+  const changed = Number((await conn.runAndReadAll('SELECT count(*) AS n FROM _cat_token_changes')).getRowObjectsJS()[0]!.n);
+  if (changed === 0) return 0;
+  const def = DATASETS.trades;
+  const cols = Object.keys(def.columns);
+  const fix = new Set(['condition_id', 'outcome_index', 'outcome_label']);
+  const select = cols.map((c) => (fix.has(c) ? `coalesce(c.${sqlIdent(c)}, t.${sqlIdent(c)}) AS ${sqlIdent(c)}` : `t.${sqlIdent(c)}`)).join(', ');
+  let updated = 0;
+  for (const file of partitionFiles(lakeDir, def.dir)) {
+    // Files are sorted by token_id, so row-group statistics make this probe cheap.
+    const hit = await conn.runAndReadAll(
+      `SELECT count(*) AS n FROM read_parquet(${sqlString(file)}) WHERE token_id IN (SELECT token_id FROM _cat_token_changes)`,
+    );
+    const n = Number(hit.getRowObjectsJS()[0]!.n);
+    if (n === 0) continue;
+    await writeParquetAtomic(
+      conn,
+      `SELECT ${select} FROM read_parquet(${sqlString(file)}) t LEFT JOIN _cat_token_changes c USING (token_id)
+       ORDER BY ${def.sortBy.map((c) => `t.${sqlIdent(c)}`).join(', ')}`,
+      file,
+    );
+    updated += n;
+  }
+  return updated;
 }
 
 /**
@@ -337,7 +383,7 @@ async function computeAvailability(conn: DuckDBConnection, lakeDir: string): Pro
                 FROM read_parquet(${parquetList(tradeFiles)}) GROUP BY token_id`);
   }
   if (bookFiles.length > 0) {
-    parts.push(`SELECT asset_id AS tok, 0, count(*), min(ts), max(ts)
+    parts.push(`SELECT asset_id AS tok, 0 AS trades, count(*) AS books, min(ts) AS lo, max(ts) AS hi
                 FROM read_parquet(${parquetList(bookFiles)}) GROUP BY asset_id`);
   }
   const stats = parts.length > 0
@@ -374,16 +420,26 @@ async function mergeSeries(conn: DuckDBConnection): Promise<void> {
        SELECT DISTINCT series_id, series_id, ${fields.slice(1).map(() => 'NULL').join(', ')}
        FROM _cat_markets WHERE series_id IS NOT NULL
          AND series_id NOT IN (SELECT series_id FROM _cat_series_records)),
-     m AS (SELECT *, regexp_extract(series_id, ${re}, 1) AS c_sym, regexp_extract(series_id, ${re}, 2) AS c_tf FROM merged)
+     m AS (SELECT *, regexp_extract(series_id, ${re}, 1) AS c_sym, regexp_extract(series_id, ${re}, 2) AS c_tf,
+                  -- Crypto series name their asset first (btc-…, bitcoin-above-…, eth-weeklies).
+                  CASE split_part(series_id, '-', 1)
+                    WHEN 'btc' THEN 'BTC' WHEN 'bitcoin' THEN 'BTC' WHEN 'eth' THEN 'ETH' WHEN 'ethereum' THEN 'ETH'
+                    WHEN 'sol' THEN 'SOL' WHEN 'solana' THEN 'SOL' WHEN 'xrp' THEN 'XRP'
+                    WHEN 'doge' THEN 'DOGE' WHEN 'dogecoin' THEN 'DOGE' END AS known_sym
+           FROM merged),
+     mk AS (SELECT series_id, mode(category) AS market_cat FROM _cat_markets WHERE category IS NOT NULL GROUP BY series_id),
+     k AS (SELECT m.*, coalesce(category, market_cat, CASE WHEN c_sym <> '' THEN 'crypto' END) AS cat,
+                  CASE WHEN c_sym <> '' OR coalesce(category, market_cat, '') = 'crypto' THEN coalesce(known_sym, nullif(upper(c_sym), '')) END AS sym
+           FROM m LEFT JOIN mk USING (series_id))
      SELECT series_id, coalesce(slug, series_id) AS slug, coalesce(name, series_id) AS name, description,
-            coalesce(category, CASE WHEN c_sym <> '' THEN 'crypto' END) AS category,
-            coalesce(asset_class, CASE WHEN c_sym <> '' THEN 'crypto' END, category) AS asset_class,
-            coalesce(asset, CASE c_sym WHEN 'btc' THEN 'Bitcoin' WHEN 'eth' THEN 'Ethereum' WHEN 'sol' THEN 'Solana'
-                                       WHEN 'xrp' THEN 'XRP' WHEN 'doge' THEN 'Dogecoin' WHEN '' THEN NULL ELSE upper(c_sym) END, name) AS asset,
-            coalesce(asset_symbol, nullif(upper(c_sym), '')) AS asset_symbol,
+            cat AS category,
+            coalesce(asset_class, CASE WHEN sym IS NOT NULL THEN 'crypto' END, cat) AS asset_class,
+            coalesce(asset, CASE sym WHEN 'BTC' THEN 'Bitcoin' WHEN 'ETH' THEN 'Ethereum' WHEN 'SOL' THEN 'Solana'
+                                     WHEN 'XRP' THEN 'XRP' WHEN 'DOGE' THEN 'Dogecoin' ELSE sym END, name) AS asset,
+            coalesce(asset_symbol, sym) AS asset_symbol,
             coalesce(timeframe, nullif(c_tf, ''), recurrence) AS timeframe,
             coalesce(recurrence, nullif(c_tf, '')) AS recurrence
-     FROM m`,
+     FROM k`,
   );
 }
 

@@ -3,6 +3,9 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import type { SourceHandler } from './types.js';
 
+/** Documentation that sits next to data (fixture folders carry SOURCES.md): skipped when walking a directory. */
+const DOCS = /\.(md|txt|rst|pdf|html)$|^(LICENSE|COPYING|NOTICE)/i;
+
 /** Every regular file under the given paths (directories walked recursively, sorted for a stable order). */
 export function expandInputs(paths: string[]): { files: string[]; missing: string[] } {
   const files: string[] = [];
@@ -15,7 +18,7 @@ export function expandInputs(paths: string[]): { files: string[]; missing: strin
     }
     if (st.isDirectory()) {
       for (const name of fs.readdirSync(p).sort()) {
-        if (name.startsWith('.')) continue;
+        if (name.startsWith('.') || DOCS.test(name)) continue;
         walk(path.join(p, name));
       }
     } else if (st.isFile()) files.push(path.resolve(p));

@@ -29,8 +29,9 @@ const FIELDS: Record<string, readonly string[]> = {
   order_hash: ['order_hash', 'orderHash'],
   maker: ['maker'],
   taker: ['taker'],
-  maker_asset_id: ['maker_asset_id', 'makerAssetId', 'makerAssetID'],
-  taker_asset_id: ['taker_asset_id', 'takerAssetId', 'takerAssetID'],
+  // DuckDB matches JSON keys case-insensitively, so makerAssetID needs no entry of its own.
+  maker_asset_id: ['maker_asset_id', 'makerAssetId'],
+  taker_asset_id: ['taker_asset_id', 'takerAssetId'],
   maker_amount_filled: ['maker_amount_filled', 'makerAmountFilled'],
   taker_amount_filled: ['taker_amount_filled', 'takerAmountFilled'],
   fee: ['fee'],
@@ -50,13 +51,33 @@ function detect(file: string, head: string): boolean {
   return /"OrderFilled"|"(maker_asset_id|makerAssetId)"\s*:/.test(head);
 }
 
+/** The accepted key spellings present in the first records: read_json slows down with every extra column. */
+async function presentKeys(ctx: BatchContext, file: string): Promise<string[]> {
+  const all = [...new Set(Object.values(FIELDS).flat())];
+  try {
+    const r = await ctx.conn.runAndReadAll(
+      `SELECT DISTINCT lower(k) AS k FROM (SELECT unnest(json_keys(json)) AS k
+         FROM (SELECT json FROM read_json_objects($file, format = 'auto') LIMIT 1000))`,
+      { file },
+    );
+    const keys = new Set(r.getRowObjectsJS().map((x) => String(x.k)));
+    const present = all.filter((n) => keys.has(n.toLowerCase()));
+    return present.length > 0 ? present : all;
+  } catch {
+    return all;
+  }
+}
+
 async function loadJson(ctx: BatchContext, file: string): Promise<boolean> {
-  const names = [...new Set(Object.values(FIELDS).flat())];
+  const names = await presentKeys(ctx, file);
   // Every accepted spelling is a VARCHAR column (absent keys read as NULL; coalesce picks the one this file
   // uses). Reading numbers as text keeps every digit of amounts beyond 64 bits.
   const coalesced = (col: (n: string) => string): string =>
     Object.entries(FIELDS)
-      .map(([target, ns]) => `coalesce(${ns.map(col).join(', ')}) AS ${sqlIdent(target)}`)
+      .map(([target, ns]) => {
+        const have = ns.filter((n) => names.includes(n));
+        return `${have.length > 0 ? `coalesce(${have.map(col).join(', ')})` : 'NULL::VARCHAR'} AS ${sqlIdent(target)}`;
+      })
       .join(', ');
   try {
     const columns = `{${names.map((n) => `${sqlIdent(n)}: 'VARCHAR'`).join(', ')}}`;
@@ -67,8 +88,9 @@ async function loadJson(ctx: BatchContext, file: string): Promise<boolean> {
       { file },
     );
     return true;
-  } catch {
+  } catch (err) {
     // DuckDB refused the file (a malformed line): parse object by object to name the bad lines, keep the rest.
+    ctx.log.debug({ file, err: (err as Error).message }, 'fills: falling back to per-object parsing');
     if (!(await loadJsonObjects(ctx, file, '_fills_objs'))) return false;
     await ctx.conn.run(
       `CREATE OR REPLACE TEMP TABLE _fills_raw AS SELECT ord AS line, ${coalesced((n) => `(obj->>'${n}')`)} FROM _fills_objs`,

@@ -10,6 +10,7 @@ import { expandInputs, gunzipTo, isGzip, pickHandler, readHead } from './detect.
 import { acquireLakeLock, appendLedger, hashFile, readLedger, type LedgerEntry } from './ledger.js';
 import { mergeIntoPartitions, sweepTempFiles } from './partitions.js';
 import type { BatchContext, IngestIssue, SourceHandler, SourceKind } from './types.js';
+import type { TapeBatchContext } from './ws/common.js';
 import { wsHandlers } from './ws/index.js';
 
 /**
@@ -121,8 +122,9 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
   const log = opts.log ?? createLogger('silent');
   const batchRows = opts.batchRows ?? 20_000_000;
   fs.mkdirSync(lakeDir, { recursive: true });
-  sweepTempFiles(lakeDir);
   const release = acquireLakeLock(lakeDir);
+  // Only under the lock: another running ingest's temp files are not leftovers.
+  sweepTempFiles(lakeDir);
   const report: IngestReport = {
     files: 0, ingested: 0, skipped: 0, failed: 0, batches: 0, rows_added: {}, issues: [], counts: {}, seconds: 0,
     phase_seconds: {}, level_updates_per_second: 0,
@@ -185,9 +187,15 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       // Insertion order is what makes WITH ORDINALITY follow file order.
       await conn.run('SET preserve_insertion_order = true');
       for (const d of STAGED) await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
-      const ctx: BatchContext = {
+      const ctx: TapeBatchContext = {
         conn, lakeDir, log, snapshotSeconds: opts.snapshotSeconds ?? 60, issues: report.issues, counts: report.counts,
       };
+      const stagedRows = async (): Promise<number> => {
+        let staged = 0;
+        for (const d of STAGED) staged += await count(conn, `SELECT count(*) FROM stg_${d}`);
+        return staged;
+      };
+      let marks = new Map<string, number>();
       let pending: LedgerEntry[] = [];
       let done = 0;
       if (opts.progress) {
@@ -202,7 +210,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       }
 
       const flush = async (): Promise<void> => {
-        if (pending.length === 0) return;
+        if (pending.length === 0 && (await stagedRows()) === 0) return;
         await timed('books', () => deriveBooks(ctx));
         if (deriveCandles) await timed('candles', () => deriveCandles(ctx));
         const pauseMs = Number(process.env.PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS ?? 0);
@@ -223,6 +231,13 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         pending = [];
         for (const d of STAGED) await conn.run(`DELETE FROM stg_${d}`);
       };
+      // Between chunks of one big file: write what is staged so far. The file itself enters the ledger only
+      // with the batch that holds its last chunk; a crash before that re-stages it whole, which de-duplicates.
+      ctx.maybeFlush = async () => {
+        if ((await stagedRows()) < batchRows) return;
+        await flush();
+        marks = await stagingMarks(conn);
+      };
 
       for (const item of items) {
         const before = report.issues.length;
@@ -232,7 +247,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
           await gunzipTo(item.file, stagePath);
         }
         let ok = true;
-        const marks = await stagingMarks(conn);
+        marks = await stagingMarks(conn);
         try {
           await timed('stage', () => item.handler.stage(ctx, stagePath));
         } catch (err) {
@@ -257,9 +272,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         pending.push({
           sha256: item.sha256, file: item.file, bytes: item.bytes, handler: item.handler.name, ingested_at: new Date().toISOString(),
         });
-        let staged = 0;
-        for (const d of STAGED) staged += await count(conn, `SELECT count(*) FROM stg_${d}`);
-        if (staged >= batchRows) await flush();
+        if ((await stagedRows()) >= batchRows) await flush();
       }
       await flush();
     } finally {

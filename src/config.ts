@@ -34,6 +34,8 @@ const EnvSchema = z.object({
   PMLAKE_JWKS_FILE: z.string().min(1).optional(),
   /** Public base URL used in links the service hands out (checkout pages). */
   PMLAKE_PUBLIC_URL: z.string().url().optional(),
+  /** Request rate limiting (60/min per key, 5/min orders). 'off' only for load tests on a private host. */
+  PMLAKE_RATE_LIMITS: z.enum(['on', 'off']).default('on'),
 });
 
 export type Config = {
@@ -59,6 +61,7 @@ export type Config = {
   jwtSecret: string | undefined;
   jwksFile: string | undefined;
   publicUrl: string | undefined;
+  rateLimits: boolean;
 };
 
 export class ConfigError extends Error {}
@@ -93,5 +96,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtSecret: e.PMLAKE_JWT_SECRET,
     jwksFile: e.PMLAKE_JWKS_FILE,
     publicUrl: e.PMLAKE_PUBLIC_URL,
+    rateLimits: e.PMLAKE_RATE_LIMITS === 'on',
   });
 }

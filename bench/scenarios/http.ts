@@ -1,10 +1,9 @@
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { StateStore } from '../../src/state/store.js';
 import { requestJson } from '../http.js';
 import { peakTracker } from '../proc.js';
 import { NotAvailable, summarize, type BenchContext, type Sample, type Scenario, type ScenarioRow } from '../runner.js';
-import { REPO, spawnUntil, stopChild } from '../server.js';
+import { createBenchKeys, REPO, spawnUntil, stopChild } from '../server.js';
 import { atLeast, atMost } from '../stats.js';
 
 /**
@@ -50,16 +49,7 @@ async function cannon(url: string, seconds: number, keys: string[] | null): Prom
 }
 
 function keyPool(stateDir: string, n: number, tag: string): string[] {
-  const store = StateStore.open(stateDir);
-  try {
-    const user = store.upsertUser(`bench-http-${tag}@example.com`, 'professional');
-    const make = store.db.transaction(() =>
-      Array.from({ length: n }, (_, k) => store.createApiKey({ userId: user.id, name: `http ${tag} ${k}`, prefix: process.env.PMLAKE_KEY_PREFIX ?? 'pm_' }).plaintext),
-    );
-    return make();
-  } finally {
-    store.close();
-  }
+  return createBenchKeys(stateDir, `http-${tag}`, n);
 }
 
 export function httpSmall(seconds: number): Scenario {

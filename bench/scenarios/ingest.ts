@@ -14,8 +14,6 @@ import { withBaselineDb } from './common.js';
  * Targets: ≥0.5× the read_json rate and ≥500,000 level updates/s.
  */
 
-type Manifest = { files?: { ws?: string[] }; counts?: Record<string, number> };
-
 /** The ws file with the most bytes (level updates scale with bytes), capped for the smaller scales. */
 function pickWsFile(dataDir: string): string {
   const dir = path.join(dataDir, 'ws');

@@ -71,6 +71,8 @@ class Sim {
   next = 0;
   inited = false;
   lastPrice = [-1, -1];
+  /** Last trade expressed as a Yes price (a No trade at q is 1 − q). */
+  lastYes = -1;
   volumeMicro = 0;
   trades = 0;
   lastTradeMs = 0;
@@ -303,6 +305,7 @@ export function runDay(plan: Plan, day: number): DayResult {
     c.matches++;
     s.volumeMicro += totUsdc;
     s.lastPrice[token] = price;
+    s.lastYes = P;
     s.lastTradeMs = ts;
 
     // The taken level shrinks or disappears; an emptied side is refilled further out.
@@ -328,10 +331,15 @@ export function runDay(plan: Plan, day: number): DayResult {
     changes(s, ts, ch, 1 - token);
   };
 
-  const add = (s: Sim, ts: number, side: number): void => {
+  const add = (s: Sim, ts: number, side: number, fair: number): void => {
     const tk = s.tick;
+    const gap = (s.ba - s.bb) / tk;
     let P: number;
-    if (s.ba - s.bb > tk && rng.chance(0.35)) P = side === BID ? s.bb + tk : s.ba - tk;
+    if (gap > 2 && rng.chance(0.85)) {
+      // Market makers compete inside a wide spread, quoting next to the fair price.
+      P = side === BID ? Math.min(s.ba - tk, Math.max(s.bb + tk, Math.floor((fair - tk / 2) / tk) * tk))
+        : Math.max(s.bb + tk, Math.min(s.ba - tk, Math.ceil((fair + tk / 2) / tk) * tk));
+    } else if (gap > 1 && rng.chance(0.35)) P = side === BID ? s.bb + tk : s.ba - tk;
     else {
       const k = Math.min(25, rng.geometric(0.4));
       P = side === BID ? s.bb - k * tk : s.ba + k * tk;
@@ -354,12 +362,20 @@ export function runDay(plan: Plan, day: number): DayResult {
     const size = a[P]!;
     let left: number;
     if (s.n[side] === 1) {
-      if (size <= 1000) return add(s, ts, side);
+      if (size <= 1000) return add(s, ts, side, (s.bb + s.ba) / 2);
       left = Math.round(size * (0.3 + 0.5 * rng.float()));
     } else if (size <= 500 || rng.chance(0.55)) left = 0;
     else left = Math.max(100, Math.round(size * (0.2 + 0.6 * rng.float())));
     s.set(side, P, left);
     changes(s, ts, [side, P, left]);
+  };
+
+  const dropFar = (s: Sim, ts: number, side: number): void => {
+    const a = s.lvl[side]!;
+    let P = side === BID ? 1 : 999;
+    while (a[P] === 0) P += side === BID ? 1 : -1;
+    s.set(side, P, 0);
+    changes(s, ts, [side, P, 0]);
   };
 
   /** The fair price left the spread: pull the stale quote at the touch and re-quote one level through it. */
@@ -396,7 +412,7 @@ export function runDay(plan: Plan, day: number): DayResult {
     let bb = Math.floor((f - (spreadTicks * tk) / 2) / tk) * tk;
     bb = Math.max(tk, Math.min(1000 - tk * (spreadTicks + 1), bb));
     const ba = bb + spreadTicks * tk;
-    const depth = s.m.busy ? 25 + rng.int(35) : 8 + rng.int(22);
+    const depth = s.m.busy ? 10 + rng.int(20) : 4 + rng.int(12);
     for (let side = 0; side < 2; side++) {
       let p = side === BID ? bb : ba;
       for (let i = 0; i < depth && p >= tk && p <= 1000 - tk; i++) {
@@ -428,7 +444,12 @@ export function runDay(plan: Plan, day: number): DayResult {
     } else {
       const r = rng.float();
       const side = rng.chance(0.5) ? BID : ASK;
-      if (r < 0.32) add(s, ts, side);
+      if (s.ba - s.bb > 2 * s.tick && rng.chance(0.6)) add(s, ts, side, f);
+      else if (r < 0.32) {
+        // Depth stays bounded: a full side loses its farthest level instead of growing.
+        if (s.n[side]! >= (s.m.busy ? 24 : 14)) dropFar(s, ts, side);
+        else add(s, ts, side, f);
+      }
       else if (r < 0.52) cancel(s, ts, side);
       else trade(s, ts, rng.chance(f > (s.bb + s.ba) / 2 ? 0.65 : 0.35) ? ASK : BID);
     }
@@ -531,7 +552,7 @@ export function runDay(plan: Plan, day: number): DayResult {
     counts: c,
     bytes: { ws: ws.bytes, fills: fills.bytes, options: optionsBytes },
     markets: sims.map((s) => ({ idx: s.m.idx, volumeMicro: s.volumeMicro, trades: s.trades,
-      lastYesMilli: s.lastPrice[0]! >= 0 ? s.lastPrice[0]! : s.lastPrice[1]! >= 0 ? 1000 - s.lastPrice[1]! : -1,
+      lastYesMilli: s.lastYes,
       lastTradeMs: s.lastTradeMs, bestBid: s.bb, bestAsk: s.ba })),
   };
 }

@@ -45,7 +45,7 @@ export class ChunkWriter {
         return;
       }
     }
-    this.used += this.buf.latin1Write(text, this.used);
+    this.used += this.buf.write(text, this.used, 'latin1');
   }
 
   flush(): void {

@@ -416,5 +416,5 @@ export function buildPlan(o: GenerateOptions): Plan {
 
   const makers = Array.from({ length: 40 }, () => `0x${rng.hex(40)}`);
   const takers = Array.from({ length: 3000 }, () => `0x${rng.hex(40)}`);
-  return { opts, startMs, endMs, dayStarts, markets, events, series, makers, takers, baseRatePerHour: 4.2 * opts.rate };
+  return { opts, startMs, endMs, dayStarts, markets, events, series, makers, takers, baseRatePerHour: 5.8 * opts.rate };
 }

@@ -43,13 +43,38 @@ export function bump(ctx: BatchContext, key: string, n: number): void {
 const KNOWN = ['book', 'price_change', 'last_trade_price', 'tick_size_change', 'best_bid_ask'];
 
 /**
- * Runs the common tail (ws_stage.sql) over _ws_fr/_ws_m, then counts what was read and reports what was not.
+ * Runs the common tail (ws_stage.sql) over _ws_el/_ws_fr/_ws_m, then counts what was read and reports what was not.
  * `where(el)` names a frame's position for messages ("line 12" for JSONL, "frame 3" for arrays).
  */
-export async function finishTape(ctx: BatchContext, file: string, where: (el: number) => { line?: number; at: string }): Promise<void> {
+/** Where the previous chunk of a file ended: its last receive ms and the next k within that ms. */
+export type Carry = { recvMs: number | null; nextK: number };
+export const NO_CARRY: Carry = { recvMs: null, nextK: 0 };
+
+/** A batch context whose orchestrator may flush between chunks of one big file (ingest/run.ts). */
+export type TapeBatchContext = BatchContext & { maybeFlush?: () => Promise<void> };
+
+export async function finishTape(
+  ctx: BatchContext,
+  file: string,
+  where: (el: number) => { line?: number; at: string },
+  carry: Carry = NO_CARRY,
+): Promise<Carry> {
   const { conn } = ctx;
+  await conn.run(`CREATE OR REPLACE TEMP TABLE _ws_carry AS SELECT $r::BIGINT AS recv_ms, $k::BIGINT AS next_k`, {
+    r: carry.recvMs,
+    k: carry.nextK,
+  });
+  const l2Before = await scalar(conn, 'SELECT count(*) FROM stg_l2');
   await runSqlFile(conn, 'ws_stage.sql');
-  bump(ctx, 'frames', await scalar(conn, 'SELECT count(*) FROM _ws_fr'));
+  const l2Added = (await scalar(conn, 'SELECT count(*) FROM stg_l2')) - l2Before;
+  const levelsSent = await scalar(
+    conn,
+    `SELECT coalesce(sum(CASE WHEN event_type = 'book' THEN greatest(coalesce(len(bids), 0) + coalesce(len(asks), 0), 1)
+                              WHEN coalesce(len(price_changes), 0) > 0 THEN len(price_changes)
+                              ELSE coalesce(len(changes), 0) END), 0)
+     FROM _ws_m m JOIN _ws_recv r USING (el) WHERE m.event_type IN ('book', 'price_change') AND r.recv_ms IS NOT NULL`,
+  );
+  bump(ctx, 'frames', await scalar(conn, 'SELECT count(*) FROM _ws_el'));
   bump(ctx, 'messages', await scalar(conn, 'SELECT count(*) FROM _ws_m'));
   const types = (await conn.runAndReadAll(`SELECT coalesce(event_type, '(none)') AS t, count(*) AS n FROM _ws_m GROUP BY 1`)).getRows();
   for (const [t, n] of types) {
@@ -57,7 +82,7 @@ export async function finishTape(ctx: BatchContext, file: string, where: (el: nu
     if (KNOWN.includes(type)) bump(ctx, `msg_${type}`, Number(n));
     else bump(ctx, 'unknown_event_types', Number(n));
   }
-  bump(ctx, 'level_updates', await scalar(conn, 'SELECT count(*) FROM _ws_lv WHERE NOT bad'));
+  bump(ctx, 'level_updates', l2Added);
 
   const noTime = await scalar(conn, 'SELECT count(*) FROM _ws_recv WHERE recv_ms IS NULL');
   if (noTime > 0) {
@@ -73,12 +98,22 @@ export async function finishTape(ctx: BatchContext, file: string, where: (el: nu
     ctx.issues.push({ file, ...(w.line !== undefined ? { line: w.line } : {}), message: `${n} ${what}; first at ${w.at}` });
   };
   await report(`SELECT count(*), min(el) FROM _ws_m WHERE jt IS DISTINCT FROM 'OBJECT'`, 'message(s) that are not JSON objects, skipped', 'malformed_messages');
-  await report(`SELECT count(*), min(el) FROM _ws_lv WHERE bad`, 'level update(s) with a missing token, bad side or unparsable price/size, skipped', 'bad_level_updates');
+  if (levelsSent > l2Added) {
+    await report(`SELECT count(*), min(el) FROM _ws_lv WHERE bad`, 'level update(s) with a missing token, bad side or unparsable price/size, skipped', 'bad_level_updates');
+  }
   await report(
-    `SELECT count(*), min(el) FROM _ws_ms WHERE event_type = 'last_trade_price' AND (asset_id IS NULL
+    `SELECT count(*), min(el) FROM _ws_m WHERE event_type = 'last_trade_price' AND (asset_id IS NULL
        OR TRY_CAST(price AS DECIMAL(10,6)) IS NULL OR TRY_CAST(size AS DECIMAL(18,6)) IS NULL)`,
     'last_trade_price message(s) without token, price or size, skipped',
     'bad_last_trades',
   );
-  for (const t of ['_ws_el', '_ws_fr', '_ws_m', '_ws_recv', '_ws_ms', '_ws_lv']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  const last = (
+    await conn.runAndReadAll(
+      `SELECT recv_ms, seq0 + n - recv_ms * 1000000 FROM _ws_recv WHERE recv_ms IS NOT NULL ORDER BY el DESC LIMIT 1`,
+    )
+  ).getRows()[0];
+  const next: Carry = last ? { recvMs: Number(last[0]), nextK: Number(last[1]) } : carry;
+  await conn.run('DROP VIEW IF EXISTS _ws_lv');
+  for (const t of ['_ws_el', '_ws_fr', '_ws_m', '_ws_b', '_ws_recv', '_ws_carry']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  return next;
 }

@@ -29,7 +29,7 @@ export const wsCsvHandler: SourceHandler = {
       SELECT row_number() OVER (ORDER BY TRY_CAST(id AS BIGINT) NULLS LAST, line_no) AS el, line_no + 1 AS line, *
       FROM _ws_csv`);
     await conn.run(`CREATE OR REPLACE TEMP TABLE _ws_m AS
-      SELECT el, 0::INTEGER AS mi, NULL::BIGINT AS wrap_ms, 'OBJECT' AS jt, 'price_change' AS event_type,
+      SELECT el, 0::INTEGER AS mi, NULL::BIGINT AS wrap_ms, false AS multi, 'OBJECT' AS jt, 'price_change' AS event_type,
              asset_id, market,
              epoch_ms(try_strptime(timestamp, ['%Y-%m-%d %H:%M:%S.%g %z', '%Y-%m-%d %H:%M:%S.%f %z', '%Y-%m-%d %H:%M:%S %z', '%Y-%m-%dT%H:%M:%S.%g%z'])::TIMESTAMP)
                AS ts_ms,
@@ -37,7 +37,8 @@ export const wsCsvHandler: SourceHandler = {
              NULL::STRUCT(price VARCHAR, size VARCHAR)[] AS bids, NULL::STRUCT(price VARCHAR, size VARCHAR)[] AS asks,
              TRY_CAST(from_json(changes, '[{"price":"VARCHAR","side":"VARCHAR","size":"VARCHAR"}]') AS STRUCT(price VARCHAR, side VARCHAR, size VARCHAR)[]) AS changes,
              NULL::STRUCT(asset_id VARCHAR, price VARCHAR, size VARCHAR, side VARCHAR, hash VARCHAR, best_bid VARCHAR, best_ask VARCHAR)[] AS price_changes,
-             NULL::VARCHAR AS price, NULL::VARCHAR AS size, NULL::VARCHAR AS side, NULL::VARCHAR AS fee_rate_bps, NULL::VARCHAR AS transaction_hash
+             NULL::VARCHAR AS price, NULL::VARCHAR AS size, NULL::VARCHAR AS side, NULL::VARCHAR AS fee_rate_bps, NULL::VARCHAR AS transaction_hash,
+             NULL::JSON AS message, NULL::JSON AS rest_book
       FROM _ws_csv2`);
     const bad = (
       await conn.runAndReadAll(`SELECT count(*), min(line) FROM _ws_csv2 c JOIN _ws_m m USING (el)
@@ -49,10 +50,11 @@ export const wsCsvHandler: SourceHandler = {
       await conn.run('DELETE FROM _ws_m WHERE ts_ms IS NULL OR changes IS NULL OR asset_id IS NULL');
     }
     await conn.run(`CREATE OR REPLACE TEMP TABLE _ws_fr AS
-      SELECT m.el, json_object('event_type', 'price_change', 'asset_id', m.asset_id, 'market', m.market,
-               'timestamp', CAST(m.ts_ms AS VARCHAR), 'hash', m.hash, 'changes', TRY_CAST(c.changes AS JSON))::VARCHAR AS frame,
-             NULL::BIGINT AS wrap_ms, 'csv' AS kind
+      SELECT m.el, 'csv' AS kind, NULL::BIGINT AS wrap_ms,
+             json_object('event_type', 'price_change', 'asset_id', m.asset_id, 'market', m.market,
+               'timestamp', CAST(m.ts_ms AS VARCHAR), 'hash', m.hash, 'changes', TRY_CAST(c.changes AS JSON)) AS frame
       FROM _ws_m m JOIN _ws_csv2 c USING (el)`);
+    await conn.run(`CREATE OR REPLACE TEMP TABLE _ws_el AS SELECT el, NULL::JSON AS j FROM _ws_fr`);
     const lines = new Map<number, number>();
     for (const [el, line] of (await conn.runAndReadAll('SELECT el, line FROM _ws_csv2')).getRows()) lines.set(Number(el), Number(line));
     await conn.run('DROP TABLE IF EXISTS _ws_csv');

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { BatchContext, SourceHandler } from '../types.js';
-import { bump, finishTape, runSqlFile } from './common.js';
+import { bump, finishTape, NO_CARRY, runSqlFile, type Carry, type TapeBatchContext } from './common.js';
 
 /**
  * Websocket captures in every JSON layout seen in the wild — a file holding an array of frames, an array of
@@ -24,7 +24,7 @@ export const wsJsonHandler: SourceHandler = {
     return head.includes('"asset_id"') && head.includes('"hash"') && (head.includes('"bids"') || head.includes('"asks"'));
   },
   async stage(ctx, file) {
-    await stageJson(ctx, file);
+    await stageJson(ctx as TapeBatchContext, file);
   },
 };
 
@@ -36,15 +36,92 @@ async function loadElements(ctx: BatchContext, file: string): Promise<void> {
   );
 }
 
-async function stageJson(ctx: BatchContext, file: string): Promise<void> {
-  const isLines = /\.(jsonl|ndjson)(\.gz)?$/i.test(file);
-  let lineOf: (el: number) => number | undefined = (el) => (isLines ? el : undefined);
+/**
+ * JSON lines files above this size are staged in chunks cut at line ends, and the orchestrator may flush a
+ * batch between chunks, so a multi-GB day of tape never sits in staging at once. Receive time and k carry
+ * over the cut, so seq is the same as if the file had been staged whole.
+ */
+const CHUNK_BYTES = Number(process.env.PMLAKE_TAPE_CHUNK_BYTES ?? 128 * 1024 * 1024);
+
+async function stageJson(ctx: TapeBatchContext, file: string): Promise<void> {
+  const isLines = /\.(jsonl|ndjson)$/i.test(file);
+  if (!isLines || fs.statSync(file).size <= CHUNK_BYTES) {
+    await stagePart(ctx, file, file, isLines ? 0 : null, NO_CARRY);
+    return;
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-chunks-'));
+  try {
+    let carry = NO_CARRY;
+    for (const chunk of splitLines(file, dir, CHUNK_BYTES)) {
+      carry = await stagePart(ctx, chunk.path, file, chunk.firstLine - 1, carry);
+      fs.rmSync(chunk.path, { force: true });
+      bump(ctx, 'tape_chunks', 1);
+      if (ctx.maybeFlush) await ctx.maybeFlush();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Cuts a JSON lines file into files of about `bytes` each, at line ends (synchronous, 16 MiB reads). */
+function* splitLines(file: string, dir: string, bytes: number): Generator<{ path: string; firstLine: number }> {
+  const fd = fs.openSync(file, 'r');
+  const buf = Buffer.allocUnsafe(16 << 20);
+  let part = 0;
+  let line = 1;
+  let out: number | null = null;
+  let outPath = '';
+  let outBytes = 0;
+  let firstLine = 1;
+  try {
+    for (;;) {
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      let start = 0;
+      while (start < n) {
+        if (out === null) {
+          outPath = path.join(dir, `part-${String(part).padStart(5, '0')}.jsonl`);
+          out = fs.openSync(outPath, 'w');
+          outBytes = 0;
+          firstLine = line;
+        }
+        const room = bytes - outBytes;
+        // Cut at the first line end once the chunk is full; otherwise take the whole read.
+        let end = n;
+        if (n - start >= room) {
+          const nl = buf.indexOf(10, start + Math.max(room - 1, 0));
+          end = nl === -1 || nl >= n ? n : nl + 1;
+        }
+        fs.writeSync(out, buf, start, end - start);
+        for (let i = start; i < end; i += 1) if (buf[i] === 10) line += 1;
+        outBytes += end - start;
+        start = end;
+        if (outBytes >= bytes && buf[end - 1] === 10) {
+          fs.closeSync(out);
+          out = null;
+          part += 1;
+          yield { path: outPath, firstLine };
+        }
+      }
+    }
+    if (out !== null) {
+      fs.closeSync(out);
+      if (outBytes > 0) yield { path: outPath, firstLine };
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Stages one file or chunk; `lineOffset` is null for non-line formats (positions are frame numbers). */
+async function stagePart(ctx: BatchContext, part: string, file: string, lineOffset: number | null, carry: Carry): Promise<Carry> {
+  let lineOf: (el: number) => number | undefined = (el) => (lineOffset === null ? undefined : lineOffset + el);
   let cleanup = (): void => {};
   try {
-    await loadElements(ctx, file);
+    await loadElements(ctx, part);
   } catch (err) {
     // Malformed JSON: find the bad lines in JavaScript, report each, and stage the good ones.
-    const salvaged = salvageLines(ctx, file, (err as Error).message);
+    const salvaged = salvageLines(ctx, part, file, lineOffset ?? 0, (err as Error).message);
     cleanup = salvaged.cleanup;
     lineOf = (el) => salvaged.lines[el - 1];
     await loadElements(ctx, salvaged.path);
@@ -52,10 +129,15 @@ async function stageJson(ctx: BatchContext, file: string): Promise<void> {
   try {
     await runSqlFile(ctx.conn, 'ws_json_messages.sql');
     await stageRestExtras(ctx, file);
-    await finishTape(ctx, file, (el) => {
-      const line = lineOf(el);
-      return line !== undefined ? { line, at: `line ${line}` } : { at: `frame ${el}` };
-    });
+    return await finishTape(
+      ctx,
+      file,
+      (el) => {
+        const line = lineOf(el);
+        return line !== undefined ? { line, at: `line ${line}` } : { at: `frame ${el}` };
+      },
+      carry,
+    );
   } finally {
     cleanup();
   }
@@ -68,10 +150,12 @@ async function stageJson(ctx: BatchContext, file: string): Promise<void> {
  */
 function salvageLines(
   ctx: BatchContext,
+  part: string,
   file: string,
+  lineOffset: number,
   duckdbMessage: string,
 ): { path: string; lines: number[]; cleanup(): void } {
-  const text = fs.readFileSync(file, 'utf8');
+  const text = fs.readFileSync(part, 'utf8');
   const rows = text.split('\n');
   const good: string[] = [];
   const lines: number[] = [];
@@ -81,9 +165,9 @@ function salvageLines(
     try {
       JSON.parse(row);
       good.push(row);
-      lines.push(i + 1);
+      lines.push(lineOffset + i + 1);
     } catch {
-      bad.push(i + 1);
+      bad.push(lineOffset + i + 1);
     }
   });
   if (good.length === 0 || (bad.length > 0 && good.length < 2 && rows.length < 3)) {
@@ -92,8 +176,8 @@ function salvageLines(
       JSON.parse(text);
     } catch (e) {
       const pos = /position (\d+)/.exec((e as Error).message);
-      if (pos) line = text.slice(0, Number(pos[1])).split('\n').length;
-      else if (/end of JSON input/.test((e as Error).message)) line = text.trimEnd().split('\n').length;
+      if (pos) line = lineOffset + text.slice(0, Number(pos[1])).split('\n').length;
+      else if (/end of JSON input/.test((e as Error).message)) line = lineOffset + text.trimEnd().split('\n').length;
     }
     throw Object.assign(new Error(`not valid JSON (${duckdbMessage.split('\n')[0]})`), line ? { line } : {});
   }

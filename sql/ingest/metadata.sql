@@ -102,8 +102,9 @@ SELECT 'gamma' AS source, $gamma AS priority, pm_ts(s->>'updatedAt') AS record_t
        nullif(s->>'slug', '') AS slug,
        nullif(s->>'title', '') AS name,
        nullif(s->>'description', '') AS description,
-       pm_cat(e->>'category') AS category,
-       nullif(s->>'recurrence', '') AS recurrence
+       -- No category here: events of one series disagree (Sports / NBA Playoffs); the catalogue takes the
+       -- most common category of the series' markets instead.
+       nullif((s->>'recurrence'), '') AS recurrence
 FROM (SELECT DISTINCT e, unnest(json_extract(e, '$.series[*]')) AS s
       FROM _meta_gamma WHERE json_type(e, '$.series') = 'ARRAY')
 WHERE coalesce(nullif(s->>'slug', ''), nullif(s->>'ticker', ''), (s->>'id')) IS NOT NULL;

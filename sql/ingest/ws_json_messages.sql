@@ -1,45 +1,51 @@
--- Websocket / REST captures in any JSON layout → frames (_ws_fr) and flat messages (_ws_m).
+-- Websocket / REST captures in any JSON layout → flat messages (_ws_m) and element bookkeeping (_ws_fr).
 -- Input: _ws_el(el, j JSON), one row per top-level element in file order (a JSONL line, an element of a
 -- top-level array, or the single object of a one-object file).
 -- An element is a frame: a JSON array of messages, a bare message object, a capture wrapper
 -- {timestamp, asset_id, message} (timestamp = the capturing program's receive time), or a REST envelope
 -- holding a CLOB /book response under GET_book.
-CREATE OR REPLACE TEMP TABLE _ws_fr AS
-SELECT el,
-       CASE kind WHEN 'wrap' THEN j -> '$.message' WHEN 'rest' THEN j -> '$.GET_book' ELSE j END AS frame,
-       CASE kind WHEN 'wrap' THEN TRY_CAST(j ->> '$.timestamp' AS BIGINT) END AS wrap_ms,
-       kind
-FROM (
-  SELECT el, j,
-         CASE
-           WHEN json_type(j) <> 'OBJECT' THEN 'plain'
-           WHEN json_exists(j, '$.message') AND json_exists(j, '$.timestamp') THEN 'wrap'
-           WHEN json_exists(j, '$.GET_book') THEN 'rest'
-           ELSE 'plain'
-         END AS kind
-  FROM _ws_el
-);
+-- Speed: JSON values are text and every json_* call parses again, so an object element is parsed exactly
+-- once, by one json_transform that also picks up the wrapper/envelope keys, straight into _ws_m; only
+-- wrapped, enveloped and array elements (rare, small captures) pay a second parse.
+CREATE OR REPLACE TEMP MACRO _ws_msg(x) AS json_transform(x, '{"event_type":"VARCHAR","asset_id":"VARCHAR","market":"VARCHAR","timestamp":"VARCHAR","hash":"VARCHAR",
+  "bids":[{"price":"VARCHAR","size":"VARCHAR"}],"asks":[{"price":"VARCHAR","size":"VARCHAR"}],
+  "changes":[{"price":"VARCHAR","side":"VARCHAR","size":"VARCHAR"}],
+  "price_changes":[{"asset_id":"VARCHAR","price":"VARCHAR","size":"VARCHAR","side":"VARCHAR","hash":"VARCHAR","best_bid":"VARCHAR","best_ask":"VARCHAR"}],
+  "price":"VARCHAR","size":"VARCHAR","side":"VARCHAR","fee_rate_bps":"VARCHAR","transaction_hash":"VARCHAR","message":"JSON","GET_book":"JSON"}');
+
+CREATE OR REPLACE TEMP MACRO _ws_flat(el, mi, wrap_ms, multi, jt, s) AS STRUCT_PACK(
+  el := el, mi := mi::INTEGER, wrap_ms := wrap_ms::BIGINT, multi := multi, jt := jt,
+  -- A REST /book response carries no event_type: a message with bids or asks and no type is a book.
+  event_type := coalesce(s.event_type, CASE WHEN s.bids IS NOT NULL OR s.asks IS NOT NULL THEN 'book' END),
+  asset_id := s.asset_id, market := s.market, ts_ms := TRY_CAST(s.timestamp AS BIGINT), hash := s.hash,
+  bids := s.bids, asks := s.asks, changes := s.changes, price_changes := s.price_changes,
+  price := s.price, size := s.size, side := s.side, fee_rate_bps := s.fee_rate_bps, transaction_hash := s.transaction_hash,
+  message := CASE WHEN s.message IS NOT NULL AND s.timestamp IS NOT NULL THEN s.message END,
+  rest_book := s.GET_book);
 
 CREATE OR REPLACE TEMP TABLE _ws_m AS
-WITH l AS (
-  SELECT el, wrap_ms,
-         CASE WHEN json_type(frame) = 'ARRAY' THEN CAST(frame AS JSON[]) ELSE [frame] END AS msgs
-  FROM _ws_fr
-), u AS (
-  SELECT el, wrap_ms, unnest(msgs) AS m, unnest(range(len(msgs))) AS mi FROM l
-), t AS (
-  SELECT el, mi, wrap_ms, json_type(m) AS jt,
-         CASE WHEN json_type(m) = 'OBJECT' THEN json_transform(m, '{"event_type":"VARCHAR","asset_id":"VARCHAR","market":"VARCHAR","timestamp":"VARCHAR","hash":"VARCHAR",
-           "bids":[{"price":"VARCHAR","size":"VARCHAR"}],"asks":[{"price":"VARCHAR","size":"VARCHAR"}],
-           "changes":[{"price":"VARCHAR","side":"VARCHAR","size":"VARCHAR"}],
-           "price_changes":[{"asset_id":"VARCHAR","price":"VARCHAR","size":"VARCHAR","side":"VARCHAR","hash":"VARCHAR","best_bid":"VARCHAR","best_ask":"VARCHAR"}],
-           "price":"VARCHAR","size":"VARCHAR","side":"VARCHAR","fee_rate_bps":"VARCHAR","transaction_hash":"VARCHAR"}') END AS s
-  FROM u
+SELECT unnest(_ws_flat(el, 0, NULL, false, 'OBJECT', _ws_msg(j)))
+FROM _ws_el WHERE left(ltrim(CAST(j AS VARCHAR)), 1) = '{';
+
+-- Frames whose stored text is not the element itself: a wrapped message, a REST book. Array elements are
+-- listed too (they may hold several messages, or none).
+CREATE OR REPLACE TEMP TABLE _ws_fr AS
+SELECT el, CASE WHEN message IS NOT NULL THEN 'wrap' ELSE 'rest' END AS kind,
+       CASE WHEN message IS NOT NULL THEN TRY_CAST(ts_ms AS BIGINT) END AS wrap_ms,
+       coalesce(message, rest_book) AS frame
+FROM _ws_m WHERE message IS NOT NULL OR rest_book IS NOT NULL
+UNION ALL
+SELECT el, 'frame', NULL, NULL FROM _ws_el WHERE left(ltrim(CAST(j AS VARCHAR)), 1) <> '{';
+
+DELETE FROM _ws_m WHERE message IS NOT NULL OR rest_book IS NOT NULL;
+
+INSERT INTO _ws_m
+WITH nested AS (
+  SELECT el, wrap_ms, frame AS m, 0 AS mi, false AS multi FROM _ws_fr WHERE kind IN ('wrap', 'rest')
+  UNION ALL
+  SELECT el, NULL, unnest(l), unnest(range(len(l))), true FROM (
+    SELECT el, CASE WHEN json_type(j) = 'ARRAY' THEN CAST(j AS JSON[]) ELSE [j] END AS l
+    FROM _ws_el WHERE left(ltrim(CAST(j AS VARCHAR)), 1) <> '{')
 )
-SELECT el, mi::INTEGER AS mi, wrap_ms, jt,
-       -- A REST /book response carries no event_type: a message with bids or asks and no type is a book.
-       coalesce(s.event_type, CASE WHEN s.bids IS NOT NULL OR s.asks IS NOT NULL THEN 'book' END) AS event_type,
-       s.asset_id, s.market, TRY_CAST(s.timestamp AS BIGINT) AS ts_ms, s.hash,
-       s.bids, s.asks, s.changes, s.price_changes,
-       s.price, s.size, s.side, s.fee_rate_bps, s.transaction_hash
-FROM t;
+SELECT unnest(_ws_flat(el, mi, wrap_ms, multi, json_type(m), CASE WHEN json_type(m) = 'OBJECT' THEN _ws_msg(m) END))
+FROM nested;

@@ -31,17 +31,22 @@ export function fairUseStatus(store: StateStore, userId: string, at: Date = new 
 }
 
 /**
- * `fair_use_share` for estimates: the fraction of ONE MONTH'S TOTAL allowance of the caller's plan in force
- * that the pull would use (estimated bytes / monthly allowance), rounded to 6 decimals. It does not depend on
- * what is already used, so the same pull always shows the same share; `fairUseStatus().remaining_bytes`
- * tells whether it still fits. Anonymous callers (no principal) get the Free plan's share.
+ * `fair_use_share` for estimates: estimated bytes / the bytes LEFT of the caller's monthly allowance (plan in
+ * force, reservations of running pulls included; at least 1 byte), rounded to 6 decimals. The same numbers
+ * the meter checks, so a share above 1 means the pull would be refused with `fair_use_cap`. Anonymous
+ * callers get the share of a whole Free allowance.
  */
 export function fairUseShare(store: StateStore, principal: Principal | undefined, estimatedBytes: number, at: Date = new Date()): number {
-  let allowance = PLANS.free.fair_use_bytes_month;
+  let left = PLANS.free.fair_use_bytes_month;
   if (principal) {
-    const user = store.getUser(principal.userId);
-    allowance = user ? entitlementOf(store, user, at).plan.fair_use_bytes_month : planOf(principal.plan).fair_use_bytes_month;
+    const status = fairUseStatus(store, principal.userId, at);
+    left = status ? status.remaining_bytes : planOf(principal.plan).fair_use_bytes_month;
   }
-  const share = Math.max(0, estimatedBytes) / allowance;
+  const share = Math.max(0, estimatedBytes) / Math.max(1, left);
   return Math.round(share * 1e6) / 1e6;
+}
+
+/** Bytes already counted against the caller's allowance this period (the estimate endpoints' usage seam). */
+export function fairUseUsedBytesOf(store: StateStore, principal: Principal, at: Date = new Date()): number {
+  return fairUseStatus(store, principal.userId, at)?.used_bytes ?? 0;
 }

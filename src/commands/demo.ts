@@ -1,5 +1,96 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, type Config } from '../config.js';
+import { createLogger } from '../log.js';
+import { startServer } from '../server.js';
+import { startLocalS3 } from '../s3/local.js';
+import { runIngest } from '../../ingest/run.js';
+import { generate } from '../../ingest/generate/index.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The demo's generated history: small enough to build in seconds, spanning the Sept-2025 price_change shape change. */
+const DEMO_GENERATOR = { markets: 40, days: 14, seed: 20250915, busy: 2, options: true, start: '2025-09-08' };
+
+/**
+ * `make demo`: builds the demo lake (the real venue captures in test/fixtures/venue plus generated history),
+ * starts an embedded S3-compatible server when no PMLAKE_S3_ENDPOINT is set, creates a professional and a free
+ * API key, serves on $PORT and prints how to call it. Re-running is cheap: the generator output is kept and
+ * the ingest ledger skips inputs it has already landed.
+ */
 export async function demoCommand(_args: string[]): Promise<number> {
   void _args;
-  process.stderr.write('not implemented yet\n');
-  return 1;
+  const base = loadConfig();
+  const log = createLogger(base.logLevel);
+  const out = process.stdout;
+
+  const dataDir = path.join(ROOT, 'demo-data');
+  if (!fs.existsSync(path.join(dataDir, 'manifest.json'))) {
+    out.write(`generating demo history into ${dataDir} ...\n`);
+    await generate({ ...DEMO_GENERATOR, out: dataDir });
+  }
+  out.write(`ingesting real venue captures and demo history into ${base.lakeDir} ...\n`);
+  const report = await runIngest([path.join(ROOT, 'test', 'fixtures', 'venue'), dataDir], {
+    lakeDir: base.lakeDir,
+    snapshotSeconds: base.snapshotSeconds,
+    log,
+    progress: true,
+  });
+  out.write(
+    `ingest: ${report.ingested} files landed, ${report.skipped} already in the lake, ${report.issues.length} issues, ${report.seconds.toFixed(1)} s\n`,
+  );
+
+  let config: Config = base;
+  let closeS3: (() => Promise<void>) | undefined;
+  if (!base.s3.endpoint) {
+    const s3 = await startLocalS3({ directory: path.join(base.stateDir, 's3'), buckets: [base.s3.bucket] });
+    closeS3 = () => s3.close();
+    config = Object.freeze({ ...base, s3: Object.freeze({ ...base.s3, endpoint: s3.endpoint }) });
+    out.write(`embedded S3-compatible server (s3rver) on ${s3.endpoint}, bucket ${base.s3.bucket}\n`);
+  }
+
+  const running = await startServer(config, log);
+  const store = running.ctx.state;
+  const proUser = store.upsertUser('demo-pro@pmlake.local', 'professional');
+  const freeUser = store.upsertUser('demo-free@pmlake.local', 'free');
+  const proKey = store.createApiKey({ userId: proUser.id, name: 'demo professional', prefix: config.keyPrefix }).plaintext;
+  const freeKey = store.createApiKey({ userId: freeUser.id, name: 'demo free', prefix: config.keyPrefix }).plaintext;
+  const market = await busiestMarket(running.ctx);
+
+  out.write(`\npmlake listening on ${running.url}\n`);
+  out.write(`  professional key: ${proKey}\n  free key:         ${freeKey}\n`);
+  out.write(`  docs:             ${running.url}/docs\n`);
+  if (market) {
+    out.write(
+      `  candles:          curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/trades/ohlcv?market_id=${market}&timeframe=1h&limit=5'\n`,
+    );
+  }
+  const stop = (): void => {
+    void running
+      .close()
+      .then(() => closeS3?.())
+      .then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  await new Promise(() => {});
+  return 0;
+}
+
+/** The market with the most trades, so the printed curl line returns candles. */
+async function busiestMarket(ctx: { db: import('@duckdb/node-api').DuckDBInstance; config: Config }): Promise<string | null> {
+  const file = path.join(ctx.config.lakeDir, 'catalog', 'markets', 'data.parquet');
+  if (!fs.existsSync(file)) return null;
+  const conn = await ctx.db.connect();
+  try {
+    const reader = await conn.runAndReadAll(
+      'SELECT id FROM read_parquet($f) WHERE trade_count > 0 ORDER BY trade_count DESC, id LIMIT 1',
+      { f: file },
+    );
+    const row = reader.getRowObjectsJS()[0];
+    return row ? String(row.id) : null;
+  } finally {
+    conn.closeSync();
+  }
 }

@@ -40,7 +40,7 @@ export function createApp(ctx: AppContext, table: Route[] = routes): Express {
     res.json({ status: 'ok', version: '1.0.0' });
   });
 
-  const limiters = createRateLimiters();
+  const limiters = ctx.config.rateLimits ? createRateLimiters() : null;
   const counter = requestCounterFor(ctx.state);
   for (const route of table) {
     app[route.method](route.path, identify(ctx), ...limitsFor(limiters, route), authorize(route), countRequest(counter), handlerFor(ctx, route));
@@ -87,8 +87,8 @@ function identify(ctx: AppContext) {
 }
 
 /** The default bucket for every route but 'none'; orders and checkouts also take the orders bucket. */
-function limitsFor(limiters: RateLimiters, route: Route) {
-  if (route.limit === 'none') return [];
+function limitsFor(limiters: RateLimiters | null, route: Route) {
+  if (!limiters || route.limit === 'none') return [];
   return route.limit === 'orders' ? [limiters.default, limiters.orders] : [limiters.default];
 }
 

@@ -9,6 +9,7 @@ import { createCheckout, getCreditAccount, listLedger, redeemSubscription, type 
 import { newId } from '../state/store.js';
 import { Conflict, NotFound, PaymentRequired, Unauthorized } from './errors.js';
 import type { Route } from './route.js';
+import { BalanceResponse, CheckoutResponse, TransactionResponse } from './account-schemas.js';
 
 /**
  * /v1/billing/*: subscription, credit balance and ledger, pricing, and checkout through the payment provider
@@ -140,6 +141,7 @@ export const billingRoutes: Route[] = [
     auth: 'key',
     tag: 'Billing',
     summary: 'Credit balance (legacy credits: orders and subscription redemption)',
+    response: BalanceResponse,
     handler: async (req, _res, ctx) => {
       const user = ctx.state.getUser(req.principal!.userId);
       if (!user) throw new Unauthorized();
@@ -164,6 +166,7 @@ export const billingRoutes: Route[] = [
     tag: 'Billing',
     summary: 'The credit ledger, newest first (append-only)',
     query: TransactionsQuery,
+    response: z.array(TransactionResponse),
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof TransactionsQuery>;
       return listLedger(ctx.state, req.principal!.userId, q.limit, q.offset).map(transactionView);
@@ -177,6 +180,7 @@ export const billingRoutes: Route[] = [
     tag: 'Billing',
     summary: 'Start a checkout to buy credits (10–10,000 USD); credits land when the provider webhook arrives',
     body: CheckoutBody,
+    response: CheckoutResponse,
     handler: async (req, res, ctx) => {
       const b = res.locals.body as z.infer<typeof CheckoutBody>;
       const provider = localProvider(ctx.config.webhookSecret);

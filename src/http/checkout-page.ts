@@ -15,12 +15,14 @@ const Params = z.object({ checkout_id: z.string().regex(/^chk_[0-9a-f]{24}$/, 'n
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function page(res: Response, status: number, title: string, body: string): void {
+function page(res: Response, status: number, title: string, body: string, returnUrls: string[] = []): void {
+  // form-action also governs the redirect after a form post: allow the session's own return origins.
+  const origins = returnUrls.map((u) => new URL(u).origin).join(' ');
   res
     .status(status)
     .setHeader('Content-Type', 'text/html; charset=utf-8')
     // The page posts only to itself and loads nothing: lock it down.
-    .setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+    .setHeader('Content-Security-Policy', `default-src 'none'; style-src 'unsafe-inline'; form-action 'self' ${origins}; base-uri 'none'; frame-ancestors 'none'`)
     .setHeader('Cache-Control', 'no-store')
     .send(
       `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
@@ -77,6 +79,7 @@ export const checkoutPageRoutes: Route[] = [
 <p class="muted">Local test provider: no card is charged. Paying sends a signed webhook to pmlake.</p>
 <form method="post" action="/v1/billing/checkout/local/${esc(co.id)}/confirm" style="display:inline"><button id="pay" type="submit">Pay ${esc((co.amount_cents / 100).toFixed(2))} USD</button></form>
 <form method="post" action="/v1/billing/checkout/local/${esc(co.id)}/cancel" style="display:inline"><button id="cancel" type="submit">Cancel</button></form>`,
+        [co.success_url, co.cancel_url],
       );
       return undefined;
     },
@@ -85,7 +88,6 @@ export const checkoutPageRoutes: Route[] = [
     method: 'post',
     path: '/v1/billing/checkout/local/:checkout_id/confirm',
     auth: 'public',
-    limit: 'orders',
     tag: 'Billing',
     summary: 'Confirm a local checkout: the provider sends its signed webhook, then returns to success_url',
     params: Params,

@@ -6,6 +6,7 @@ import { findOrderByKey, listOrders, orderItems, placeOrder, type OrderItemRow, 
 import { BadRequest, NotFound, PaymentRequired, Unauthorized } from './errors.js';
 import { usagePricing } from './billing.js';
 import type { Route } from './route.js';
+import { OrderResponse } from './account-schemas.js';
 
 /**
  * Orders, the legacy credit model: each item is sized from the lake, priced at the per-MB reference rate of
@@ -89,6 +90,7 @@ export const orderRoutes: Route[] = [
     tag: 'Orders',
     summary: "The caller's orders, newest first",
     query: ListQuery,
+    response: z.array(OrderResponse),
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof ListQuery>;
       return listOrders(ctx.state, req.principal!.userId, q.limit).map((o) => orderView(o, orderItems(ctx.state, o.id)));
@@ -103,6 +105,7 @@ export const orderRoutes: Route[] = [
     tag: 'Orders',
     summary: 'Place an order from credits (402 "Insufficient credits" when short; idempotent by idempotency_key)',
     body: CreateOrderBody,
+    response: OrderResponse,
     handler: async (req, res, ctx) => {
       const body = res.locals.body as z.infer<typeof CreateOrderBody>;
       const user = ctx.state.getUser(req.principal!.userId);

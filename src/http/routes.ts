@@ -11,6 +11,7 @@ import { billingRoutes } from './billing.js';
 import { orderRoutes } from './orders.js';
 import { webhookRoutes } from './webhooks.js';
 import { checkoutPageRoutes } from './checkout-page.js';
+import { statsRoutes } from './stats.js';
 import { downloadRoutes } from './downloads.js';
 import { exportRoutes } from './exports.js';
 
@@ -31,6 +32,7 @@ export const routes: Route[] = [
   ...orderRoutes,
   ...webhookRoutes,
   ...checkoutPageRoutes,
+  ...statsRoutes,
   ...downloadRoutes,
   ...exportRoutes,
 ];

@@ -3,12 +3,13 @@ import { entitlementOf } from '../accounts/entitlements.js';
 import { fairUseStatus } from '../accounts/fairuse.js';
 import { REFERENCE_RATE_PER_MB } from '../accounts/plans.js';
 import { requestCounterFor } from '../accounts/requests.js';
-import { getKey, listKeys, revokeKey, rotateKey } from '../state/accounts.js';
+import { getKey, listKeys, provisionKey, revokeKey, rotateKey } from '../state/accounts.js';
 import { dailyPullTotals, listPulls, type PullRow } from '../state/pulls.js';
 import type { ApiKeyRow } from '../state/store.js';
 import { dailyRequestCounts } from '../state/usage.js';
 import { Forbidden, NotFound, Unauthorized } from './errors.js';
 import type { Route } from './route.js';
+import { ApiKeyCreatedResponse, ApiKeyResponse, DownloadHistoryResponse, UsageResponse } from './account-schemas.js';
 
 /** /v1/user/*: profile, API keys, usage and download history. Shapes follow the anchor's User schemas. */
 
@@ -27,6 +28,11 @@ const CreateKeyBody = z.object({
     .min(1)
     .max(2)
     .nullish(),
+});
+
+const ProvisionBody = z.object({
+  email: z.string().min(3).max(320),
+  name: z.string().min(1).max(100).default('Default'),
 });
 
 const UsageQuery = z.object({
@@ -144,6 +150,7 @@ export const userRoutes: Route[] = [
     auth: 'key',
     tag: 'User',
     summary: 'List API keys (prefix only; the plaintext is shown once, at creation)',
+    response: z.array(ApiKeyResponse),
     handler: async (req, _res, ctx) => listKeys(ctx.state, req.principal!.userId).map(keyView),
   },
   {
@@ -154,6 +161,7 @@ export const userRoutes: Route[] = [
     summary: 'Create an API key',
     body: CreateKeyBody,
     status: 201,
+    response: ApiKeyCreatedResponse,
     handler: async (req, res, ctx) => {
       const body = res.locals.body as z.infer<typeof CreateKeyBody>;
       const p = req.principal!;
@@ -189,6 +197,7 @@ export const userRoutes: Route[] = [
     tag: 'User',
     summary: 'Rotate an API key: a new key now, the old one stops after a 7-day grace window',
     params: KeyIdParams,
+    response: ApiKeyCreatedResponse,
     handler: async (req, res, ctx) => {
       const { key_id } = res.locals.params as z.infer<typeof KeyIdParams>;
       const out = rotateKey(ctx.state, req.principal!.userId, key_id, ctx.config.keyPrefix);
@@ -198,12 +207,32 @@ export const userRoutes: Route[] = [
     },
   },
   {
+    method: 'post',
+    path: '/v1/user/provision',
+    auth: 'key',
+    tag: 'User',
+    summary: "Dashboard login: replace the user's auto-provisioned key (bearer JWT only; email must match the token)",
+    body: ProvisionBody,
+    response: ApiKeyCreatedResponse,
+    handler: async (req, res, ctx) => {
+      const body = res.locals.body as z.infer<typeof ProvisionBody>;
+      const p = req.principal!;
+      // Only the identity provider's token may do this: an API key must not mint keys by email.
+      if (p.authMethod !== 'jwt') throw new Forbidden('This endpoint needs the dashboard bearer token');
+      if (body.email.trim().toLowerCase() !== p.email) throw new Forbidden("The email does not match the token's email claim");
+      const { row, plaintext } = provisionKey(ctx.state, p.userId, body.name, ctx.config.keyPrefix);
+      req.log.info({ key_id: row.id, user: p.userId }, 'api key provisioned');
+      return createdView(row, plaintext);
+    },
+  },
+  {
     method: 'get',
     path: '/v1/user/usage',
     auth: 'key',
     tag: 'User',
     summary: 'Usage: requests, bytes and MB over a period (default: the current fair-use month), per day',
     query: UsageQuery,
+    response: UsageResponse,
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof UsageQuery>;
       const p = req.principal!;
@@ -265,6 +294,7 @@ export const userRoutes: Route[] = [
     tag: 'User',
     summary: 'Download history: every download and export with rows, bytes and status, newest first',
     query: DownloadsQuery,
+    response: z.array(DownloadHistoryResponse),
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof DownloadsQuery>;
       return listPulls(ctx.state, req.principal!.userId, { limit: q.limit, offset: q.offset, status: q.status ?? undefined }).map(downloadView);

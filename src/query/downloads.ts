@@ -6,7 +6,10 @@ import { query, windowWhere, type Params, type Window } from './common.js';
 import type { Lake } from '../lake/runner.js';
 import { ohlcvSelect } from './ohlcv.js';
 import { bookSnapshotsSelect, topOfBookSelect } from './orderbook.js';
-import { TRADE_COLUMNS, tradesSelect } from './trades.js';
+import { TRADE_COLUMNS } from './trades.js';
+import { perToken } from './common.js';
+
+const TRADE_SCAN = 'id, token_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label, side, price, size, usd_value, maker, taker, fee, collateral';
 
 /**
  * SELECT builders for file downloads and exports (helper F). Each returns `{ sql, params }` for a plain
@@ -82,7 +85,16 @@ function seriesTokens(lake: Lake, params: Params, seriesId: string): string {
 }
 
 export function tradesDownload(lake: Lake, sel: TokenSel, w: Window, limit: number, format: CopyFormat): Query {
-  if ('tokens' in sel) return asFile(tradesSelect(lake, { tokens: sel.tokens, start: w.start, end: w.end }, 'asc'), TRADE_SHAPE, format, limit);
+  if ('tokens' in sel) {
+    // File order, no ORDER BY: the trade files are sorted by (token, ts, log_index) and listed month by month,
+    // so one scan per token (src/query/common.ts perToken) streams each outcome oldest first in constant
+    // memory. An ORDER BY over the window (tradesSelect's, for the JSON API) is a sort: measured 3.8 GB peak
+    // RSS for a 1M-row pull out of 10M rows. Rows come grouped by outcome token, each in time order.
+    const params: Params = {};
+    const where = windowWhere('ts', w, params, { column: 'month' });
+    const rows = perToken(lake.from('trades'), 'token_id', sel.tokens, TRADE_SCAN, where, params);
+    return asFile(query(`SELECT ${TRADE_COLUMNS} FROM ${rows} t`, params), TRADE_SHAPE, format, limit);
+  }
   const params: Params = {};
   const where = [`token_id IN (${seriesTokens(lake, params, sel.seriesId)})`, ...windowWhere('ts', w, params, { column: 'month' })];
   const inner = query(

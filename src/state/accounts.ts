@@ -74,6 +74,23 @@ export function rotateKey(
   })();
 }
 
+/** Names the dashboard gives the key it provisions at login; only these are rotated by a new login. */
+export const PROVISIONED_KEY_NAMES = ['Default', 'Auto-provisioned'];
+
+/**
+ * The dashboard's login key: revokes the user's earlier auto-provisioned keys and issues a new one, in one
+ * transaction. Keys the user named themselves are left alone.
+ */
+export function provisionKey(store: StateStore, userId: string, name: string, prefix: string, at: Date = new Date()): { row: ApiKeyRow; plaintext: string } {
+  return store.db.transaction(() => {
+    const names = [...new Set([...PROVISIONED_KEY_NAMES, name])];
+    store.db
+      .prepare(`UPDATE api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND name IN (${names.map(() => '?').join(', ')})`)
+      .run(at.toISOString(), userId, ...names);
+    return store.createApiKey({ userId, name, prefix });
+  })();
+}
+
 /** Creates (or finds) the user a dashboard JWT names; a first login gets the Free plan. */
 export function userForEmail(store: StateStore, email: string): UserRow {
   return store.getUserByEmail(email) ?? store.upsertUser(email, 'free');

@@ -32,6 +32,10 @@ export async function buildQueryLake(opts: { markets?: number; days?: number; se
   await runIngest([gen, FIXTURES], { lakeDir, threads: 2 });
   const srv = await startTestServer(testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state') }));
   const key = createTestKey(srv, { email: 'pro@example.com', plan: 'professional' });
+  // The service limits each key to 60 requests a minute; the tests spread their requests over a pool of the
+  // same user's keys rather than weakening the limiter.
+  const pool = Array.from({ length: 40 }, (_, i) => createTestKey(srv, { email: 'pro@example.com', plan: 'professional', name: `pool${i}` }));
+  let next = 0;
   const freeKey = createTestKey(srv, { email: 'free@example.com', plan: 'free' });
   const db = await DuckDBInstance.create(':memory:', { threads: '2' });
   const conn = await db.connect();
@@ -45,7 +49,7 @@ export async function buildQueryLake(opts: { markets?: number; days?: number; se
     async get(p, init = {}) {
       const { key: k, ...rest } = init;
       const headers: Record<string, string> = { 'content-type': 'application/json', ...((rest.headers as Record<string, string>) ?? {}) };
-      const useKey = k === undefined ? key : k;
+      const useKey = k === undefined ? pool[next++ % pool.length]! : k;
       if (useKey !== null) headers['x-api-key'] = useKey;
       const res = await fetch(`${srv.url}${p}`, { ...rest, headers });
       const text = await res.text();

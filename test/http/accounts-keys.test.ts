@@ -1,3 +1,4 @@
+import { ApiKeyCreatedResponse, ApiKeyResponse } from '../../src/http/account-schemas.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/server.js';
 import { call } from '../helpers/accounts.js';
@@ -28,12 +29,14 @@ describe('API keys: /v1/user/keys', () => {
     const created = await call(srv, 'POST', '/v1/user/keys', { key, body: { name: 'laptop', expires_in_days: 30 } });
     expect(created.status).toBe(201);
     expect(created.body.key).toMatch(/^pm_[0-9a-f]{32}$/);
+    ApiKeyCreatedResponse.parse(created.body);
     expect(created.body).toMatchObject({ name: 'laptop', key_prefix: created.body.key.slice(0, 7), permissions: ['read', 'download'] });
     const expires = Date.parse(created.body.expires_at) - Date.parse(created.body.created_at);
     expect(Math.round(expires / 86_400_000)).toBe(30);
 
     const list = await call(srv, 'GET', '/v1/user/keys', { key: created.body.key });
     expect(list.status).toBe(200);
+    for (const k of list.body) ApiKeyResponse.parse(k);
     const row = list.body.find((k: any) => k.id === created.body.id);
     expect(Object.keys(row).sort()).toEqual(
       ['created_at', 'expires_at', 'id', 'key_prefix', 'last_used_at', 'name', 'permissions', 'scheduled_revoke_at'].sort(),

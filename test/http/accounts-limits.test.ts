@@ -1,3 +1,4 @@
+import { DownloadHistoryResponse } from '../../src/http/account-schemas.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createTestKey, tempDir, testConfig } from '../helpers/server.js';
@@ -230,6 +231,7 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
     const all = await call(srv, 'GET', '/v1/user/downloads', { key: k });
     expect(all.status).toBe(200);
     expect(all.body).toHaveLength(2);
+    for (const d of all.body) DownloadHistoryResponse.parse(d);
     const done = all.body.find((d: any) => d.status === 'completed');
     expect(done).toMatchObject({ market_id: '123', data_type: 'trades', format: 'csv', file_name: 'x.csv', record_count: 7, size_bytes: 90, cost: 0 });
     expect((await call(srv, 'GET', '/v1/user/downloads?status=failed', { key: k })).body).toHaveLength(1);

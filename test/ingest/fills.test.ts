@@ -101,6 +101,35 @@ describe('on-chain fills → trades', () => {
     expect(files.map((f) => fs.statSync(f).mtimeMs)).toEqual(before);
   });
 
+  it('fills ingested before their metadata gain condition and outcome when it arrives', async () => {
+    const lake3 = path.join(tmp.dir, 'lake3');
+    await runIngest([FILES[0]!], { lakeDir: lake3 });
+    const q = `SELECT token_id, condition_id, outcome_index, outcome_label FROM read_parquet('${lake3}/trades/*/*.parquet')
+               WHERE token_id IN ('${TOKENS.join("','")}') ORDER BY id`;
+    expect((await query(q)).every((r) => r.outcome_index === null && r.condition_id === null)).toBe(true);
+    const r = await runIngest([GAMMA], { lakeDir: lake3 });
+    expect(r.counts.trades_outcome_backfilled).toBe(expectedTrades(FILES[0]!).filter((t) => TOKENS.includes(t.token_id)).length);
+    for (const row of await query(q)) {
+      const i = TOKENS.indexOf(String(row.token_id));
+      expect(row).toMatchObject({ condition_id: gamma.conditionId!.toLowerCase(), outcome_index: i, outcome_label: OUTCOMES[i] });
+    }
+    // The placeholder market the fills created for these tokens is gone: the Gamma market owns them.
+    const ms = await query(`SELECT id, trade_count FROM read_parquet('${lake3}/catalog/markets/data.parquet') WHERE list_has_any(outcome_token_ids, ['${TOKENS.join("','")}'])`);
+    expect(ms.map((m) => m.id)).toEqual([gamma.id]);
+  });
+
+  it('one file per batch in a single run lands the same trades, candles and catalogue as one batch', async () => {
+    const lake4 = path.join(tmp.dir, 'lake4');
+    const r = await runIngest([GAMMA, ...FILES], { lakeDir: lake4, batchRows: 1 });
+    expect(r.batches).toBe(3); // metadata stages no data-set rows, so it flushes with the first fills file
+    for (const ds of ['trades/*/*.parquet', 'candles_1m/*/*.parquet', 'catalog/markets/data.parquet', 'catalog/tokens/data.parquet']) {
+      const a = `read_parquet('${lake}/${ds}')`;
+      const b = `read_parquet('${lake4}/${ds}')`;
+      const [d] = await query(`SELECT (SELECT count(*) FROM (FROM ${a} EXCEPT ALL FROM ${b})) + (SELECT count(*) FROM (FROM ${b} EXCEPT ALL FROM ${a})) AS n`);
+      expect([ds, d!.n]).toEqual([ds, '0']);
+    }
+  });
+
   it('names a malformed JSON line and still lands the good ones', async () => {
     const bad = path.join(tmp.dir, 'bad.jsonl');
     const lines = fs.readFileSync(FILES[0]!, 'utf8').trim().split('\n');

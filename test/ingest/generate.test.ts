@@ -5,6 +5,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generate, type GenerateReport } from '../../ingest/generate/index.js';
 import { parseGenerateArgs } from '../../ingest/generate/cli.js';
+import { runIngest } from '../../ingest/run.js';
+import { lakeRows } from './oracle.js';
 
 /**
  * The generator's output checked by an independent reading in plain TypeScript: JSON.parse every line, replay
@@ -357,6 +359,35 @@ describe('generated websocket tape', () => {
     }
     expect(n).toBe(reportA.counts.options_trades);
     expect(n).toBeGreaterThan(0);
+  });
+});
+
+describe('generated data through the real ingest', () => {
+  it('lands every trade, level update and frame the manifest counts', async () => {
+    const src = path.join(root, 'tiny');
+    const lake = path.join(root, 'lake');
+    const rep = await generate({ markets: 6, days: 2, start: '2025-09-14', seed: 3, rate: 0.3, out: src, workers: 0 });
+    const ing = await runIngest(['markets', 'fills', 'ws'].map((d) => path.join(src, d)), { lakeDir: lake, threads: 2 });
+    expect(ing.issues).toEqual([]);
+    expect(ing.failed).toBe(0);
+    expect(ing.rows_added.trades).toBe(rep.counts.trades);
+    expect(ing.rows_added.l2).toBe(rep.counts.level_updates);
+    expect(ing.rows_added.raw).toBe(rep.counts.ws_messages);
+    expect(ing.rows_added.last_trades).toBe(rep.counts.last_trade_price_messages);
+
+    // USD volume in the lake equals the USDC of the maker fills, summed here from the source lines.
+    let usdcMicro = 0n;
+    for (const f of rep.files.fills) {
+      for (const x of lines<Fill>(path.join(src, f))) {
+        if (x.taker === x.contract) continue;
+        usdcMicro += BigInt(x.maker_asset_id === '0' ? x.maker_amount_filled : x.taker_amount_filled);
+      }
+    }
+    const [row] = await lakeRows(`SELECT count(*)::BIGINT AS n, CAST(sum(usd_value) * 1000000 AS BIGINT) AS usdc FROM read_parquet('${path.join(lake, 'trades')}/*/*.parquet')`);
+    expect(String(row!.n)).toBe(String(rep.counts.trades));
+    expect(String(row!.usdc)).toBe(String(usdcMicro));
+    const [cat] = await lakeRows(`SELECT count(*)::BIGINT AS n FROM read_parquet('${path.join(lake, 'catalog/markets/data.parquet')}')`);
+    expect(String(cat!.n)).toBe(String(rep.counts.markets));
   });
 });
 

@@ -160,6 +160,19 @@ describe('market metadata fixtures', () => {
     expect(new Set(s.keys())).toEqual(want);
     expect(s.get('btc-up-or-down-5m')).toMatchObject({ name: 'BTC Up or Down 5m', asset: 'Bitcoin', asset_symbol: 'BTC', timeframe: '5m', asset_class: 'crypto' });
     expect(s.get('nba')).toMatchObject({ name: 'NBA', recurrence: 'daily', timeframe: 'daily' });
+    // A series' category is the most common category of its markets (events of one series disagree).
+    for (const slug of ['nba', 'btc-weeklies']) {
+      const counts = new Map<string, number>();
+      for (const e of events.filter((x) => x.seriesSlug === slug)) {
+        for (const m of e.markets as J[]) {
+          const c = String(m.category ?? e.category).trim().toLowerCase().replace(/[^a-z0-9]+/g, '_');
+          counts.set(c, (counts.get(c) ?? 0) + 1);
+        }
+      }
+      const top = [...counts].sort((a, b) => b[1] - a[1])[0]![0];
+      expect(s.get(slug)!.category).toBe(top);
+    }
+    expect(s.get('btc-weeklies')).toMatchObject({ asset_symbol: 'BTC', asset: 'Bitcoin', asset_class: 'crypto', timeframe: 'weekly' });
     for (const m of byId.values()) if (m.series_id) expect(s.has(String(m.series_id))).toBe(true);
   });
 

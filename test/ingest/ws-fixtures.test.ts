@@ -152,7 +152,7 @@ describe('every websocket / REST fixture lands with the expected counts', () => 
     expect(report.ingested).toBe(0);
     expect(report.failed).toBe(1);
     expect(report.issues).toHaveLength(1);
-    expect(report.issues[0]).toMatchObject({ file, line: 4 });
+    expect(report.issues[0]).toMatchObject({ file, line: 3 });
     expect(report.issues[0]!.message).toMatch(/not valid JSON/);
   });
 });

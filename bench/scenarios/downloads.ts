@@ -1,0 +1,138 @@
+import path from 'node:path';
+import { lakeSources } from '../../src/lake/runner.js';
+import { tradesDownload } from '../../src/query/downloads.js';
+import { checkStatus, qs, request } from '../http.js';
+import { peakTracker } from '../proc.js';
+import { NotAvailable, sideBySide, timed, type BenchContext, type Sample, type Scenario, type ScenarioRow } from '../runner.js';
+import { atLeast, isFlat } from '../stats.js';
+import { baselineCopy, withBaselineDb } from './common.js';
+
+/**
+ * Downloads: trades as CSV or Parquet, read by an HTTP client (bytes counted, not stored), against DuckDB
+ * `COPY` of the very same query (pmlake's own download builder, so rows, columns and order are identical) to a
+ * local file. Target: ≥0.8× the COPY throughput, and the server's peak RSS flat between 1M and 10M rows.
+ *
+ * The spec caps `GET /v1/download/trades` at 1,000,000 rows (and a market rarely has 10M trades), so the 10M
+ * pull is one `POST /v1/download/bulk` of the busiest markets' trades (≤2M rows per item, ≤25 items) — one
+ * HTTP response, one ZIP streamed from consecutive COPYs. Its baseline COPYs the same items one after the other.
+ */
+const ONE_M = 1_000_000;
+const TEN_M = 10_000_000;
+const ITEM_MAX = 2_000_000;
+
+type Item = { marketId: string; tokens: string[]; limit: number };
+
+function copyOpts(format: 'csv' | 'parquet'): string {
+  return format === 'csv' ? 'FORMAT csv, HEADER true' : 'FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880';
+}
+
+function itemsFor(ctx: BenchContext, target: number): Item[] {
+  const items: Item[] = [];
+  let rows = 0;
+  for (const m of ctx.lake.facts.topMarkets) {
+    // ≤20 items: each item is one download, and the Professional plan allows a burst of 20 downloads a minute.
+    if (rows >= target || items.length >= 20) break;
+    const limit = Math.min(m.trades, ITEM_MAX, target - rows);
+    items.push({ marketId: m.marketId, tokens: m.tokens, limit });
+    rows += limit;
+  }
+  return items;
+}
+
+function scenario(name: string, format: 'csv' | 'parquet'): Scenario {
+  return {
+    name,
+    async run(ctx: BenchContext): Promise<ScenarioRow[]> {
+      const top = ctx.lake.facts.topMarkets;
+      if (top.length === 0) throw new NotAvailable('no trades in the bench lake');
+      const lake = lakeSources(ctx.lake.lakeDir);
+      const file = path.join(ctx.workDir, `baseline.${format}`);
+      const out: ScenarioRow[] = [];
+
+      const single = itemsFor(ctx, ONE_M).slice(0, 1);
+      const bulk = itemsFor(ctx, TEN_M);
+      const pmlakeGet = async (it: Item): Promise<Sample> => {
+        const url = `${ctx.server.url}/v1/download/trades?${qs({ market_id: it.marketId, format, limit: it.limit })}`;
+        const key = ctx.newKey(`dl-${format}`);
+        const peak = peakTracker(ctx.server.pid);
+        const { seconds, value } = await timed(() => request(url, { headers: { 'x-api-key': key } }));
+        checkStatus(url, value);
+        return { seconds, rows: it.limit, bytes: value.bytes, peakRss: peak.stop() };
+      };
+      const pmlakeBulk = async (items: Item[]): Promise<Sample> => {
+        const url = `${ctx.server.url}/v1/download/bulk`;
+        const key = ctx.newKey(`bulk-${format}`);
+        const body = { items: items.map((it) => ({ kind: 'trades', market_id: it.marketId, format, limit: it.limit })) };
+        const peak = peakTracker(ctx.server.pid);
+        const { seconds, value } = await timed(() => request(url, { method: 'POST', headers: { 'x-api-key': key }, body }));
+        checkStatus(url, value);
+        return { seconds, rows: items.reduce((s, it) => s + it.limit, 0), bytes: value.bytes, peakRss: peak.stop() };
+      };
+
+      await withBaselineDb(async (db) => {
+        const baseline = async (items: Item[]): Promise<Sample> => {
+          let seconds = 0;
+          let rows = 0;
+          let bytes = 0;
+          let peakRss = 0;
+          for (const it of items) {
+            const q = tradesDownload(lake, { tokens: it.tokens }, {}, it.limit, format);
+            const s = await baselineCopy(db, q.sql, { ...q.params }, file, copyOpts(format));
+            seconds += s.seconds;
+            rows += s.rows ?? 0;
+            bytes += s.bytes ?? 0;
+            peakRss = Math.max(peakRss, s.peakRss ?? 0);
+          }
+          return { seconds, rows, bytes, peakRss };
+        };
+        const small = await sideBySide(ctx.reps, () => pmlakeGet(single[0]!), () => baseline(single));
+        const smallRows = small.pmlake.rows ?? 0;
+        out.push({
+          scenario: `${name}-1m`.replace('-10m-1m', '-1m'),
+          status: 'ok',
+          pmlakeDoes: `GET /v1/download/trades format=${format} limit=${single[0]!.limit}`,
+          baselineDoes: `DuckDB COPY of the same query to a local ${format} file`,
+          rows: smallRows,
+          pmlake: small.pmlake,
+          baseline: small.baseline,
+          ratio: small.ratio,
+          targets: [atLeast('≥0.8× DuckDB COPY throughput', small.ratio, 0.8)],
+          notes: [`market ${single[0]!.marketId}; baseline ${small.baseline.mbPerSec?.toFixed(0)} MB/s`],
+        });
+        // Bulk rounds are long: at most 3 of them, and no separate warm-up (the 1M rounds warmed up).
+        const big = await sideBySide(Math.min(ctx.reps, 3), () => pmlakeBulk(bulk), () => baseline(bulk), { warmup: false });
+        const bigRows = big.pmlake.rows ?? 0;
+        const flat = small.pmlake.peakRss !== undefined && big.pmlake.peakRss !== undefined ? isFlat(small.pmlake.peakRss, big.pmlake.peakRss) : null;
+        out.push({
+          scenario: name,
+          status: 'ok',
+          pmlakeDoes: `POST /v1/download/bulk, ${bulk.length} trades items (${format}) in one ZIP`,
+          baselineDoes: `DuckDB COPY of the same ${bulk.length} queries to local ${format} files`,
+          rows: bigRows,
+          pmlake: big.pmlake,
+          baseline: big.baseline,
+          ratio: big.ratio,
+          targets: [
+            atLeast('≥0.8× DuckDB COPY throughput', big.ratio, 0.8),
+            { text: `peak RSS flat ${fmtM(smallRows)}→${fmtM(bigRows)} rows`, met: flat, detail: `${mib(small.pmlake.peakRss)} → ${mib(big.pmlake.peakRss)} MiB` },
+          ],
+          notes: [
+            `server peak RSS ${mib(small.pmlake.peakRss)} MiB at ${smallRows} rows, ${mib(big.pmlake.peakRss)} MiB at ${bigRows} rows`,
+            bigRows < TEN_M ? `the lake has fewer than 10M trades in its top 25 markets: ${bigRows} rows` : `${bulk.length} items`,
+            `baseline ${big.baseline.mbPerSec?.toFixed(0)} MB/s`,
+          ],
+        });
+      });
+      return out;
+    },
+  };
+}
+
+function mib(b: number | undefined): string {
+  return b === undefined ? '?' : (b / 2 ** 20).toFixed(0);
+}
+function fmtM(n: number): string {
+  return n >= 1e6 ? `${(n / 1e6).toFixed(n % 1e6 === 0 ? 0 : 1)}M` : `${Math.round(n / 1e3)}k`;
+}
+
+export const downloadScenarios: Scenario[] = [scenario('download-csv-10m', 'csv'), scenario('download-parquet', 'parquet')];

@@ -1,0 +1,15 @@
+import { DuckDBInstance } from '@duckdb/node-api';
+const F = process.argv[2]!;
+const db = await DuckDBInstance.create(':memory:', { threads: '2' }); const c = await db.connect();
+const S = `{"event_type":"VARCHAR","asset_id":"VARCHAR","market":"VARCHAR","timestamp":"VARCHAR","hash":"VARCHAR","bids":[{"price":"VARCHAR","size":"VARCHAR"}],"asks":[{"price":"VARCHAR","size":"VARCHAR"}],"changes":[{"price":"VARCHAR","side":"VARCHAR","size":"VARCHAR"}],"price_changes":[{"asset_id":"VARCHAR","price":"VARCHAR","size":"VARCHAR","side":"VARCHAR","hash":"VARCHAR","best_bid":"VARCHAR","best_ask":"VARCHAR"}],"price":"VARCHAR","size":"VARCHAR","side":"VARCHAR","fee_rate_bps":"VARCHAR","transaction_hash":"VARCHAR","message":"JSON","GET_book":"JSON"}`;
+const cols = `{event_type:'VARCHAR',asset_id:'VARCHAR',market:'VARCHAR',timestamp:'VARCHAR',hash:'VARCHAR',bids:'STRUCT(price VARCHAR, size VARCHAR)[]',asks:'STRUCT(price VARCHAR, size VARCHAR)[]',changes:'STRUCT(price VARCHAR, side VARCHAR, size VARCHAR)[]',price_changes:'STRUCT(asset_id VARCHAR, price VARCHAR, size VARCHAR, side VARCHAR, hash VARCHAR, best_bid VARCHAR, best_ask VARCHAR)[]',price:'VARCHAR',size:'VARCHAR',side:'VARCHAR',fee_rate_bps:'VARCHAR',transaction_hash:'VARCHAR',message:'JSON',GET_book:'JSON'}`;
+async function t(label: string, sql: string) { const t0 = performance.now(); await c.run(sql); console.log(label, ((performance.now() - t0) / 1000).toFixed(2), 's'); }
+await t('A1 read_json_objects', `CREATE TEMP TABLE a AS SELECT ordinality el, json j FROM read_json_objects('${F}', format='auto') WITH ORDINALITY`);
+await t('A2 transform', `CREATE TEMP TABLE a2 AS SELECT el, json_transform(j, '${S}') s FROM a`);
+//await t('B1 read_json typed', `CREATE TEMP TABLE b AS SELECT ordinality el, * FROM read_json('${F}', format='newline_delimited', columns=${cols}) WITH ORDINALITY`);
+await t('B2 lines text', `CREATE TEMP TABLE b2 AS SELECT ordinality el, line FROM read_csv('${F}', columns={'line':'VARCHAR'}, delim=E'\\x01', quote='', escape='', header=false, auto_detect=false, strict_mode=false) WITH ORDINALITY`);
+//await t('A1 again', `CREATE TEMP TABLE a3 AS SELECT ordinality el, json j FROM read_json_objects('${F}', format='auto') WITH ORDINALITY`);
+
+await t('A4 explicit cols', `CREATE TEMP TABLE a4 AS SELECT el, 0 mi, NULL::BIGINT wrap_ms, false multi, 'OBJECT' jt, coalesce(s.event_type, CASE WHEN s.bids IS NOT NULL OR s.asks IS NOT NULL THEN 'book' END) event_type, s.asset_id, s.market, TRY_CAST(s.timestamp AS BIGINT) ts_ms, s.hash, s.bids, s.asks, s.changes, s.price_changes, s.price, s.size, s.side, s.fee_rate_bps, s.transaction_hash, CASE WHEN s.message IS NOT NULL AND s.timestamp IS NOT NULL THEN s.message END message, s.GET_book rest_book FROM (SELECT el, json_transform(j, '${S}') s FROM a)`);
+await t('A5 unnest struct', `CREATE TEMP TABLE a5 AS SELECT unnest(struct_pack(el := el, mi := 0, s := json_transform(j, '${S}'))) FROM a`);
+await t('A6 unnest(s)', `CREATE TEMP TABLE a6 AS SELECT el, unnest(json_transform(j, '${S}')) FROM a`);

@@ -1,0 +1,87 @@
+import type { DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
+import { hasFiles } from '../accounts/order-sizing.js';
+import { datasetGlob, type DatasetName } from '../lake/layout.js';
+import { sqlString, withConnection } from '../lake/duckdb.js';
+import type { AppContext } from './context.js';
+import type { Route } from './route.js';
+
+/**
+ * GET /v1/stats: public aggregate statistics of the lake, cached for a minute per process (one computation
+ * at a time: concurrent misses share it). Counts come from Parquet metadata and row-group statistics, so a
+ * miss stays cheap even on a large lake. Exempt from rate limiting, like /health.
+ */
+const TTL_MS = 60_000;
+
+type Stats = Record<string, unknown>;
+const cache = new WeakMap<AppContext, { at: number; value: Promise<Stats> }>();
+
+async function scalarRow(db: DuckDBInstance, sql: string): Promise<Record<string, DuckDBValue>> {
+  return withConnection(db, async (conn) => (await conn.runAndReadAll(sql)).getRowObjects()[0] ?? {});
+}
+
+const num = (v: DuckDBValue | undefined) => (v === null || v === undefined ? 0 : Number(v as number | bigint));
+const iso = (ms: DuckDBValue | undefined) => (ms === null || ms === undefined ? null : new Date(Number(ms as number | bigint)).toISOString());
+
+function from(lakeDir: string, name: DatasetName): string {
+  return `read_parquet(${sqlString(datasetGlob(lakeDir, name))}, hive_partitioning = true)`;
+}
+
+export async function computeStats(db: DuckDBInstance, lakeDir: string): Promise<Stats> {
+  const out: Stats = {
+    markets: 0,
+    active_markets: 0,
+    resolved_markets: 0,
+    series: 0,
+    tokens: 0,
+    trades: 0,
+    orderbook_snapshots: 0,
+    top_of_book_rows: 0,
+    data_from: null,
+    data_to: null,
+  };
+  if (hasFiles(lakeDir, 'markets')) {
+    const m = await scalarRow(
+      db,
+      `SELECT count(*) AS markets, count(*) FILTER (WHERE active AND NOT coalesce(closed, false)) AS active,
+         count(*) FILTER (WHERE resolved) AS resolved, count(DISTINCT series_id) AS series,
+         coalesce(sum(len(outcome_token_ids)), 0) AS tokens
+       FROM ${from(lakeDir, 'markets')}`,
+    );
+    Object.assign(out, { markets: num(m.markets), active_markets: num(m.active), resolved_markets: num(m.resolved), series: num(m.series), tokens: num(m.tokens) });
+  }
+  if (hasFiles(lakeDir, 'trades')) {
+    const t = await scalarRow(db, `SELECT count(*) AS n, epoch_ms(min(ts)) AS first, epoch_ms(max(ts)) AS last FROM ${from(lakeDir, 'trades')}`);
+    Object.assign(out, { trades: num(t.n), data_from: iso(t.first), data_to: iso(t.last) });
+  }
+  if (hasFiles(lakeDir, 'book_snapshots')) {
+    out.orderbook_snapshots = num((await scalarRow(db, `SELECT count(*) AS n FROM ${from(lakeDir, 'book_snapshots')}`)).n);
+  }
+  if (hasFiles(lakeDir, 'top_of_book')) {
+    out.top_of_book_rows = num((await scalarRow(db, `SELECT count(*) AS n FROM ${from(lakeDir, 'top_of_book')}`)).n);
+  }
+  return out;
+}
+
+export const statsRoutes: Route[] = [
+  {
+    method: 'get',
+    path: '/v1/stats',
+    auth: 'public',
+    limit: 'none',
+    tag: 'System',
+    summary: 'Public aggregate statistics: markets, trades, tokens, data span (cached for a minute)',
+    handler: async (_req, res, ctx) => {
+      const now = Date.now();
+      let hit = cache.get(ctx);
+      if (!hit || now - hit.at >= TTL_MS) {
+        hit = { at: now, value: computeStats(ctx.db, ctx.config.lakeDir) };
+        cache.set(ctx, hit);
+        // A failed computation is not cached.
+        hit.value.catch(() => cache.delete(ctx));
+      }
+      const stats = await hit.value;
+      res.setHeader('Cache-Control', `public, max-age=${Math.max(0, Math.ceil((hit.at + TTL_MS - now) / 1000))}`);
+      return { ...stats, generated_at: new Date(hit.at).toISOString(), cached_until: new Date(hit.at + TTL_MS).toISOString() };
+    },
+  },
+];

@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildQueryLake, glob, type QueryLake } from '../helpers/query-lake.js';
+
+/**
+ * The book at arbitrary instants against an independent replay of the whole l2 tape in plain TypeScript:
+ * every row received at or before the instant, in arrival (seq) order; a `book` message replaces both
+ * sides; a level's size is the new total and 0 removes it. The service starts from a stored snapshot
+ * instead, so agreement checks both the snapshots and its replay.
+ */
+type L2 = { us: bigint; seq: bigint; idx: number; side: string | null; price: bigint; size: bigint; snap: boolean };
+type Level = { price: number; size: number };
+
+function replay(rows: L2[], at: bigint): { bids: Level[]; asks: Level[]; n: number } {
+  const bids = new Map<bigint, bigint>();
+  const asks = new Map<bigint, bigint>();
+  let lastSeq = -1n;
+  let n = 0;
+  for (const r of rows) {
+    if (r.us > at) continue;
+    n += 1;
+    if (r.snap && r.seq !== lastSeq) {
+      bids.clear();
+      asks.clear();
+    }
+    lastSeq = r.seq;
+    if (r.side === null) continue;
+    const book = r.side === 'bid' ? bids : asks;
+    if (r.size === 0n) book.delete(r.price);
+    else book.set(r.price, r.size);
+  }
+  const out = (m: Map<bigint, bigint>, desc: boolean): Level[] =>
+    [...m.entries()]
+      .sort((a, b) => (a[0] === b[0] ? 0 : (a[0] < b[0]) !== desc ? -1 : 1))
+      .map(([p, s]) => ({ price: Number(p) / 1e6, size: Number(s) / 1e6 }));
+  return { bids: out(bids, true), asks: out(asks, false), n };
+}
+
+describe('GET /v1/orderbook/snapshot and /top_of_book', () => {
+  let L: QueryLake;
+  const tapes = new Map<string, L2[]>();
+  let tokens: string[] = [];
+
+  async function loadTape(token: string): Promise<L2[]> {
+    const raw = await L.rows(
+      `SELECT epoch_us(recv_ts) AS us, seq, level_idx, side, (price * 1000000)::BIGINT AS price, (size * 1000000)::BIGINT AS size, is_snapshot
+       FROM read_parquet(${glob(L.lakeDir, 'l2')}) WHERE asset_id = '${token}' ORDER BY seq, level_idx`,
+    );
+    return raw.map((r) => ({
+      us: BigInt(r.us as bigint),
+      seq: BigInt(r.seq as bigint),
+      idx: Number(r.level_idx),
+      side: (r.side as string | null) ?? null,
+      price: r.price === null ? 0n : BigInt(r.price as bigint),
+      size: r.size === null ? 0n : BigInt(r.size as bigint),
+      snap: Boolean(r.is_snapshot),
+    }));
+  }
+
+  beforeAll(async () => {
+    L = await buildQueryLake();
+    // The busiest tokens of the tape: the database-export fixture (5 days, one token) and generated ones.
+    const top = await L.rows(
+      `SELECT asset_id, count(DISTINCT seq) AS msgs FROM read_parquet(${glob(L.lakeDir, 'l2')}) GROUP BY 1 ORDER BY msgs DESC, asset_id LIMIT 3`,
+    );
+    tokens = top.map((r) => String(r.asset_id));
+    for (const t of tokens) tapes.set(t, await loadTape(t));
+  });
+  afterAll(async () => {
+    await L?.close();
+  });
+
+  it('has busy tapes to replay', () => {
+    expect(tokens.length).toBe(3);
+    for (const t of tokens) expect(tapes.get(t)!.length).toBeGreaterThan(100);
+  });
+
+  it('equals an independent replay of the tape at arbitrary instants', async () => {
+    let compared = 0;
+    for (const token of tokens) {
+      const tape = tapes.get(token)!;
+      const lo = tape.reduce((m, r) => (r.us < m ? r.us : m), tape[0]!.us);
+      const hi = tape.reduce((m, r) => (r.us > m ? r.us : m), tape[0]!.us);
+      const instants: bigint[] = [];
+      for (let i = 0; i <= 12; i++) instants.push(lo + ((hi - lo) * BigInt(i)) / 12n + BigInt(i * 7919));
+      // Exactly at a message, and one microsecond before it.
+      const mid = tape[Math.floor(tape.length / 2)]!.us;
+      instants.push(mid, mid - 1n, hi + 86_400_000_000n);
+      for (const at of instants) {
+        const iso = new Date(Number(at / 1000n)).toISOString().replace('Z', `${String(at % 1000n).padStart(3, '0')}Z`);
+        const atUs = at; // the ISO text keeps microseconds
+        const want = replay(tape, atUs);
+        if (want.n === 0) continue;
+        const r = await L.get(`/v1/orderbook/snapshot?market_id=${token}&at=${iso}&depth=1000`);
+        expect(r.status, iso).toBe(200);
+        expect(r.body.asset_id).toBe(token);
+        expect(r.body.bids, `${token} bids at ${iso}`).toEqual(want.bids.slice(0, 1000));
+        expect(r.body.asks, `${token} asks at ${iso}`).toEqual(want.asks.slice(0, 1000));
+        expect(r.body.bid_levels).toBe(want.bids.length);
+        expect(r.body.ask_levels).toBe(want.asks.length);
+        expect(r.body.best_bid).toBe(want.bids[0]?.price ?? null);
+        expect(r.body.best_ask).toBe(want.asks[0]?.price ?? null);
+        expect(r.body.market_id).toMatch(/^0x[0-9a-f]{64}$/);
+        compared += 1;
+      }
+    }
+    expect(compared).toBeGreaterThan(20);
+  });
+
+  it('limits depth, best price first', async () => {
+    const token = tokens[0]!;
+    const tape = tapes.get(token)!;
+    const at = tape[tape.length - 1]!.us;
+    const iso = new Date(Number(at / 1000n) + 1).toISOString();
+    const want = replay(tape, at + 1000n);
+    const r = await L.get(`/v1/orderbook/snapshot?market_id=${token}&at=${iso}&depth=2`);
+    expect(r.status).toBe(200);
+    expect(r.body.bids).toEqual(want.bids.slice(0, 2));
+    expect(r.body.asks).toEqual(want.asks.slice(0, 2));
+    if (r.body.bids.length === 2) expect(r.body.bids[0].price).toBeGreaterThan(r.body.bids[1].price);
+    if (r.body.asks.length === 2) expect(r.body.asks[0].price).toBeLessThan(r.body.asks[1].price);
+  });
+
+  it('404 before any data, 404 unknown market, 422 bad parameters, 401 without key', async () => {
+    const token = tokens[0]!;
+    const before = await L.get(`/v1/orderbook/snapshot?market_id=${token}&at=2001-01-01T00:00:00Z`);
+    expect(before.status).toBe(404);
+    expect((await L.get(`/v1/orderbook/snapshot?market_id=77777777`)).body).toEqual({ detail: 'Market not found' });
+    for (const [qs, name] of [
+      ['depth=0', 'depth'],
+      ['depth=1001', 'depth'],
+      ['at=2025-02-30', 'at'],
+      ['outcome=3', 'outcome'],
+    ]) {
+      const r = await L.get(`/v1/orderbook/snapshot?market_id=${token}&${qs}`);
+      expect(r.status, qs).toBe(422);
+      expect(r.body.detail[0].loc).toEqual(['query', name]);
+    }
+    expect((await L.get(`/v1/orderbook/snapshot?market_id=${token}`, { key: null })).status).toBe(401);
+    expect((await L.get(`/v1/orderbook/top_of_book?market_id=${token}`, { key: null })).status).toBe(401);
+  });
+
+  it('top_of_book pages a window oldest first with condition id and token id', async () => {
+    const token = tokens[0]!;
+    const all = await L.rows(
+      `SELECT epoch_us(ts) AS us, seq::VARCHAR AS seq, best_bid::DOUBLE AS best_bid, best_ask::DOUBLE AS best_ask
+       FROM read_parquet(${glob(L.lakeDir, 'top_of_book')}) WHERE asset_id = '${token}' ORDER BY ts, seq`,
+    );
+    expect(all.length).toBeGreaterThan(5);
+    const r = await L.get(`/v1/orderbook/top_of_book?market_id=${token}&limit=10000`);
+    expect(r.status).toBe(200);
+    expect(r.body.map((x: { seq: string }) => x.seq)).toEqual(all.map((x) => x.seq));
+    expect(r.body[0].asset_id).toBe(token);
+    expect(r.body[0].market_id).toMatch(/^0x/);
+    const page = await L.get(`/v1/orderbook/top_of_book?market_id=${token}&limit=3&offset=2`);
+    expect(page.body).toEqual(r.body.slice(2, 5));
+    const s = all[3]!.us as bigint;
+    const e = all[all.length - 2]!.us as bigint;
+    const iso = (us: bigint): string => new Date(Number(us / 1000n)).toISOString().replace('Z', `${String(us % 1000n).padStart(3, '0')}Z`);
+    const win = await L.get(`/v1/orderbook/top_of_book?market_id=${token}&start=${iso(s)}&end=${iso(e)}&limit=10000`);
+    expect(win.body.map((x: { seq: string }) => x.seq)).toEqual(all.filter((x) => (x.us as bigint) >= s && (x.us as bigint) < e).map((x) => x.seq));
+    for (const [qs, name] of [
+      ['limit=0', 'limit'],
+      ['limit=10001', 'limit'],
+      ['offset=1000001', 'offset'],
+      ['start=2025-09-16&end=2025-09-15', 'start'],
+    ]) {
+      const bad = await L.get(`/v1/orderbook/top_of_book?market_id=${token}&${qs}`);
+      expect(bad.status, qs).toBe(422);
+      expect(bad.body.detail[0].loc).toEqual(['query', name]);
+    }
+  });
+});

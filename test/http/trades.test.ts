@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildQueryLake, catalog, glob, type QueryLake } from '../helpers/query-lake.js';
+
+type Tr = { id: string; token: string; us: bigint; block: bigint; log: number; side: string; outcome: number };
+
+describe('GET /v1/trades and /v1/trades/recent', () => {
+  let L: QueryLake;
+  let trades: Tr[];
+  let market: { id: string; tokens: string[]; outcomes: string[] };
+
+  /** Newest first: block time, then block, then log index, then id, all descending. */
+  const newest = (a: Tr, b: Tr): number =>
+    a.us !== b.us ? (a.us > b.us ? -1 : 1) : a.block !== b.block ? (a.block > b.block ? -1 : 1) : a.log !== b.log ? b.log - a.log : a.id > b.id ? -1 : 1;
+  const iso = (us: bigint): string => new Date(Number(us / 1000n)).toISOString();
+
+  beforeAll(async () => {
+    L = await buildQueryLake();
+    const raw = await L.rows(
+      `SELECT id, token_id, epoch_us(ts) AS us, coalesce(block_number, -1) AS block, log_index, side, outcome_index FROM read_parquet(${glob(L.lakeDir, 'trades')})`,
+    );
+    trades = raw.map((r) => ({
+      id: String(r.id), token: String(r.token_id), us: BigInt(r.us as bigint), block: BigInt(r.block as bigint),
+      log: Number(r.log_index), side: String(r.side), outcome: Number(r.outcome_index),
+    }));
+    const m = await L.rows(
+      `SELECT id, outcome_token_ids, outcomes FROM read_parquet(${catalog(L.lakeDir, 'markets')}) ORDER BY trade_count DESC, id LIMIT 1`,
+    );
+    market = { id: String(m[0]!.id), tokens: m[0]!.outcome_token_ids as string[], outcomes: m[0]!.outcomes as string[] };
+  });
+  afterAll(async () => {
+    await L?.close();
+  });
+
+  it('lists a market (numeric id) newest first across its outcomes, token id in market_id', async () => {
+    const want = trades.filter((t) => market.tokens.includes(t.token)).sort(newest);
+    expect(want.length).toBeGreaterThan(20);
+    const r = await L.get(`/v1/trades?market_id=${market.id}&limit=10000`);
+    expect(r.status).toBe(200);
+    expect(r.body.map((t: { id: string }) => t.id)).toEqual(want.map((t) => t.id));
+    const row = r.body[0];
+    for (const k of ['id', 'market_id', 'timestamp', 'block_number', 'transaction_hash', 'outcome', 'outcome_label', 'side', 'price', 'size', 'usd_value', 'maker', 'taker', 'fee', 'collateral']) {
+      expect(row).toHaveProperty(k);
+    }
+    expect(market.tokens).toContain(row.market_id);
+    expect(row.outcome_label).toBe(market.outcomes[market.tokens.indexOf(row.market_id)]);
+    expect(row.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);
+    expect(typeof row.price).toBe('number');
+    expect(typeof row.block_number).toBe('number');
+  });
+
+  it('narrows by token id, outcome and side (BUY accepted as buy)', async () => {
+    const tok = market.tokens[1]!;
+    const byTok = await L.get(`/v1/trades?market_id=${tok}&limit=10000`);
+    expect(byTok.body.map((t: { id: string }) => t.id)).toEqual(trades.filter((t) => t.token === tok).sort(newest).map((t) => t.id));
+    const byOutcome = await L.get(`/v1/trades?market_id=${market.id}&outcome=1&limit=10000`);
+    expect(byOutcome.body).toEqual(byTok.body);
+    const sells = await L.get(`/v1/trades?market_id=${market.id}&side=SELL&limit=10000`);
+    expect(sells.body.map((t: { id: string }) => t.id)).toEqual(
+      trades.filter((t) => market.tokens.includes(t.token) && t.side === 'sell').sort(newest).map((t) => t.id),
+    );
+    const anyMarketOutcome = await L.get(`/v1/trades?outcome=0&limit=10000`);
+    expect(anyMarketOutcome.body.map((t: { id: string }) => t.id)).toEqual(trades.filter((t) => t.outcome === 0).sort(newest).slice(0, 10000).map((t) => t.id));
+  });
+
+  it('windows: start inclusive, end exclusive, any length (no 24h cap); paging by offset', async () => {
+    const mine = trades.filter((t) => market.tokens.includes(t.token)).sort(newest);
+    const s = mine[mine.length - 3]!.us;
+    const e = mine[2]!.us;
+    const r = await L.get(`/v1/trades?market_id=${market.id}&start=${iso(s)}&end=${iso(e)}&limit=10000`);
+    const sMs = (s / 1000n) * 1000n;
+    const eMs = (e / 1000n) * 1000n;
+    expect(r.body.map((t: { id: string }) => t.id)).toEqual(mine.filter((t) => t.us >= sMs && t.us < eMs).map((t) => t.id));
+    const all = await L.get(`/v1/trades?limit=10000&start=2000-01-01&end=2100-01-01`);
+    expect(all.body.length).toBe(Math.min(10000, trades.length));
+    const p = await L.get(`/v1/trades?market_id=${market.id}&limit=5&offset=7`);
+    expect(p.body.map((t: { id: string }) => t.id)).toEqual(mine.slice(7, 12).map((t) => t.id));
+    const offsetNaive = await L.get(`/v1/trades?market_id=${market.id}&start=${iso(s).replace('Z', '')}&end=${iso(e).replace('Z', '+00:00')}&limit=10000`);
+    expect(offsetNaive.body).toEqual(r.body);
+  });
+
+  it('validates every parameter (422 naming it), 401, 404, condition ids and hostile ids', async () => {
+    for (const [qs, name] of [
+      ['limit=0', 'limit'], ['limit=10001', 'limit'], ['offset=1000001', 'offset'], ['offset=-3', 'offset'],
+      ['side=hold', 'side'], ['outcome=2', 'outcome'], ['outcome=x', 'outcome'], ['start=2025-09-16T25:00:00Z', 'start'],
+      ['end=20250916', 'end'], ['start=2025-09-16&end=2025-09-15', 'start'], [`market_id=0x${'12'.repeat(32)}`, 'market_id'],
+    ] as const) {
+      const r = await L.get(`/v1/trades?${qs}`);
+      expect(r.status, qs).toBe(422);
+      expect(r.body.detail[0].loc, qs).toEqual(['query', name]);
+    }
+    for (const bad of ["';DROP TABLE x;--", '%', '_', 'ünï ✓', '1'.repeat(78), 'q'.repeat(200)]) {
+      const r = await L.get(`/v1/trades?market_id=${encodeURIComponent(bad)}`);
+      expect(r.status, bad).toBe(404);
+      expect(r.body).toEqual({ detail: 'Market not found' });
+    }
+    expect((await L.get(`/v1/trades?market_id=${'q'.repeat(10_000)}`)).status).toBe(422);
+    expect((await L.get('/v1/trades', { key: null })).status).toBe(401);
+    expect((await L.get('/v1/trades', { key: 'pm_' + 'f'.repeat(32) })).body).toEqual({ detail: 'Invalid API key' });
+  });
+
+  it('recent: newest across all markets, default 50, max 100', async () => {
+    const want = [...trades].sort(newest);
+    const r = await L.get('/v1/trades/recent');
+    expect(r.status).toBe(200);
+    expect(r.body.map((t: { id: string }) => t.id)).toEqual(want.slice(0, 50).map((t) => t.id));
+    const r100 = await L.get('/v1/trades/recent?limit=100');
+    expect(r100.body.map((t: { id: string }) => t.id)).toEqual(want.slice(0, 100).map((t) => t.id));
+    for (const l of ['0', '101', 'many']) {
+      const bad = await L.get(`/v1/trades/recent?limit=${l}`);
+      expect(bad.status).toBe(422);
+      expect(bad.body.detail[0].loc).toEqual(['query', 'limit']);
+    }
+    expect((await L.get('/v1/trades/recent', { key: null })).status).toBe(401);
+  });
+});
