@@ -228,6 +228,12 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
       }
     };
 
+    const prof = process.env.PMLAKE_PROFILE === '1';
+    let tp = performance.now();
+    const lap = (what: string): void => {
+      if (prof) process.stderr.write(`[profile] books ${what} ${(performance.now() - tp).toFixed(0)} ms\n`);
+      tp = performance.now();
+    };
     const result = await conn.stream('SELECT tok, src, ms, k, side, snap, price, size FROM _bk_in ORDER BY tok, seq, src, level_idx');
     for (;;) {
       const chunk = await result.fetchChunk();
@@ -289,6 +295,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     snapOut.close();
     stats.snapshots = snapOut.rows;
     stats.topChanges = topOut.rows;
+    lap(`replay ${stats.replayedRows} rows`);
 
     await conn.run(
       `INSERT INTO stg_top_of_book
@@ -300,6 +307,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
        JOIN _bk_touch t USING (tok)`,
       { f: topOut.path },
     );
+    lap('top_of_book insert');
     await conn.run(
       `INSERT INTO stg_book_snapshots
        SELECT make_timestamp(o.ts_ms * 1000), t.condition_id, t.asset_id, o.reason, o.seq_ms * 1000000 + o.seq_k,
@@ -311,6 +319,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
        JOIN _bk_touch t USING (tok)`,
       { f: snapOut.path },
     );
+    lap('book_snapshots insert');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
     for (const t of ['_bk_in', '_bk_seed', '_bk_seedkey', '_bk_tail', '_bk_touch']) await conn.run(`DROP TABLE IF EXISTS ${t}`);

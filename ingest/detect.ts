@@ -3,8 +3,11 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import type { SourceHandler } from './types.js';
 
-/** Documentation that sits next to data (fixture folders carry SOURCES.md): skipped when walking a directory. */
-const DOCS = /\.(md|txt|rst|pdf|html)$|^(LICENSE|COPYING|NOTICE)/i;
+/**
+ * Documentation that sits next to data (fixture folders carry SOURCES.md, generator output a manifest.json):
+ * skipped when walking a directory; named explicitly, such a file is still tried.
+ */
+const DOCS = /\.(md|txt|rst|pdf|html)$|^(LICENSE|COPYING|NOTICE)|^manifest\.json$/i;
 
 /** Every regular file under the given paths (directories walked recursively, sorted for a stable order). */
 export function expandInputs(paths: string[]): { files: string[]; missing: string[] } {

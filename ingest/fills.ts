@@ -8,6 +8,7 @@ import type { BatchContext, SourceHandler } from './types.js';
  * On-chain OrderFilled events → trades. Accepted shapes (documented in lake/README.md):
  *  - JSON array or JSON lines of decoded events, snake_case (block_timestamp, maker_asset_id, …) or camelCase
  *    (timestamp, makerAssetId, …), amounts as integer strings with 6 decimals;
+ *  - a subgraph GraphQL answer {"data": {"orderFilledEvents": [ … camelCase events … ]}};
  *  - CSV with Goldsky orderFilledEvents columns (id, transactionHash, timestamp, orderHash, maker, taker,
  *    makerAssetId, takerAssetId, makerAmountFilled, takerAmountFilled, fee, optional blockNumber/logIndex).
  * Derivation (side, price, size, exchange-taker fills dropped) is one SQL statement: sql/ingest/fills.sql.
@@ -48,11 +49,14 @@ function detect(file: string, head: string): boolean {
   }
   const start = head.trimStart()[0];
   if (start !== '[' && start !== '{') return false;
-  return /"OrderFilled"|"(maker_asset_id|makerAssetId)"\s*:/.test(head);
+  return /"OrderFilled"|"orderFilledEvents"|"(maker_asset_id|makerAssetId)"\s*:/.test(head);
 }
 
-/** The accepted key spellings present in the first records: read_json slows down with every extra column. */
-async function presentKeys(ctx: BatchContext, file: string): Promise<string[]> {
+/**
+ * The accepted key spellings present in the first records (read_json slows down with every extra column),
+ * and whether the file is a subgraph GraphQL answer `{"data": {"orderFilledEvents": [...]}}`.
+ */
+async function sniffKeys(ctx: BatchContext, file: string): Promise<{ names: string[]; graphql: boolean }> {
   const all = [...new Set(Object.values(FIELDS).flat())];
   try {
     const r = await ctx.conn.runAndReadAll(
@@ -62,14 +66,14 @@ async function presentKeys(ctx: BatchContext, file: string): Promise<string[]> {
     );
     const keys = new Set(r.getRowObjectsJS().map((x) => String(x.k)));
     const present = all.filter((n) => keys.has(n.toLowerCase()));
-    return present.length > 0 ? present : all;
+    return { names: present.length > 0 ? present : all, graphql: present.length === 0 && keys.has('data') };
   } catch {
-    return all;
+    return { names: all, graphql: false };
   }
 }
 
 async function loadJson(ctx: BatchContext, file: string): Promise<boolean> {
-  const names = await presentKeys(ctx, file);
+  const { names, graphql } = await sniffKeys(ctx, file);
   // Every accepted spelling is a VARCHAR column (absent keys read as NULL; coalesce picks the one this file
   // uses). Reading numbers as text keeps every digit of amounts beyond 64 bits.
   const coalesced = (col: (n: string) => string): string =>
@@ -79,6 +83,23 @@ async function loadJson(ctx: BatchContext, file: string): Promise<boolean> {
         return `${have.length > 0 ? `coalesce(${have.map(col).join(', ')})` : 'NULL::VARCHAR'} AS ${sqlIdent(target)}`;
       })
       .join(', ');
+  const fromObjects = async (): Promise<boolean> => {
+    if (!(await loadJsonObjects(ctx, file, '_fills_objs'))) return false;
+    if (graphql) {
+      // The events are the array under data.orderFilledEvents; `line` is then the event's position in it.
+      await ctx.conn.run(
+        `CREATE OR REPLACE TEMP TABLE _fills_objs AS
+         SELECT row_number() OVER () AS ord, obj FROM (
+           SELECT unnest(json_extract(obj, '$.data.orderFilledEvents[*]')) AS obj FROM _fills_objs ORDER BY ord)`,
+      );
+    }
+    await ctx.conn.run(
+      `CREATE OR REPLACE TEMP TABLE _fills_raw AS SELECT ord AS line, ${coalesced((n) => `(obj->>'${n}')`)} FROM _fills_objs`,
+    );
+    await ctx.conn.run('DROP TABLE IF EXISTS _fills_objs');
+    return true;
+  };
+  if (graphql) return fromObjects();
   try {
     const columns = `{${names.map((n) => `${sqlIdent(n)}: 'VARCHAR'`).join(', ')}}`;
     await ctx.conn.run(
@@ -91,12 +112,7 @@ async function loadJson(ctx: BatchContext, file: string): Promise<boolean> {
   } catch (err) {
     // DuckDB refused the file (a malformed line): parse object by object to name the bad lines, keep the rest.
     ctx.log.debug({ file, err: (err as Error).message }, 'fills: falling back to per-object parsing');
-    if (!(await loadJsonObjects(ctx, file, '_fills_objs'))) return false;
-    await ctx.conn.run(
-      `CREATE OR REPLACE TEMP TABLE _fills_raw AS SELECT ord AS line, ${coalesced((n) => `(obj->>'${n}')`)} FROM _fills_objs`,
-    );
-    await ctx.conn.run('DROP TABLE IF EXISTS _fills_objs');
-    return true;
+    return fromObjects();
   }
 }
 

@@ -41,18 +41,21 @@ async function loadElements(ctx: BatchContext, file: string): Promise<void> {
  * batch between chunks, so a multi-GB day of tape never sits in staging at once. Receive time and k carry
  * over the cut, so seq is the same as if the file had been staged whole.
  */
-const CHUNK_BYTES = Number(process.env.PMLAKE_TAPE_CHUNK_BYTES ?? 128 * 1024 * 1024);
+function chunkBytes(): number {
+  return Number(process.env.PMLAKE_TAPE_CHUNK_BYTES ?? 128 * 1024 * 1024);
+}
 
 async function stageJson(ctx: TapeBatchContext, file: string): Promise<void> {
   const isLines = /\.(jsonl|ndjson)$/i.test(file);
-  if (!isLines || fs.statSync(file).size <= CHUNK_BYTES) {
+  const bytes = chunkBytes();
+  if (!isLines || fs.statSync(file).size <= bytes) {
     await stagePart(ctx, file, file, isLines ? 0 : null, NO_CARRY);
     return;
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-chunks-'));
   try {
     let carry = NO_CARRY;
-    for (const chunk of splitLines(file, dir, CHUNK_BYTES)) {
+    for (const chunk of splitLines(file, dir, bytes)) {
       carry = await stagePart(ctx, chunk.path, file, chunk.firstLine - 1, carry);
       fs.rmSync(chunk.path, { force: true });
       bump(ctx, 'tape_chunks', 1);

@@ -6,6 +6,7 @@ import { findOrderByKey, listOrders, orderItems, placeOrder, type OrderItemRow, 
 import { BadRequest, NotFound, PaymentRequired, Unauthorized } from './errors.js';
 import { usagePricing } from './billing.js';
 import type { Route } from './route.js';
+import { isoDateTime } from './params.js';
 import { OrderResponse } from './account-schemas.js';
 
 /**
@@ -29,12 +30,15 @@ const Item = z
       .nullish(),
     data_type: z.enum(['trades', 'ohlcv', 'orderbook', 'greeks', 'snapshots']),
     format: z.enum(['csv', 'parquet', 'json']).default('csv'),
-    start: z.iso.datetime({ offset: true }).nullish(),
-    end: z.iso.datetime({ offset: true }).nullish(),
+    // The query API's parser: dates, datetimes with or without a zone (UTC when none), as Python sends them.
+    start: isoDateTime.nullish(),
+    end: isoDateTime.nullish(),
     timeframe: z.enum(['1m', '1h', '1d']).nullish(),
   })
   .refine((i) => i.market_id || i.series_id, { message: 'an item needs market_id or series_id' })
-  .refine((i) => !i.start || !i.end || Date.parse(i.start) < Date.parse(i.end), { message: 'start must be before end', path: ['end'] });
+  .refine((i) => i.start == null || i.end == null || i.start < i.end, { message: 'start must be before end', path: ['end'] });
+
+const isoOf = (micros: bigint | null | undefined) => (micros == null ? null : new Date(Number(micros / 1000n)).toISOString());
 
 const CreateOrderBody = z.object({
   items: z.array(Item).min(1).max(50),
@@ -124,7 +128,9 @@ export const orderRoutes: Route[] = [
         }
         const t = it.data_type as OrderDataType;
         const sel = it.series_id ? { seriesId: it.series_id } : { marketId: it.market_id! };
-        const rows = await sizeItem(ctx.db, ctx.config.lakeDir, t, sel, { start: it.start, end: it.end }, it.timeframe ?? undefined);
+        const start = isoOf(it.start);
+        const end = isoOf(it.end);
+        const rows = await sizeItem(ctx.db, ctx.config.lakeDir, t, sel, { start, end }, it.timeframe ?? undefined);
         if (rows === null) throw new NotFound(it.series_id ? 'Series not found' : 'Market not found');
         if (rows === 0) empty.push(idx);
         const bytes = rows * (BYTES_PER_ROW[t] ?? 230);
@@ -137,8 +143,8 @@ export const orderRoutes: Route[] = [
           data_type: t,
           format: it.format,
           timeframe: t === 'ohlcv' ? (it.timeframe ?? '1h') : (it.timeframe ?? null),
-          start_date: it.start ? new Date(it.start).toISOString() : null,
-          end_date: it.end ? new Date(it.end).toISOString() : null,
+          start_date: start,
+          end_date: end,
           record_count: rows,
           size_bytes: bytes,
           cost_cents: cost,

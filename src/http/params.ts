@@ -51,7 +51,8 @@ export const isoDateTime = z
   .string()
   .max(64)
   .transform((v, ctx) => {
-    const micros = parseIsoMicros(v.trim());
+    // An unencoded '+' in a query string arrives as a space: read "…T12:00:00 00:00" as "+00:00".
+    const micros = parseIsoMicros(v.trim().replace(/(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$/, '$1+$2'));
     if (micros === null) {
       ctx.addIssue({ code: 'custom', message: 'Input should be a valid ISO 8601 date or datetime, e.g. 2025-03-01 or 2025-03-01T12:00:00Z' });
       return z.NEVER;

@@ -57,7 +57,8 @@ describe('orders (legacy credit model)', () => {
       body: {
         items: [
           { market_id: '1001', data_type: 'orderbook' },
-          { market_id: '1001', data_type: 'trades', start: '2025-01-01T00:00:00Z', end: '2025-01-01T16:40:00Z' },
+          // A naive datetime (as Python's isoformat() sends one) is UTC.
+          { market_id: '1001', data_type: 'trades', start: '2025-01-01T00:00:00', end: '2025-01-01T16:40:00Z' },
         ],
       },
     });
@@ -120,8 +121,16 @@ describe('orders (legacy credit model)', () => {
     r = await post2([{ market_id: '1002', data_type: 'trades' }]);
     expect(r.status).toBe(400);
     expect(r.body.detail).toMatchObject({ code: 'empty_line_item', empty_items: [0] });
-    for (const bad of [[], [{ data_type: 'trades' }], [{ market_id: '0xabc', data_type: 'trades' }]]) {
-      expect((await post2(bad)).status).toBe(422);
+    for (const bad of [
+      [],
+      [{ data_type: 'trades' }],
+      [{ market_id: '0xabc', data_type: 'trades' }],
+      [{ market_id: '1001', data_type: 'trades', start: '2025-02-01', end: '2025-01-01' }],
+      [{ market_id: '1001', data_type: 'trades', start: 'soon' }],
+    ]) {
+      // A fresh key per case: 4xx answers use the 5/minute orders bucket too.
+      const kk = createTestKey(srv, { email: 'ord-err@example.com', plan: 'free', name: 'bad' });
+      expect((await call(srv, 'POST', '/v1/orders', { key: kk, body: { items: bad } })).status, JSON.stringify(bad)).toBe(422);
     }
     const k3 = createTestKey(srv, { email: 'ord-err@example.com', plan: 'free', name: 'third' });
     expect((await call(srv, 'POST', '/v1/orders', { key: k3, body: { items: [{ market_id: '1001', data_type: 'trades' }], idempotency_key: 'x'.repeat(129) } })).status).toBe(422);

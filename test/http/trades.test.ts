@@ -76,6 +76,8 @@ describe('GET /v1/trades and /v1/trades/recent', () => {
     expect(p.body.map((t: { id: string }) => t.id)).toEqual(mine.slice(7, 12).map((t) => t.id));
     const offsetNaive = await L.get(`/v1/trades?market_id=${market.id}&start=${iso(s).replace('Z', '')}&end=${iso(e).replace('Z', '+00:00')}&limit=10000`);
     expect(offsetNaive.body).toEqual(r.body);
+    const encoded = await L.get(`/v1/trades?market_id=${market.id}&start=${encodeURIComponent(iso(s).replace('Z', '+00:00'))}&end=${iso(e)}&limit=10000`);
+    expect(encoded.body).toEqual(r.body);
   });
 
   it('validates every parameter (422 naming it), 401, 404, condition ids and hostile ids', async () => {

@@ -130,6 +130,17 @@ describe('on-chain fills → trades', () => {
     }
   });
 
+  it('reads a subgraph GraphQL answer {data: {orderFilledEvents: [...]}}', async () => {
+    const gql = path.join(tmp.dir, 'subgraph.json');
+    fs.writeFileSync(gql, JSON.stringify({ data: { orderFilledEvents: JSON.parse(fs.readFileSync(FILES[1]!, 'utf8')) } }));
+    const lake5 = path.join(tmp.dir, 'lake5');
+    const r = await runIngest([gql], { lakeDir: lake5 });
+    expect(r.issues).toEqual([]);
+    const rows = await query(`SELECT id, price, size, side FROM read_parquet('${lake5}/trades/*/*.parquet') ORDER BY id`);
+    const want = expectedTrades(FILES[1]!).sort((a, b) => a.id.localeCompare(b.id));
+    expect(rows).toEqual(want.map((t) => ({ id: t.id, price: d6(t.price), size: d6(t.size), side: t.side })));
+  });
+
   it('names a malformed JSON line and still lands the good ones', async () => {
     const bad = path.join(tmp.dir, 'bad.jsonl');
     const lines = fs.readFileSync(FILES[0]!, 'utf8').trim().split('\n');
