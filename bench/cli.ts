@@ -5,7 +5,8 @@ import { parseArgs } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ensureLake, type GenOptions } from './lake.js';
 import { errorRow, naRow, NotAvailable, type BenchContext, type Scenario, type ScenarioRow } from './runner.js';
-import { createBenchKey, createBenchKeys, REPO, startPmlakeServer, type ChildServer } from './server.js';
+import { StateStore } from '../src/state/store.js';
+import { createBenchKeys, REPO, startPmlakeServer, type ChildServer } from './server.js';
 import { machineInfo, renderMarkdown, renderText, writeResults } from './table.js';
 import { ohlcvScenarios } from './scenarios/ohlcv.js';
 import { tradesPageDeep } from './scenarios/trades.js';
@@ -152,13 +153,15 @@ export async function benchCommand(args: string[]): Promise<number> {
       Object.assign(env, { PMLAKE_S3_ENDPOINT: s3.endpoint, PMLAKE_S3_BUCKET: bucket });
       log(`local S3 at ${s3.endpoint}`);
     }
+    const store = StateStore.open(stateDir);
+    stops.push(async () => store.close());
     server = await startPmlakeServer({
       lakeDir, stateDir, env, logFile: path.join(workDir, 'server.log'), cpuProfDir: values.profile ? path.resolve(values.profile) : undefined,
     });
     log(`pmlake server pid ${server.pid} at ${server.url}`);
     let keyNo = 0;
     // pmlake allows 60 requests a minute per key: query scenarios take the next key of a pool on every request.
-    const pool = createBenchKeys(stateDir, 'main', 200);
+    const pool = createBenchKeys(store, 'main', 200);
     let next = 0;
     const ctx: BenchContext = {
       lake,
@@ -166,8 +169,8 @@ export async function benchCommand(args: string[]): Promise<number> {
       get key() {
         return pool[next++ % pool.length]!;
       },
-      newKey: (label) => createBenchKey(stateDir, `${label}-${++keyNo}`),
-      newKeys: (label, n) => createBenchKeys(stateDir, `${label}-${++keyNo}`, n),
+      newKey: (label) => createBenchKeys(store, `${label}-${++keyNo}`, 1)[0]!,
+      newKeys: (label, n) => createBenchKeys(store, `${label}-${++keyNo}`, n),
       baselineDb: freshDuckDb,
       reps,
       workDir,

@@ -132,24 +132,21 @@ export async function startPmlakeServer(opts: ServerOptions): Promise<ChildServe
  * `n` read+download keys of one professional user, created in the server's state store the way
  * `pmlake keys create` does (one transaction: a synchronous=FULL commit per key would cost an fsync each).
  * A fresh label is a fresh user, so fair-use volume and per-key rate windows start at zero.
+ *
+ * The store is opened once, before the server starts, and kept open: StateStore's constructor switches the
+ * journal mode before it sets busy_timeout, so opening it while the server writes can fail at once with
+ * "database is locked" — an open handle waits its turn instead.
  */
-export function createBenchKeys(stateDir: string, label: string, n: number): string[] {
-  const store = StateStore.open(stateDir);
-  try {
-    const make = store.db.transaction(() => {
-      const user = store.upsertUser(`bench-${label}@example.com`, 'professional');
-      return Array.from({ length: n }, (_, k) =>
-        store.createApiKey({ userId: user.id, name: `bench ${label} ${k}`, prefix: process.env.PMLAKE_KEY_PREFIX ?? 'pm_' }).plaintext,
-      );
-    });
-    return make();
-  } finally {
-    store.close();
-  }
-}
-
-export function createBenchKey(stateDir: string, label: string): string {
-  return createBenchKeys(stateDir, label, 1)[0]!;
+export function createBenchKeys(store: StateStore, label: string, n: number): string[] {
+  const make = store.db.transaction(() => {
+    const user = store.upsertUser(`bench-${label}@example.com`, 'professional');
+    return Array.from({ length: n }, (_, k) =>
+      store.createApiKey({ userId: user.id, name: `bench ${label} ${k}`, prefix: process.env.PMLAKE_KEY_PREFIX ?? 'pm_' }).plaintext,
+    );
+  });
+  // IMMEDIATE takes the write lock up front (waiting up to busy_timeout): a deferred transaction that read
+  // first fails at once with SQLITE_BUSY when the server commits between its read and its write.
+  return make.immediate();
 }
 
 /** Runs a TS script to completion as a child process; rejects on a non-zero exit with the log's tail. */

@@ -27,6 +27,8 @@ import { runSqlFile } from './ws/common.js';
  */
 
 const LEVELS = 'STRUCT(price DECIMAL(10,6), size DECIMAL(18,6))[]';
+/** Same type as a from_json structure; values travel as decimal strings, which DuckDB parses exactly. */
+const LEVELS_JSON = '[{"price":"DECIMAL(10,6)","size":"DECIMAL(18,6)"}]';
 
 function lakeHas(lakeDir: string, name: DatasetName): boolean {
   const dir = path.dirname(path.dirname(datasetGlob(lakeDir, name)));
@@ -72,9 +74,16 @@ async function prepareSeeds(conn: DuckDBConnection, lakeDir: string): Promise<vo
 /** 1e-6 units → decimal text (exact: integers below 2^53). */
 function dec(v: number): string {
   const i = Math.floor(v / 1e6);
-  const f = v - i * 1e6;
+  let f = v - i * 1e6;
   if (f === 0) return String(i);
-  return `${i}.${String(f).padStart(6, '0').replace(/0+$/, '')}`;
+  // Six fraction digits without trailing zeros, built without regex (this runs once per level update).
+  let digits = 6;
+  while (f % 10 === 0) {
+    f /= 10;
+    digits -= 1;
+  }
+  const fs = String(f);
+  return `${i}.${fs.length < digits ? '0'.repeat(digits - fs.length) + fs : fs}`;
 }
 
 class OutFile {
@@ -104,12 +113,24 @@ class OutFile {
   }
 }
 
-/** One side of a book: price → size, plus the prices kept sorted ascending. */
+/** Price text cache: prices are at most 1e6 distinct integers of 1e-6, formatted once each. */
+const priceText: string[] = [];
+function priceDec(v: number): string {
+  return (priceText[v] ??= dec(v));
+}
+
+/**
+ * One side of a book: price → size, the prices kept sorted ascending, and each level's JSON text built when
+ * the level changes (a snapshot then only joins strings; levels change far less often than they are
+ * snapshotted).
+ */
 class Side {
   sizes = new Map<number, number>();
+  texts = new Map<number, string>();
   prices: number[] = [];
   clear(): void {
     this.sizes.clear();
+    this.texts.clear();
     this.prices.length = 0;
   }
   /** Sets the new total at a price; returns whether anything changed. */
@@ -118,6 +139,7 @@ class Side {
     if (size <= 0) {
       if (old === undefined) return false;
       this.sizes.delete(price);
+      this.texts.delete(price);
       const i = this.find(price);
       this.prices.splice(i, 1);
       return true;
@@ -125,6 +147,7 @@ class Side {
     if (old === size) return false;
     if (old === undefined) this.prices.splice(this.find(price), 0, price);
     this.sizes.set(price, size);
+    this.texts.set(price, `{"price":"${priceDec(price)}","size":"${dec(size)}"}`);
     return true;
   }
   private find(price: number): number {
@@ -137,15 +160,12 @@ class Side {
     }
     return lo;
   }
-  /** `[{price: .., size: ..}, ...]`, best first: descending for bids, ascending for asks. */
+  /** JSON list of {price, size} (decimal strings), best first: descending for bids, ascending for asks. */
   text(descending: boolean): string {
     const p = this.prices;
     const parts: string[] = new Array(p.length);
-    for (let j = 0; j < p.length; j += 1) {
-      const price = descending ? p[p.length - 1 - j]! : p[j]!;
-      parts[j] = `{price: ${dec(price)}, size: ${dec(this.sizes.get(price)!)}}`;
-    }
-    return `[${parts.join(', ')}]`;
+    for (let j = 0; j < p.length; j += 1) parts[j] = this.texts.get(descending ? p[p.length - 1 - j]! : p[j]!)!;
+    return `[${parts.join(',')}]`;
   }
 }
 
@@ -235,8 +255,13 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
       tp = performance.now();
     };
     const result = await conn.stream('SELECT tok, src, ms, k, side, snap, price, size FROM _bk_in ORDER BY tok, seq, src, level_idx');
+    let first = true;
     for (;;) {
       const chunk = await result.fetchChunk();
+      if (first) {
+        lap('sorted stream, first chunk');
+        first = false;
+      }
       if (!chunk || chunk.rowCount === 0) break;
       const rows = chunk.rowCount;
       // Typed arrays behind the vectors: the values were made non-NULL in SQL.
@@ -312,7 +337,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
       `INSERT INTO stg_book_snapshots
        SELECT make_timestamp(o.ts_ms * 1000), t.condition_id, t.asset_id, o.reason, o.seq_ms * 1000000 + o.seq_k,
               b[1].price, a[1].price, len(b)::INTEGER, len(a)::INTEGER, b, a
-       FROM (SELECT *, CAST(bids AS ${LEVELS}) AS b, CAST(asks AS ${LEVELS}) AS a
+       FROM (SELECT *, from_json(bids, '${LEVELS_JSON}') AS b, from_json(asks, '${LEVELS_JSON}') AS a
              FROM read_csv($f, delim = '|', quote = '', escape = '', header = false, auto_detect = false,
                columns = {'tok': 'INTEGER', 'ts_ms': 'BIGINT', 'seq_ms': 'BIGINT', 'seq_k': 'BIGINT', 'reason': 'VARCHAR',
                           'bids': 'VARCHAR', 'asks': 'VARCHAR'})) o

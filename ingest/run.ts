@@ -123,8 +123,6 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
   const batchRows = opts.batchRows ?? 20_000_000;
   fs.mkdirSync(lakeDir, { recursive: true });
   const release = acquireLakeLock(lakeDir);
-  // Only under the lock: another running ingest's temp files are not leftovers.
-  sweepTempFiles(lakeDir);
   const report: IngestReport = {
     files: 0, ingested: 0, skipped: 0, failed: 0, batches: 0, rows_added: {}, issues: [], counts: {}, seconds: 0,
     phase_seconds: {}, level_updates_per_second: 0,
@@ -141,6 +139,8 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-ingest-'));
   let progressTimer: NodeJS.Timeout | undefined;
   try {
+    // Only under the lock: another running ingest's temp files are not leftovers.
+    sweepTempFiles(lakeDir);
     const { files, missing } = expandInputs(paths);
     for (const m of missing) report.issues.push({ file: m, message: 'no such file or directory' });
     report.files = files.length;

@@ -3,7 +3,7 @@ import autocannon from 'autocannon';
 import { requestJson } from '../http.js';
 import { peakTracker } from '../proc.js';
 import { NotAvailable, summarize, type BenchContext, type Sample, type Scenario, type ScenarioRow } from '../runner.js';
-import { createBenchKeys, REPO, spawnUntil, stopChild } from '../server.js';
+import { REPO, spawnUntil, stopChild } from '../server.js';
 import { atLeast, atMost } from '../stats.js';
 
 /**
@@ -48,10 +48,6 @@ async function cannon(url: string, seconds: number, keys: string[] | null): Prom
   };
 }
 
-function keyPool(stateDir: string, n: number, tag: string): string[] {
-  return createBenchKeys(stateDir, `http-${tag}`, n);
-}
-
 export function httpSmall(seconds: number): Scenario {
   return {
     name: 'http-small',
@@ -60,7 +56,6 @@ export function httpSmall(seconds: number): Scenario {
       if (!marketId) throw new NotAvailable('no market in the bench lake');
       const url = `${ctx.server.url}/v1/markets/${marketId}`;
       await requestJson(url, ctx.key); // n/a if the route is missing
-      const stateDir = path.join(ctx.workDir, 'state');
 
       const bare = await spawnUntil(
         path.join(REPO, 'bench/bare-express.ts'), [], { ...process.env }, /listening on (http:\/\/\S+)/, path.join(ctx.workDir, 'bare-express.log'),
@@ -68,7 +63,7 @@ export function httpSmall(seconds: number): Scenario {
       const bareUrl = `${bare.match[1]!}/v1/markets/${marketId}`;
       try {
         // Warm-up of both (JIT, connection setup), which also gives the rate the key pool must cover.
-        const warm = await cannon(url, Math.min(3, seconds), keyPool(stateDir, 400, 'warm'));
+        const warm = await cannon(url, Math.min(3, seconds), ctx.newKeys('http-warm', 400));
         await cannon(bareUrl, Math.min(3, seconds), null);
         // 60 requests per key per minute; 1.5× head-room over the warm-up's rate.
         const perRound = Math.ceil((Math.max(warm.rps, 500) * seconds * 1.5) / 55);
@@ -76,7 +71,7 @@ export function httpSmall(seconds: number): Scenario {
         const b: Sample[] = [];
         let refused = 0;
         for (let rep = 0; rep < ctx.reps; rep++) {
-          const keys = keyPool(stateDir, perRound, `r${rep}`);
+          const keys = ctx.newKeys(`http-r${rep}`, perRound);
           const peak = peakTracker(ctx.server.pid);
           const pr = await cannon(url, seconds, keys);
           const pPeak = peak.stop();

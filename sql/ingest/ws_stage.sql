@@ -38,47 +38,47 @@ SELECT make_timestamp(r.recv_ms * 1000), r.seq0, coalesce(b.event_types, []), co
 FROM _ws_recv r JOIN _ws_b b USING (el) JOIN _ws_el e USING (el) LEFT JOIN _ws_fr f USING (el)
 WHERE r.recv_ms IS NOT NULL;
 
--- One list of level updates per message. A `book` lists its bids then its asks (as sent: bids ascending, asks
--- descending); an empty book becomes a single marker level with side, price and size NULL so the lake still
--- records that the book was cleared. Old price_change: `changes` of the message's token; new shape:
--- `price_changes`, each entry with its own token and hash. BUY levels are bids, SELL levels are asks.
--- A view, not a table: the 'bad' rows are rare, so the level rows are produced once, straight into stg_l2.
+-- Level updates, one INSERT per message shape, each a plain UNNEST (no per-level lambdas: they cost more
+-- than the parse). level_idx: a book's bids as sent (ascending) then its asks (as sent, descending);
+-- a price_change's entries in order. BUY levels are bids, SELL levels are asks. An empty book becomes one
+-- marker row with side, price and size NULL so the lake still records that the book was cleared.
+-- _ws_lv is the same rows as a view, with `bad` marking what is not inserted (rare; queried only for the
+-- issue report when the inserted count falls short of the levels sent).
 CREATE OR REPLACE TEMP VIEW _ws_lv AS
-WITH lv AS (
-  SELECT r.seq0 + m.mi AS seq, r.recv_ms, m.ts_ms, m.market, m.event_type = 'book' AS is_snapshot, m.el,
-         CASE
-           WHEN m.event_type = 'book' THEN
-             CASE WHEN coalesce(len(m.bids), 0) + coalesce(len(m.asks), 0) = 0
-                  THEN [{'asset_id': m.asset_id, 'hash': m.hash, 'side': NULL::VARCHAR, 'price': NULL::VARCHAR, 'size': NULL::VARCHAR, 'bad': false}]
-                  ELSE list_concat(
-                    list_transform(coalesce(m.bids, []), x -> {'asset_id': m.asset_id, 'hash': m.hash, 'side': 'bid', 'price': x.price, 'size': x.size, 'bad': false}),
-                    list_transform(coalesce(m.asks, []), x -> {'asset_id': m.asset_id, 'hash': m.hash, 'side': 'ask', 'price': x.price, 'size': x.size, 'bad': false}))
-             END
-           WHEN m.price_changes IS NOT NULL AND len(m.price_changes) > 0 THEN
-             list_transform(m.price_changes, x -> {'asset_id': x.asset_id, 'hash': x.hash,
-               'side': CASE upper(x.side) WHEN 'BUY' THEN 'bid' WHEN 'SELL' THEN 'ask' END, 'price': x.price, 'size': x.size,
-               'bad': upper(x.side) NOT IN ('BUY', 'SELL')})
-           ELSE
-             list_transform(coalesce(m.changes, []), x -> {'asset_id': m.asset_id, 'hash': m.hash,
-               'side': CASE upper(x.side) WHEN 'BUY' THEN 'bid' WHEN 'SELL' THEN 'ask' END, 'price': x.price, 'size': x.size,
-               'bad': upper(x.side) NOT IN ('BUY', 'SELL')})
-         END AS levels
-  FROM _ws_m m JOIN _ws_recv r USING (el)
+WITH mm AS (
+  SELECT m.*, r.recv_ms, r.seq0 + m.mi AS seq FROM _ws_m m JOIN _ws_recv r USING (el)
   WHERE m.event_type IN ('book', 'price_change') AND r.recv_ms IS NOT NULL
 ), u AS (
-  SELECT seq, recv_ms, ts_ms, market, is_snapshot, el, unnest(levels) AS l, unnest(range(len(levels))) AS level_idx FROM lv
+  SELECT recv_ms, ts_ms, market, asset_id, hash, true AS is_snapshot, seq, el,
+         'bid' AS side, unnest(bids).price AS p, unnest(bids).size AS s, unnest(generate_series(0, len(bids) - 1)) AS level_idx
+  FROM mm WHERE event_type = 'book' AND len(bids) > 0
+  UNION ALL
+  SELECT recv_ms, ts_ms, market, asset_id, hash, true, seq, el,
+         'ask', unnest(asks).price, unnest(asks).size, unnest(generate_series(coalesce(len(bids), 0), coalesce(len(bids), 0) + len(asks) - 1))
+  FROM mm WHERE event_type = 'book' AND len(asks) > 0
+  UNION ALL
+  SELECT recv_ms, ts_ms, market, asset_id, hash, true, seq, el, NULL, NULL, NULL, 0
+  FROM mm WHERE event_type = 'book' AND coalesce(len(bids), 0) + coalesce(len(asks), 0) = 0
+  UNION ALL
+  SELECT recv_ms, ts_ms, market, asset_id, hash, false, seq, el,
+         unnest(changes).side, unnest(changes).price, unnest(changes).size, unnest(generate_series(0, len(changes) - 1))
+  FROM mm WHERE event_type = 'price_change' AND coalesce(len(price_changes), 0) = 0 AND len(changes) > 0
+  UNION ALL
+  SELECT recv_ms, ts_ms, market, unnest(price_changes).asset_id, unnest(price_changes).hash, false, seq, el,
+         unnest(price_changes).side, unnest(price_changes).price, unnest(price_changes).size,
+         unnest(generate_series(0, len(price_changes) - 1))
+  FROM mm WHERE event_type = 'price_change' AND len(price_changes) > 0
 ), c AS (
-  SELECT *, TRY_CAST(l.price AS DECIMAL(10,6)) AS price, TRY_CAST(l.size AS DECIMAL(18,6)) AS size FROM u
+  SELECT *,
+         CASE WHEN NOT is_snapshot THEN CASE upper(side) WHEN 'BUY' THEN 'bid' WHEN 'SELL' THEN 'ask' END ELSE side END AS nside,
+         TRY_CAST(p AS DECIMAL(10,6)) AS price, TRY_CAST(s AS DECIMAL(18,6)) AS size
+  FROM u
 )
-SELECT make_timestamp(recv_ms * 1000) AS recv_ts,
-       make_timestamp(ts_ms * 1000) AS ts,
-       market AS condition_id,
-       l.asset_id, l.side, price, size,
-       is_snapshot, l.hash, seq, level_idx::INTEGER AS level_idx,
-       el,
-       (l.bad OR l.asset_id IS NULL
-         OR (l.side IS NOT NULL AND (price IS NULL OR size IS NULL))
-         OR (l.side IS NULL AND NOT is_snapshot)) AS bad
+SELECT make_timestamp(recv_ms * 1000) AS recv_ts, make_timestamp(ts_ms * 1000) AS ts, market AS condition_id,
+       asset_id, nside AS side, price, size, is_snapshot, hash, seq, level_idx::INTEGER AS level_idx, el,
+       (asset_id IS NULL
+         OR (side IS NOT NULL AND (nside IS NULL OR price IS NULL OR size IS NULL))
+         OR (side IS NULL AND NOT is_snapshot)) AS bad
 FROM c;
 
 INSERT INTO stg_l2

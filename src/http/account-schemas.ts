@@ -43,6 +43,7 @@ export const UsageResponse = z
     total_downloads: z.number().int(),
     estimated_cost: z.number().describe('Reference cost at the per-MB rates; not charged'),
     daily: z.array(z.record(z.string(), z.unknown())),
+    requests_by_key: z.array(z.object({ key_id: z.string().nullable(), requests: z.number().int() })),
   })
   .meta({ id: 'UsageResponse' });
 

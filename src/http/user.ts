@@ -6,7 +6,7 @@ import { requestCounterFor } from '../accounts/requests.js';
 import { getKey, listKeys, provisionKey, revokeKey, rotateKey } from '../state/accounts.js';
 import { dailyPullTotals, listPulls, type PullRow } from '../state/pulls.js';
 import type { ApiKeyRow } from '../state/store.js';
-import { dailyRequestCounts } from '../state/usage.js';
+import { dailyRequestCounts, requestCountsByKey } from '../state/usage.js';
 import { Forbidden, NotFound, Unauthorized } from './errors.js';
 import type { Route } from './route.js';
 import { ApiKeyCreatedResponse, ApiKeyResponse, DownloadHistoryResponse, UsageResponse } from './account-schemas.js';
@@ -244,7 +244,8 @@ export const userRoutes: Route[] = [
       const end = q.end_date ? new Date(Date.parse(`${q.end_date}T00:00:00Z`) + DAY_MS) : ent.period.end;
       // Include this very minute's requests, not only the last flushed batch.
       requestCounterFor(ctx.state).flush();
-      const reqs = dailyRequestCounts(ctx.state, user.id, start.toISOString().slice(0, 10), new Date(end.getTime() - 1).toISOString().slice(0, 10));
+      const [fromDay, toDay] = [start.toISOString().slice(0, 10), new Date(end.getTime() - 1).toISOString().slice(0, 10)];
+      const reqs = dailyRequestCounts(ctx.state, user.id, fromDay, toDay);
       const pulls = dailyPullTotals(ctx.state, user.id, start, end);
       const days = new Map<string, { date: string; requests: number; bytes: number; mb: number; downloads: number; estimated_cost: number }>();
       const day = (d: string) => {
@@ -284,6 +285,7 @@ export const userRoutes: Route[] = [
           2,
         ),
         daily,
+        requests_by_key: requestCountsByKey(ctx.state, user.id, fromDay, toDay).map((r) => ({ key_id: r.key_id || null, requests: r.requests })),
       };
     },
   },

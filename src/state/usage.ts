@@ -21,3 +21,13 @@ export function dailyRequestCounts(store: StateStore, userId: string, startDay: 
     )
     .all(userId, startDay, endDay) as { day: string; requests: number }[];
 }
+
+/** Requests per key in [startDay, endDay] ('' is the dashboard JWT). */
+export function requestCountsByKey(store: StateStore, userId: string, startDay: string, endDay: string): { key_id: string; requests: number }[] {
+  return store.db
+    .prepare(
+      `SELECT key_id, SUM(requests) AS requests FROM usage_daily WHERE user_id = ? AND day >= ? AND day <= ?
+       GROUP BY key_id ORDER BY requests DESC, key_id`,
+    )
+    .all(userId, startDay, endDay) as { key_id: string; requests: number }[];
+}

@@ -64,9 +64,13 @@ describe('usage, stats and the dashboard JWT', () => {
     expect(u.body.total_mb).toBe(4);
     expect(u.body.estimated_cost).toBe(4); // 4 MB of trades at the 1 USD/MB reference rate
     expect(u.body.daily).toEqual([{ date: today, requests: 7, bytes: 4 * 1024 * 1024, mb: 4, downloads: 2, estimated_cost: 4 }]);
+    const ids = (await call(srv, 'GET', '/v1/user/keys', { key })).body.map((k: any) => k.id);
+    expect(u.body.requests_by_key).toHaveLength(2);
+    expect(u.body.requests_by_key.map((r: any) => r.requests)).toEqual([4, 3]);
+    for (const r of u.body.requests_by_key) expect(ids).toContain(r.key_id);
     expect(u.body.period.fair_use).toMatchObject({ used_bytes: 4 * 1024 * 1024, allowance_bytes: 50 * 1024 ** 3 });
     const u2 = await call(srv, 'GET', '/v1/user/usage', { key });
-    expect(u2.body.total_requests).toBe(8);
+    expect(u2.body.total_requests).toBe(9); // + the usage call and the key listing above
     // A window without activity.
     const past = await call(srv, 'GET', '/v1/user/usage?start_date=2020-01-01&end_date=2020-01-31', { key });
     expect(past.body).toMatchObject({ total_requests: 0, total_bytes: 0, daily: [] });

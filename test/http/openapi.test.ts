@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser } from 'playwright-core';
+import { routes } from '../../src/http/routes.js';
+import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
+import type { RunningServer } from '../../src/server.js';
+
+describe('GET /v1/openapi.json and /docs', () => {
+  const tmp = tempDir();
+  let srv: RunningServer;
+  let doc: any;
+  beforeAll(async () => {
+    srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state` }));
+    const r = await fetch(`${srv.url}/v1/openapi.json`);
+    expect(r.status).toBe(200);
+    doc = await r.json();
+  });
+  afterAll(async () => {
+    await srv.close();
+    tmp.cleanup();
+  });
+
+  it('is OpenAPI 3.1, version 1.0.0, public', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info.version).toBe('1.0.0');
+    expect(doc.components.securitySchemes.APIKeyHeader).toEqual({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
+  });
+
+  it('describes every route of the table, keyed routes with security and 401', () => {
+    expect(routes.length).toBeGreaterThan(10);
+    for (const r of routes) {
+      const p = r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+      const op = doc.paths[p]?.[r.method];
+      expect(op, `${r.method} ${p}`).toBeDefined();
+      expect(op.summary).toBe(r.summary);
+      if (r.auth === 'key') {
+        expect(op.security).toEqual([{ APIKeyHeader: [] }]);
+        expect(op.responses['401']).toBeDefined();
+      } else expect(op.security).toBeUndefined();
+      if (r.query || r.params || r.body) expect(op.responses['422'].content['application/json'].schema.$ref).toBe('#/components/schemas/HTTPValidationError');
+    }
+  });
+
+  it('parameters carry the enforced defaults and bounds (generated from the zod schemas)', () => {
+    const param = (path: string, name: string) => doc.paths[path].get.parameters.find((p: { name: string }) => p.name === name);
+    expect(param('/v1/markets', 'limit').schema).toMatchObject({ type: 'integer', default: 100, minimum: 1, maximum: 1000 });
+    expect(param('/v1/markets', 'offset').schema).toMatchObject({ default: 0, minimum: 0, maximum: 1_000_000 });
+    expect(param('/v1/markets', 'active').schema.type).toBe('boolean');
+    expect(param('/v1/markets', 'sort_by').schema.enum).toEqual(['top', 'newest_data', 'volume', 'trades', 'orderbook', 'created', 'end_date']);
+    expect(param('/v1/trades', 'limit').schema).toMatchObject({ default: 100, maximum: 10_000 });
+    expect(param('/v1/trades', 'start').schema).toMatchObject({ type: 'string', format: 'date-time' });
+    expect(param('/v1/trades/ohlcv', 'limit').schema).toMatchObject({ default: 500, maximum: 10_000 });
+    expect(param('/v1/trades/ohlcv', 'timeframe').schema.default).toBe('1h');
+    expect(param('/v1/trades/ohlcv', 'market_id').required).toBe(true);
+    expect(param('/v1/trades/recent', 'limit').schema).toMatchObject({ default: 50, maximum: 100 });
+    expect(doc.paths['/v1/markets/{market_id}'].get.parameters[0]).toMatchObject({ name: 'market_id', in: 'path', required: true });
+    const trade = doc.components.schemas.TradeResponse;
+    expect(Object.keys(trade.properties)).toEqual(['id', 'market_id', 'timestamp', 'block_number', 'transaction_hash', 'outcome', 'outcome_label',
+      'side', 'price', 'size', 'usd_value', 'maker', 'taker', 'fee', 'collateral']);
+    expect(doc.paths['/v1/markets'].get.responses['200'].content['application/json'].schema).toEqual({ type: 'array', items: { $ref: '#/components/schemas/MarketResponse' } });
+    expect(doc.paths['/v1/markets/{market_id}/estimate'].post.requestBody.content['application/json'].schema.properties.data_type.default).toBe('trades');
+    // Every $ref resolves.
+    const refs = JSON.stringify(doc).match(/"#\/components\/schemas\/[^"]+"/g) ?? [];
+    for (const ref of refs) expect(doc.components.schemas[ref.slice(22, -1)], ref).toBeDefined();
+  });
+
+  it('/docs renders every operation in a real browser', async () => {
+    let browser: Browser | undefined;
+    try {
+      browser = await chromium.launch({
+        executablePath: '/usr/bin/chromium',
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+      });
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(String(e)));
+      const res = await page.goto(`${srv.url}/docs`);
+      expect(res?.status()).toBe(200);
+      await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+      expect(errors).toEqual([]);
+      const ops = await page.$$eval('details.op', (els) => els.map((e) => `${(e as HTMLElement).dataset.method} ${(e as HTMLElement).dataset.path}`));
+      const want = Object.entries(doc.paths).flatMap(([p, m]) => Object.keys(m as object).map((k) => `${k} ${p}`));
+      expect(ops.sort()).toEqual(want.sort());
+      expect(await page.textContent('#version')).toBe('1.0.0');
+      // The markets list: open it, read the limit row, and try it against the live server without a key.
+      const op = page.locator('details.op[data-path="/v1/markets"][data-method="get"]');
+      await op.locator('summary').click();
+      const limitRow = await op.locator('table.params tr', { hasText: 'limit' }).first().innerText();
+      expect(limitRow).toContain('100');
+      expect(limitRow).toContain('max 1000');
+      await op.locator('button', { hasText: 'Send' }).click();
+      await expect.poll(async () => op.locator('pre').innerText()).toContain('401');
+      await page.fill('#key', '<script>alert(1)</script>');
+      const series = page.locator('details.op[data-path="/v1/series"][data-method="get"]');
+      await series.locator('summary').click();
+      await series.locator('button', { hasText: 'Send' }).click();
+      await expect.poll(async () => series.locator('pre').innerText()).toContain('200');
+      expect(errors).toEqual([]);
+    } finally {
+      await browser?.close();
+    }
+  });
+});

@@ -1,0 +1,157 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DuckDBInstance, timestampValue } from '@duckdb/node-api';
+import type { Query } from '../../src/lake/duckdb.js';
+import { lakeSources, runQuery, type Lake } from '../../src/lake/runner.js';
+import { listMarketsQuery, marketByIdQuery, marketByTokenListQuery, marketByTokenQuery, marketBookStatsQuery, marketTradeStatsQuery, seriesExistsQuery } from '../../src/query/markets.js';
+import { recentTradesQuery, tradesPageQuery, tradesSelect } from '../../src/query/trades.js';
+import { ohlcvPageQuery, ohlcvSelect } from '../../src/query/ohlcv.js';
+import { bookSnapshotsSelect, snapshotAtQuery, tapeAfterQuery, topOfBookPageQuery, topOfBookSelect } from '../../src/query/orderbook.js';
+import { estimateRowsQuery, seriesRowsQuery } from '../../src/query/estimate.js';
+import { seriesQuery } from '../../src/query/series.js';
+import { containsPattern } from '../../src/query/common.js';
+import { timeframeOf } from '../../src/timeframe.js';
+
+const fake: Lake = { from: (n) => `src_${n}` };
+const T0 = 1_757_980_800_000_000n; // 2025-09-16T00:00:00Z
+const HOSTILE = ["';DROP TABLE x;--", '%', '_', "O'Brien \"quoted\"", '\\', 'ünïcødé ✓ 市場 🚀', 'x'.repeat(10_000), '$token0', '\u0000nul'];
+
+describe('SQL builders: exact text and parameters', () => {
+  it('markets list: filters become bound parameters, sort is a fixed expression', () => {
+    const q = listMarketsQuery(fake, { active: true, search: '50%_off', seriesId: 's1', hasData: true, endingAfter: T0, sortBy: 'volume', limit: 10, offset: 20 });
+    expect(q.sql).toBe(`SELECT id, event_id, question, description, outcomes, outcome_prices, outcome_token_ids, active, closed, resolved,
+  winning_outcome, resolution_date, volume, volume_24h, liquidity, start_date, end_date, trade_count, orderbook_count,
+  data_from, data_to, category, condition_id, series_id
+FROM src_markets
+WHERE active = $active
+  AND question ILIKE $search ESCAPE '\\'
+  AND series_id = $series_id
+  AND (trade_count > 0 OR orderbook_count > 0)
+  AND end_date >= $ending_after
+ORDER BY volume DESC NULLS LAST, id
+LIMIT $limit OFFSET $offset`);
+    expect(q.params).toEqual({ active: true, search: '%50\\%\\_off%', series_id: 's1', ending_after: timestampValue(T0), limit: 10, offset: 20 });
+    expect(listMarketsQuery(fake, { limit: 1, offset: 0 }).sql).toContain('ORDER BY coalesce(trade_count, 0) + coalesce(orderbook_count, 0) DESC, volume DESC NULLS LAST, id');
+    expect(listMarketsQuery(fake, { seriesId: 'a', limit: 1, offset: 0 }).sql).toContain('ORDER BY end_date DESC NULLS LAST, id');
+  });
+
+  it('search escapes LIKE wildcards and the escape character', () => {
+    expect(containsPattern('a%b_c\\d')).toBe('%a\\%b\\_c\\\\d%');
+  });
+
+  it('trades: one scan per token (sorted files), window pruned by month, newest first', () => {
+    const q = tradesPageQuery(fake, { tokens: ['111', '222'], start: T0, end: T0 + 86_400_000_000n, side: 'buy' }, { limit: 100, offset: 5 });
+    const cols = 'id, token_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label, side, price, size, usd_value, maker, taker, fee, collateral';
+    const w = 'ts >= $start AND month >= $part_from AND ts < $end AND month <= $part_to AND side = $side';
+    expect(q.sql).toBe(`SELECT id, token_id AS market_id, ts AS "timestamp", block_number, transaction_hash,
+  outcome_index AS outcome, outcome_label, side, price, size, usd_value, maker, taker, fee, collateral
+FROM (SELECT ${cols} FROM src_trades WHERE token_id = $token0 AND ${w} UNION ALL SELECT ${cols} FROM src_trades WHERE token_id = $token1 AND ${w}) t
+ORDER BY ts DESC, block_number DESC, log_index DESC, id DESC
+LIMIT $limit OFFSET $offset`);
+    expect(q.params).toEqual({
+      start: timestampValue(T0), part_from: '2025-09', end: timestampValue(T0 + 86_400_000_000n), part_to: '2025-09', side: 'buy',
+      token0: '111', token1: '222', limit: 100, offset: 5,
+    });
+    expect(tradesSelect(fake, { tokens: ['1'] }, 'asc').sql).not.toContain('LIMIT');
+    expect(tradesSelect(fake, { tokens: ['1'] }, 'asc').sql).toContain('ORDER BY ts ASC, block_number ASC, log_index ASC, id ASC');
+    expect(recentTradesQuery(fake, 50, '2025-09').params).toEqual({ limit: 50, since_month: '2025-09' });
+  });
+
+  it('ohlcv: candles_1m rollup for whole minutes, trades for seconds; window widened to buckets', () => {
+    const q = ohlcvPageQuery(fake, { token: 'T', outcome: 1, timeframe: timeframeOf(7 * 60), start: T0 + 1n, end: T0 + 61_000_000n }, 500);
+    expect(q.sql).toBe(`SELECT token_id AS market_id, $outcome::INTEGER AS outcome, make_timestamp(((epoch_us(bucket) - $origin_us::BIGINT) // $step_us::BIGINT) * $step_us::BIGINT + $origin_us::BIGINT) AS "timestamp",
+  arg_min(open, bucket) AS open, max(high) AS high, min(low) AS low, arg_max(close, bucket) AS close,
+  sum(volume) AS volume, sum(trade_count)::BIGINT AS trade_count
+FROM src_candles_1m
+WHERE token_id = $token AND bucket >= $start AND month >= $part_from AND bucket < $end AND month <= $part_to
+GROUP BY token_id, "timestamp"
+ORDER BY "timestamp" DESC
+LIMIT $limit`);
+    // 2025-09-16T00:00 is 240 s past a multiple of seven minutes since the epoch.
+    const floor = T0 - 240_000_000n;
+    expect(q.params).toEqual({
+      token: 'T', outcome: 1, step_us: 420_000_000n, origin_us: 0n, start: timestampValue(floor), part_from: '2025-09',
+      end: timestampValue(floor + 420_000_000n), part_to: '2025-09', limit: 500,
+    });
+    const s = ohlcvSelect(fake, { token: 'T', outcome: 0, timeframe: timeframeOf(30) }, 'asc');
+    expect(s.sql).toContain('FROM src_trades');
+    expect(s.sql).toContain('arg_min(price, (ts, coalesce(block_number, -1), log_index, id)) AS open');
+    expect(s.sql).toContain('ORDER BY "timestamp" ASC');
+    expect(ohlcvSelect(fake, { token: 'T', outcome: 0, timeframe: timeframeOf(604_800) }).params.origin_us).toBe(345_600_000_000n);
+  });
+
+  it('order book: snapshot lookup and tape fold are parameterised', () => {
+    const q = snapshotAtQuery(fake, 'A', T0, '2025-09-14');
+    expect(q.sql).toBe(`SELECT ts, epoch_us(ts) AS ts_us, seq, condition_id, bids, asks
+FROM src_book_snapshots
+WHERE asset_id = $asset AND ts <= $at AND date <= $to_date AND date >= $from_date
+ORDER BY ts DESC, seq DESC
+LIMIT 1`);
+    expect(q.params).toEqual({ asset: 'A', at: timestampValue(T0), to_date: '2025-09-16', from_date: '2025-09-14' });
+    const t = tapeAfterQuery(fake, 'A', 42n, T0, T0);
+    expect(t.params).toEqual({ asset: 'A', at: timestampValue(T0), to_date: '2025-09-16', after_seq: 42n, from_date: '2025-09-15' });
+    expect(t.sql).toContain('WHERE asset_id = $asset AND recv_ts <= $at AND date <= $to_date AND seq > $after_seq AND date >= $from_date');
+    expect(topOfBookPageQuery(fake, ['A'], {}, { limit: 10, offset: 0 }).sql).toContain('ORDER BY ts, asset_id, seq\nLIMIT $limit OFFSET $offset');
+  });
+
+  it('no user value ever reaches the SQL text', () => {
+    for (const h of HOSTILE) {
+      const qs: Query[] = [
+        listMarketsQuery(fake, { search: h, category: h, seriesId: h, limit: 1, offset: 0 }),
+        marketByIdQuery(fake, h), marketByTokenQuery(fake, h), marketByTokenListQuery(fake, h), seriesExistsQuery(fake, h),
+        marketTradeStatsQuery(fake, [h, h]), marketBookStatsQuery(fake, [h]),
+        tradesPageQuery(fake, { tokens: [h] }, { limit: 1, offset: 0 }), ohlcvPageQuery(fake, { token: h, outcome: 0, timeframe: timeframeOf(60) }, 1),
+        snapshotAtQuery(fake, h, T0, undefined), tapeAfterQuery(fake, h, null, T0, null), topOfBookSelect(fake, [h], {}), bookSnapshotsSelect(fake, [h], {}),
+        estimateRowsQuery(fake, 'trades', [h], {}), estimateRowsQuery(fake, 'ohlcv', [h], {}, timeframeOf(3600)), seriesRowsQuery(fake, 'raw', h, {}),
+        seriesQuery(fake, h),
+      ];
+      for (const q of qs) {
+        // '$token0' is also a placeholder name the builders use; its value still travels as a parameter.
+        if (h.length > 3 && h !== '$token0') expect(q.sql).not.toContain(h);
+        const values = Object.values(q.params).map(String);
+        expect(values.some((v) => v === h || v === containsPattern(h)), `${h} in ${q.sql.slice(0, 60)}`).toBe(true);
+        expect(Object.isFrozen(q)).toBe(true);
+      }
+    }
+  });
+});
+
+describe('SQL builders on a real DuckDB', () => {
+  let db: DuckDBInstance;
+  let dir: string;
+  let lake: Lake;
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-builders-'));
+    db = await DuckDBInstance.create(':memory:', { threads: '2' });
+    lake = lakeSources(dir); // an empty lake: every data set is an empty relation with its columns
+  });
+  afterAll(() => {
+    db.closeSync();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('every builder runs with hostile values and answers empty', async () => {
+    for (const h of HOSTILE.filter((x) => !x.includes('\u0000'))) {
+      const qs: Query[] = [
+        listMarketsQuery(lake, { search: h, category: h, seriesId: h, limit: 1, offset: 0 }),
+        marketByIdQuery(lake, h), marketByTokenQuery(lake, h), marketByTokenListQuery(lake, h), marketTradeStatsQuery(lake, [h, 'x']),
+        marketBookStatsQuery(lake, [h]), tradesPageQuery(lake, { tokens: [h], start: T0, end: T0 + 1n, side: 'sell' }, { limit: 1, offset: 0 }),
+        tradesPageQuery(lake, { outcome: 1 }, { limit: 1, offset: 0 }), recentTradesQuery(lake, 5, '2025-01'),
+        ohlcvPageQuery(lake, { token: h, outcome: 0, timeframe: timeframeOf(60), start: T0 }, 1),
+        ohlcvPageQuery(lake, { token: h, outcome: 0, timeframe: timeframeOf(30) }, 1),
+        snapshotAtQuery(lake, h, T0, '2025-01-01'), topOfBookSelect(lake, [h], { start: T0 }), bookSnapshotsSelect(lake, [h], { end: T0 }),
+        estimateRowsQuery(lake, 'ohlcv', [h], { start: T0 }, timeframeOf(3600)), seriesRowsQuery(lake, 'ohlcv', h, {}, timeframeOf(60)),
+        seriesRowsQuery(lake, 'trades', h, { end: T0 }), seriesQuery(lake, h), seriesExistsQuery(lake, h),
+      ];
+      for (const q of qs) {
+        const rows = await runQuery(db, q);
+        expect(rows.length <= 1).toBe(true);
+      }
+      const tape = await runQuery(db, tapeAfterQuery(lake, h, 1n, T0, T0));
+      expect(tape).toEqual([{ reset_seq: null, side: null, price: null, size: null, last_ts: null, updates: 0 }]);
+      expect(await runQuery(db, estimateRowsQuery(lake, 'trades', [h], {}))).toEqual([{ rows: 0, tokens: 0 }]);
+    }
+  });
+});
