@@ -24,13 +24,17 @@ import { freshDuckDb } from './scenarios/common.js';
  * the exit code says whether the benchmark itself could run.
  */
 
-type Scale = { gen: GenOptions; httpSeconds: number; ingestReps: number; note: string };
+type Scale = { gen: GenOptions; httpSeconds: number; ingestReps: number; ingestMarkets: number; note: string };
 
 export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
-  // The issue's scale: ≥20M trades and ≥100M L2 level updates over 90 days across 2,000 markets, a few very busy.
-  default: { gen: { markets: 2000, days: 90, seed: 20250915, busy: 4, rate: 0.16 }, httpSeconds: 8, ingestReps: 3, note: 'issue scale' },
-  small: { gen: { markets: 300, days: 30, seed: 20250915, busy: 2, rate: 0.1 }, httpSeconds: 5, ingestReps: 3, note: 'a few minutes' },
-  tiny: { gen: { markets: 40, days: 5, seed: 20250915, busy: 2, rate: 1 }, httpSeconds: 2, ingestReps: 1, note: 'seconds; harness check' },
+  // The issue asks for ≥20M trades and ≥100M L2 level updates over 90 days across 2,000 markets. With this
+  // generator that is ~100 GB of source JSON (≈580 B per level update, ≈1 KB per fill) — more than this
+  // machine's disk — and at the measured ingest rate (~37k level updates/s with fills and derived sets) hours
+  // of build. The default keeps the shape (2,000 markets, 90 days, two very busy markets) at the volume whose
+  // first run (generate + ingest + every scenario) fits the 30-minute budget; see README "Benchmark".
+  default: { gen: { markets: 2000, days: 90, seed: 20250915, busy: 2, rate: 0.18 }, httpSeconds: 8, ingestReps: 3, ingestMarkets: 200, note: 'fits 30 min' },
+  small: { gen: { markets: 300, days: 30, seed: 20250915, busy: 2, rate: 0.1 }, httpSeconds: 5, ingestReps: 3, ingestMarkets: 100, note: 'a few minutes' },
+  tiny: { gen: { markets: 40, days: 5, seed: 20250915, busy: 2, rate: 1 }, httpSeconds: 2, ingestReps: 1, ingestMarkets: 40, note: 'seconds; harness check' },
 };
 
 const USAGE = `usage: pmlake bench [--scale default|small|tiny] [--reps N] [--only a,b] [--lake DIR] [--data DIR]
@@ -45,7 +49,7 @@ function allScenarios(scale: Scale): Scenario[] {
     bookAtInstant,
     ...downloadScenarios,
     exportL2Month,
-    ingestWs(scale.ingestReps),
+    ingestWs(scale.ingestReps, scale.ingestMarkets),
     httpSmall(scale.httpSeconds),
   ];
 }

@@ -120,9 +120,9 @@ function priceDec(v: number): string {
 }
 
 /**
- * One side of a book: price → size, the prices kept sorted ascending, and each level's JSON text built when
- * the level changes (a snapshot then only joins strings; levels change far less often than they are
- * snapshotted).
+ * One side of a book: price → size, the prices kept sorted ascending, and each level's JSON text, built the
+ * first time a snapshot needs it after the level changed (most levels are snapshotted many times unchanged,
+ * and many updates are overwritten before any snapshot).
  */
 class Side {
   sizes = new Map<number, number>();
@@ -147,7 +147,7 @@ class Side {
     if (old === size) return false;
     if (old === undefined) this.prices.splice(this.find(price), 0, price);
     this.sizes.set(price, size);
-    this.texts.set(price, `{"price":"${priceDec(price)}","size":"${dec(size)}"}`);
+    this.texts.delete(price);
     return true;
   }
   private find(price: number): number {
@@ -164,7 +164,15 @@ class Side {
   text(descending: boolean): string {
     const p = this.prices;
     const parts: string[] = new Array(p.length);
-    for (let j = 0; j < p.length; j += 1) parts[j] = this.texts.get(descending ? p[p.length - 1 - j]! : p[j]!)!;
+    for (let j = 0; j < p.length; j += 1) {
+      const price = descending ? p[p.length - 1 - j]! : p[j]!;
+      let t = this.texts.get(price);
+      if (t === undefined) {
+        t = `{"price":"${priceDec(price)}","size":"${dec(this.sizes.get(price)!)}"}`;
+        this.texts.set(price, t);
+      }
+      parts[j] = t;
+    }
     return `[${parts.join(',')}]`;
   }
 }
@@ -256,8 +264,11 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     };
     const result = await conn.stream('SELECT tok, src, ms, k, side, snap, price, size FROM _bk_in ORDER BY tok, seq, src, level_idx');
     let first = true;
+    // One chunk ahead: DuckDB produces the next chunk on its thread while this one is replayed.
+    let ahead = result.fetchChunk();
     for (;;) {
-      const chunk = await result.fetchChunk();
+      const chunk = await ahead;
+      if (chunk && chunk.rowCount > 0) ahead = result.fetchChunk();
       if (first) {
         lap('sorted stream, first chunk');
         first = false;

@@ -2,15 +2,18 @@
  * Measures ingest speed end to end: level updates per second from JSONL tape to Parquet partitions
  * (parse, seq, l2/raw/last_trades staging, book replay, snapshots, top of book, partition writes, catalogue).
  *
- *   npx tsx scripts/measure-ingest.ts [--updates N] [--tokens T] [--keep] [input-file-or-dir...]
+ *   npx tsx scripts/measure-ingest.ts [--updates N] [--tokens T] [--keep] [--no-derived] [input-file-or-dir...]
+ *   npx tsx scripts/measure-ingest.ts --generate MARKETS [--days D]
  *
  * Without inputs it writes a synthetic websocket day (one message per line: books, old- and new-shape
- * price_change, last_trade_price) with about N level updates, deterministic, then ingests it into a fresh
- * temporary lake and prints the orchestrator's report figures.
+ * price_change, last_trade_price) with about N level updates, deterministic; with --generate it runs the
+ * project's generator (`pmlake generate`, tape + fills + Gamma markets). Either way it ingests into a fresh
+ * temporary lake and prints the orchestrator's report figures (level updates/s over the whole run).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { runIngest } from '../ingest/run.js';
 
 function arg(name: string, dflt: number): number {
@@ -77,11 +80,17 @@ function synth(file: string, updates: number, tokens: number): number {
   return n;
 }
 
-const inputs = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
+const FLAGS_WITH_VALUE = new Set(['--updates', '--tokens', '--generate', '--days']);
+const inputs = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !FLAGS_WITH_VALUE.has(all[i - 1] ?? ''));
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-measure-'));
 try {
   let paths = inputs;
-  if (paths.length === 0) {
+  if (process.argv.includes('--generate')) {
+    const out = path.join(work, 'gen');
+    const args = ['tsx', 'src/cli.ts', 'generate', '--markets', String(arg('generate', 100)), '--days', String(arg('days', 1))];
+    execFileSync('npx', [...args, '--seed', '1', '--out', out], { stdio: ['ignore', 'ignore', 'inherit'] });
+    paths = [out];
+  } else if (paths.length === 0) {
     const file = path.join(work, 'ws', '2026-01-05.jsonl');
     fs.mkdirSync(path.dirname(file));
     const t0 = performance.now();

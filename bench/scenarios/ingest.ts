@@ -8,26 +8,48 @@ import { atLeast } from '../stats.js';
 import { withBaselineDb } from './common.js';
 
 /**
- * ingest-ws: `runIngest` of one day of generated websocket JSONL (the busiest day of the bench data) into a
+ * ingest-ws: `runIngest` of one day of generated websocket JSONL (see wsInput) into a
  * fresh lake — parse, normalise, derive books / top of book, write partitions — against DuckDB's bare
  * `read_json` of the same file into a table. Both rates are level updates per second of the same file.
  * Targets: ≥0.5× the read_json rate and ≥500,000 level updates/s.
  */
 
-/** The ws file with the most bytes (level updates scale with bytes), capped for the smaller scales. */
-function pickWsFile(dataDir: string): string {
-  const dir = path.join(dataDir, 'ws');
-  if (!fs.existsSync(dir)) throw new NotAvailable('no generated websocket JSONL under bench data');
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).map((f) => path.join(dir, f));
-  if (files.length === 0) throw new NotAvailable('no generated websocket JSONL under bench data');
-  return files.map((f) => ({ f, s: fs.statSync(f).size })).sort((a, b) => b.s - a.s)[0]!.f;
+/**
+ * The input: one day of websocket JSONL from the generator, made for this scenario (and cached next to the
+ * bench data) so its size does not depend on how thin the lake's own days are: `markets` long-running and
+ * short markets at the generator's default activity. Returns the ws file of that day.
+ */
+async function wsInput(ctx: BenchContext, markets: number): Promise<string> {
+  const dir = path.join(ctx.lake.dataDir, 'ingest-ws');
+  const opts = `markets=${markets} days=1 seed=${ctx.lake.gen.seed} busy=1 rate=1`;
+  const marker = path.join(dir, '.bench-input');
+  const wsDir = path.join(dir, 'ws');
+  const existing = (): string | null => {
+    if (!fs.existsSync(marker) || fs.readFileSync(marker, 'utf8') !== opts || !fs.existsSync(wsDir)) return null;
+    const f = fs.readdirSync(wsDir).find((n) => n.endsWith('.jsonl'));
+    return f ? path.join(wsDir, f) : null;
+  };
+  const have = existing();
+  if (have) return have;
+  fs.rmSync(dir, { recursive: true, force: true });
+  ctx.log(`  generating the ingest-ws input (${opts})`);
+  await runToExit(
+    path.join(REPO, 'src/cli.ts'),
+    ['generate', '--markets', String(markets), '--days', '1', '--seed', String(ctx.lake.gen.seed), '--busy', '1', '--out', dir],
+    { ...process.env },
+    path.join(ctx.workDir, 'generate-ingest-ws.log'),
+  );
+  fs.writeFileSync(marker, opts);
+  const f = existing();
+  if (!f) throw new NotAvailable('the generator wrote no websocket JSONL');
+  return f;
 }
 
-export function ingestWs(maxReps: number): Scenario {
+export function ingestWs(maxReps: number, markets: number): Scenario {
   return {
     name: 'ingest-ws',
     async run(ctx: BenchContext): Promise<ScenarioRow[]> {
-      const file = pickWsFile(ctx.lake.dataDir);
+      const file = await wsInput(ctx, markets);
       const bytes = fs.statSync(file).size;
       const reps = Math.max(1, Math.min(ctx.reps, maxReps));
       let levelUpdates = 0;

@@ -1,4 +1,7 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { AppContext } from './context.js';
+import { DATASETS } from '../lake/layout.js';
 import { BadRequest, NotFound, Unprocessable } from './errors.js';
 import { lakeSources, runOne, type Row } from '../lake/runner.js';
 import { marketByIdQuery, marketByTokenListQuery, marketByTokenQuery } from '../query/markets.js';
@@ -20,8 +23,44 @@ export type ResolvedMarket = {
 /** Venue token ids are 256-bit integers in decimal: far longer than any numeric market id. */
 const TOKEN_ID = /^[0-9]{30,100}$/;
 
+/**
+ * Resolutions are cached per catalogue version (the markets and tokens files' mtime and size): a client
+ * paging one market or polling its candles does not re-read the catalogue on every request. Bounded, and
+ * emptied whenever ingest rewrites the catalogue.
+ */
+const CACHE_MAX = 10_000;
+const cache = new Map<string, ResolvedMarket>();
+let cacheVersion = '';
+
+function catalogueVersion(lakeDir: string): string {
+  const parts: string[] = [lakeDir];
+  for (const name of ['markets', 'tokens'] as const) {
+    try {
+      const st = fs.statSync(path.join(lakeDir, DATASETS[name].dir, 'data.parquet'));
+      parts.push(`${st.mtimeMs}:${st.size}`);
+    } catch {
+      parts.push('-');
+    }
+  }
+  return parts.join('|');
+}
+
 export async function resolveMarket(ctx: AppContext, marketId: string): Promise<ResolvedMarket> {
   if (/^0x[0-9a-fA-F]*$/.test(marketId)) throw new BadRequest(CONDITION_ID_MESSAGE);
+  const version = catalogueVersion(ctx.config.lakeDir);
+  if (version !== cacheVersion) {
+    cache.clear();
+    cacheVersion = version;
+  }
+  const hit = cache.get(marketId);
+  if (hit) return hit;
+  const r = await lookup(ctx, marketId);
+  if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+  cache.set(marketId, r);
+  return r;
+}
+
+async function lookup(ctx: AppContext, marketId: string): Promise<ResolvedMarket> {
   const lake = lakeSources(ctx.config.lakeDir);
   if (TOKEN_ID.test(marketId)) {
     const market =

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
-import { lakeSources, runQuery } from '../lake/runner.js';
+import { lakeSources, runJsonArray } from '../lake/runner.js';
+import { sendJsonText } from './respond.js';
 import { ohlcvPageQuery } from '../query/ohlcv.js';
 import { resolveMarket, selectTokens } from './ids.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt, timeframeParam } from './params.js';
@@ -47,16 +48,16 @@ export const ohlcvRoutes: Route[] = [
       const r = await resolveMarket(ctx, q.market_id);
       const [token] = selectTokens(r, q.outcome);
       if (!token) throw new NotFound('Market has no outcome tokens');
-      const rows = await runQuery(
+      const out = await runJsonArray(
         ctx.db,
         ohlcvPageQuery(
           lakeSources(ctx.config.lakeDir),
           { token: token.token_id, outcome: token.outcome_index, timeframe: q.timeframe, start: q.start, end: q.end },
           q.limit,
         ),
+        { timestamps: ['timestamp'] },
       );
-      res.locals.rows = rows.length;
-      return rows;
+      return sendJsonText(res, out);
     },
   },
 ];

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
 import { NotFound } from './errors.js';
-import { isoFromMicros, lakeSources, runOne, runQuery, type Row } from '../lake/runner.js';
+import { isoFromMicros, lakeSources, runJsonArray, runOne, runQuery, type Row } from '../lake/runner.js';
+import { sendJsonText } from './respond.js';
 import { snapshotAtQuery, tapeAfterQuery, topOfBookPageQuery } from '../query/orderbook.js';
 import { DAY_MICROS, dateOf } from '../query/common.js';
 import { planOf } from '../accounts/plans.js';
@@ -172,12 +173,12 @@ export const orderbookRoutes: Route[] = [
         const cap = nowMicros() - BigInt(delay) * 60_000_000n;
         if (end === undefined || end > cap) end = cap;
       }
-      const rows = await runQuery(
+      const out = await runJsonArray(
         ctx.db,
         topOfBookPageQuery(lakeSources(ctx.config.lakeDir), tokens, { start: q.start, end }, { limit: q.limit, offset: q.offset }),
+        { timestamps: ['timestamp'], text: ['seq'] },
       );
-      res.locals.rows = rows.length;
-      return rows;
+      return sendJsonText(res, out);
     },
   },
 ];

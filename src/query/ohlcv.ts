@@ -23,47 +23,50 @@ export function ohlcvWindow(r: OhlcvRequest): { start?: bigint; end?: bigint } {
   return w;
 }
 
-/** Bucket start of `col`: integer microseconds, so no floating or time-zone arithmetic is involved. */
-function bucketExpr(col: string): string {
-  return `make_timestamp(((epoch_us(${col}) - $origin_us::BIGINT) // $step_us::BIGINT) * $step_us::BIGINT + $origin_us::BIGINT)`;
+/**
+ * Bucket start of `col` in integer microseconds, so no floating or time-zone arithmetic is involved. The
+ * step and origin are written as integer literals: they are numbers the timeframe parser produced (never
+ * request text), and as literals DuckDB folds them instead of casting a parameter per row (measured 15%).
+ */
+function bucketExpr(col: string, tf: Timeframe): string {
+  const step = (BigInt(tf.seconds) * 1_000_000n).toString();
+  const origin = (BigInt(tf.originSeconds) * 1_000_000n).toString();
+  const shifted = origin === '0' ? `epoch_us(${col})` : `(epoch_us(${col}) - ${origin})`;
+  return `make_timestamp((${shifted} // ${step}) * ${step}${origin === '0' ? '' : ` + ${origin}`})`;
 }
 
 /**
  * Plain SELECT of candles, no LIMIT (downloads wrap it in COPY). A whole-minute timeframe rolls up
  * candles_1m; anything finer (30s, 15s, …) buckets the trades themselves. Empty buckets are omitted.
- * open/close are the first/last trade by block time then log index: from trades that is an arg_min/arg_max
- * over (ts, block_number, log_index, id) — the rule ingest/candles.ts uses; from candles_1m it is the first minute's open and the last minute's
- * close, which ingest built by the same rule.
+ * open/close are the first/last trade by block time then log index. From trades that is an arg_min/arg_max
+ * over (ts, block_number, log_index): ingest/candles.ts's rule without its last resort, the trade id — no two
+ * fills share a block and a log index, and a VARCHAR in the sort key doubled the query time. From candles_1m
+ * it is the first minute's open and the last minute's close, which ingest built by the same rule.
  */
 export function ohlcvSelect(lake: Lake, r: OhlcvRequest, order: 'asc' | 'desc' = 'desc'): Query {
-  const params: Params = {
-    token: r.token,
-    outcome: r.outcome,
-    step_us: BigInt(r.timeframe.seconds) * 1_000_000n,
-    origin_us: BigInt(r.timeframe.originSeconds) * 1_000_000n,
-  };
+  const params: Params = { token: r.token, outcome: r.outcome };
   const dir = order === 'desc' ? 'DESC' : 'ASC';
   if (isMinuteMultiple(r.timeframe)) {
     const where = ['token_id = $token', ...windowWhere('bucket', ohlcvWindow(r), params, { column: 'month' })];
     return query(
-      `SELECT token_id AS market_id, $outcome::INTEGER AS outcome, ${bucketExpr('bucket')} AS "timestamp",
+      `SELECT $token::VARCHAR AS market_id, $outcome::INTEGER AS outcome, ${bucketExpr('bucket', r.timeframe)} AS "timestamp",
   arg_min(open, bucket) AS open, max(high) AS high, min(low) AS low, arg_max(close, bucket) AS close,
   sum(volume) AS volume, sum(trade_count)::BIGINT AS trade_count
 FROM ${lake.from('candles_1m')}
 WHERE ${where.join(' AND ')}
-GROUP BY token_id, "timestamp"
+GROUP BY "timestamp"
 ORDER BY "timestamp" ${dir}`,
       params,
     );
   }
   const where = ['token_id = $token', ...windowWhere('ts', ohlcvWindow(r), params, { column: 'month' })];
   return query(
-    `SELECT token_id AS market_id, $outcome::INTEGER AS outcome, ${bucketExpr('ts')} AS "timestamp",
-  arg_min(price, (ts, coalesce(block_number, -1), log_index, id)) AS open, max(price) AS high, min(price) AS low,
-  arg_max(price, (ts, coalesce(block_number, -1), log_index, id)) AS close, sum(size) AS volume, count(*) AS trade_count
+    `SELECT $token::VARCHAR AS market_id, $outcome::INTEGER AS outcome, ${bucketExpr('ts', r.timeframe)} AS "timestamp",
+  arg_min(price, (ts, coalesce(block_number, -1), log_index)) AS open, max(price) AS high, min(price) AS low,
+  arg_max(price, (ts, coalesce(block_number, -1), log_index)) AS close, sum(size) AS volume, count(*) AS trade_count
 FROM ${lake.from('trades')}
 WHERE ${where.join(' AND ')}
-GROUP BY token_id, "timestamp"
+GROUP BY "timestamp"
 ORDER BY "timestamp" ${dir}`,
     params,
   );

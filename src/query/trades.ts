@@ -21,6 +21,18 @@ export type TradeFilter = Window & {
  */
 export function tradesSelect(lake: Lake, f: TradeFilter, order: 'asc' | 'desc' = 'desc'): Query {
   const params: Params = {};
+  const source = tradeSource(lake, f, params, []);
+  const dir = order === 'desc' ? 'DESC' : 'ASC';
+  return query(
+    `SELECT ${TRADE_COLUMNS}
+FROM ${source} t
+ORDER BY ts ${dir}, block_number ${dir}, log_index ${dir}, id ${dir}`,
+    params,
+  );
+}
+
+/** The filtered trade rows (one scan per token when tokens are given), extra conditions pushed into each scan. */
+function tradeSource(lake: Lake, f: TradeFilter, params: Params, extra: readonly string[]): string {
   const where = windowWhere('ts', f, params, { column: 'month' });
   if (f.side !== undefined) {
     // Stored lower-case; the anchor accepts BUY/SELL too, so the handler lower-cases before binding.
@@ -31,17 +43,10 @@ export function tradesSelect(lake: Lake, f: TradeFilter, order: 'asc' | 'desc' =
     where.push('outcome_index = $outcome');
     params.outcome = f.outcome;
   }
-  const source =
-    f.tokens === undefined
-      ? `(SELECT ${SCAN_COLUMNS} FROM ${lake.from('trades')}${where.length ? ` WHERE ${where.join(' AND ')}` : ''})`
-      : perToken(lake.from('trades'), 'token_id', f.tokens, SCAN_COLUMNS, where, params);
-  const dir = order === 'desc' ? 'DESC' : 'ASC';
-  return query(
-    `SELECT ${TRADE_COLUMNS}
-FROM ${source} t
-ORDER BY ts ${dir}, block_number ${dir}, log_index ${dir}, id ${dir}`,
-    params,
-  );
+  where.push(...extra);
+  return f.tokens === undefined
+    ? `(SELECT ${SCAN_COLUMNS} FROM ${lake.from('trades')}${where.length ? ` WHERE ${where.join(' AND ')}` : ''})`
+    : perToken(lake.from('trades'), 'token_id', f.tokens, SCAN_COLUMNS, where, params);
 }
 
 /** One API page of trades: the plain SELECT plus LIMIT/OFFSET. */
@@ -66,6 +71,65 @@ export function recentTradesQuery(lake: Lake, limit: number, sinceMonth: string 
 FROM ${lake.from('trades')}${where}
 ORDER BY ts DESC, block_number DESC, log_index DESC, id DESC
 LIMIT $limit`,
+    params,
+  );
+}
+
+/**
+ * Deep pages in two steps. A page at a large offset makes DuckDB sort every column of every row before it;
+ * step one sorts only the four key columns to find the page's first and last sort keys (measured 62 ms
+ * against 207 ms for the full sort, 94k trades), step two reads full rows between those keys only, which the
+ * files' (token, ts) order prunes to a few row groups. Keys: (ts, block, log index, id), NULL block or log
+ * index as -1 (where NULLS LAST puts them in a descending sort).
+ */
+export type TradeKey = { us: number; b: number; l: number; id: string };
+
+const KEY = `{'us': epoch_us(ts), 'b': coalesce(block_number, -1), 'l': coalesce(log_index, -1), 'id': id}`;
+
+/**
+ * key >= / <= the bound, spelled out column by column: DuckDB rewrites a pair of struct comparisons into a
+ * BETWEEN, which it then refuses for structs.
+ */
+function lexicographic(op: '>' | '<', bound: 'lo' | 'hi'): string {
+  const cols: [string, string][] = [
+    ['epoch_us(ts)', `$${bound}_us::BIGINT`],
+    ['coalesce(block_number, -1)', `$${bound}_b::BIGINT`],
+    ['coalesce(log_index, -1)', `$${bound}_l::INTEGER`],
+    ['id', `$${bound}_id::VARCHAR`],
+  ];
+  let expr = `${cols[3]![0]} ${op}= ${cols[3]![1]}`;
+  for (let i = 2; i >= 0; i--) expr = `(${cols[i]![0]} ${op} ${cols[i]![1]} OR (${cols[i]![0]} = ${cols[i]![1]} AND ${expr}))`;
+  return expr;
+}
+
+export function tradesPageKeysQuery(lake: Lake, f: TradeFilter, page: { limit: number; offset: number }): Query {
+  const params: Params = { limit: page.limit, offset: page.offset };
+  const source = tradeSource(lake, f, params, []);
+  return query(
+    `WITH p AS (
+  SELECT ${KEY} AS k
+  FROM ${source} t
+  ORDER BY ts DESC, block_number DESC, log_index DESC, id DESC
+  LIMIT $limit OFFSET $offset
+)
+SELECT max(k) AS hi, min(k) AS lo, count(*) AS n FROM p`,
+    params,
+  );
+}
+
+export function tradesBetweenQuery(lake: Lake, f: TradeFilter, lo: TradeKey, hi: TradeKey): Query {
+  const params: Params = {
+    lo_us: BigInt(lo.us), lo_b: BigInt(lo.b), lo_l: lo.l, lo_id: lo.id,
+    hi_us: BigInt(hi.us), hi_b: BigInt(hi.b), hi_l: hi.l, hi_id: hi.id,
+  };
+  // Pushed into each scan: prunes row groups by their ts statistics.
+  const source = tradeSource(lake, f, params, ['ts >= make_timestamp($lo_us::BIGINT)', 'ts <= make_timestamp($hi_us::BIGINT)']);
+  return query(
+    `SELECT ${TRADE_COLUMNS}
+FROM ${source} t
+WHERE ${lexicographic('>', 'lo')}
+  AND ${lexicographic('<', 'hi')}
+ORDER BY ts DESC, block_number DESC, log_index DESC, id DESC`,
     params,
   );
 }

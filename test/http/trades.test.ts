@@ -80,6 +80,28 @@ describe('GET /v1/trades and /v1/trades/recent', () => {
     expect(encoded.body).toEqual(r.body);
   });
 
+  it('pages (offset > 0 reads the page key range first) concatenate to the whole ordered list', async () => {
+    const mine = trades.filter((t) => market.tokens.includes(t.token)).sort(newest);
+    const got: string[] = [];
+    for (let off = 0; off < mine.length + 13; off += 13) {
+      const r = await L.get(`/v1/trades?market_id=${market.id}&limit=13&offset=${off}`);
+      expect(r.status).toBe(200);
+      expect(r.body.length).toBe(Math.max(0, Math.min(13, mine.length - off)));
+      got.push(...r.body.map((t: { id: string }) => t.id));
+    }
+    expect(got).toEqual(mine.map((t) => t.id));
+    const sells = mine.filter((t) => t.side === 'sell');
+    const p = await L.get(`/v1/trades?market_id=${market.id}&side=sell&limit=4&offset=3`);
+    expect(p.body.map((t: { id: string }) => t.id)).toEqual(sells.slice(3, 7).map((t) => t.id));
+    const all = [...trades].sort(newest);
+    const q = await L.get(`/v1/trades?limit=9&offset=11`);
+    expect(q.body.map((t: { id: string }) => t.id)).toEqual(all.slice(11, 20).map((t) => t.id));
+    const fullRow = (await L.get(`/v1/trades?market_id=${market.id}&limit=1&offset=0`)).body[0];
+    const viaDeep = (await L.get(`/v1/trades?market_id=${market.id}&limit=2&offset=0`)).body[0];
+    expect(viaDeep).toEqual(fullRow);
+    expect((await L.get(`/v1/trades?market_id=${market.id}&limit=1&offset=1`)).body[0]).toEqual((await L.get(`/v1/trades?market_id=${market.id}&limit=2`)).body[1]);
+  });
+
   it('validates every parameter (422 naming it), 401, 404, condition ids and hostile ids', async () => {
     for (const [qs, name] of [
       ['limit=0', 'limit'], ['limit=10001', 'limit'], ['offset=1000001', 'offset'], ['offset=-3', 'offset'],

@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runIngest } from '../../ingest/run.js';
+import { LakeLockedError } from '../../ingest/ledger.js';
 import { listing, runCli } from './lakeutil.js';
 import { tempDir } from './oracle.js';
 
@@ -64,5 +66,16 @@ describe('re-ingest changes nothing', () => {
     const rep = JSON.parse(r.stdout) as { failed: number; issues: { file: string; message: string }[] };
     expect(rep.failed).toBe(1);
     expect(rep.issues[0]!.file).toBe(bad);
+  });
+
+  it('a lake held by a running ingest is refused, and left as it was', async () => {
+    const lake = path.join(tmp.dir, 'locked');
+    fs.mkdirSync(path.join(lake, '_ingest'), { recursive: true });
+    // This test process is alive: its pid in the lock file stands for another ingest still running.
+    fs.writeFileSync(path.join(lake, '_ingest', 'lock'), `${process.pid}\n`);
+    await expect(runIngest([path.join(FIX, 'ws', '2025-01-21_book.json')], { lakeDir: lake, derived: false })).rejects.toBeInstanceOf(
+      LakeLockedError,
+    );
+    expect(Object.keys(listing(lake))).toEqual(['_ingest/lock']);
   });
 });
