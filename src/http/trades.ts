@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
-import { lakeSources, partitionValues, runJsonArray, runOne } from '../lake/runner.js';
+import { lakeSources, partitionValues, runJsonArray } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
-import { recentTradesQuery, tradesBetweenQuery, tradesPageKeysQuery, tradesPageQuery, type TradeKey } from '../query/trades.js';
+import { recentTradesQuery, tradesPageQuery } from '../query/trades.js';
 import { resolveMarket, selectTokens } from './ids.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from './params.js';
 
@@ -65,19 +65,17 @@ export const tradeRoutes: Route[] = [
         const r = await resolveMarket(ctx, q.market_id);
         tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
       }
-      const lake = lakeSources(ctx.config.lakeDir);
-      const f = { tokens, outcome: q.outcome, side: q.side, start: q.start, end: q.end };
-      let out: { json: string; rows: number };
-      if (q.offset === 0) {
-        out = await runJsonArray(ctx.db, tradesPageQuery(lake, f, { limit: q.limit, offset: 0 }), TRADE_SHAPE);
-      } else {
-        // Deeper pages: find the page's key range on the key columns, then read full rows in that range only.
-        const keys = await runOne(ctx.db, tradesPageKeysQuery(lake, f, { limit: q.limit, offset: q.offset }));
-        out =
-          keys && Number(keys.n) > 0
-            ? await runJsonArray(ctx.db, tradesBetweenQuery(lake, f, keys.lo as unknown as TradeKey, keys.hi as unknown as TradeKey), TRADE_SHAPE)
-            : { json: '[]', rows: 0 };
-      }
+      // One statement even for deep pages: DuckDB already reads the non-key columns only for the page's rows
+      // (a two-step key-range variant measured no faster on a 94k-trade market).
+      const out = await runJsonArray(
+        ctx.db,
+        tradesPageQuery(
+          lakeSources(ctx.config.lakeDir),
+          { tokens, outcome: q.outcome, side: q.side, start: q.start, end: q.end },
+          { limit: q.limit, offset: q.offset },
+        ),
+        TRADE_SHAPE,
+      );
       return sendJsonText(res, out);
     },
   },

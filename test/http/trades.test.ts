@@ -80,7 +80,7 @@ describe('GET /v1/trades and /v1/trades/recent', () => {
     expect(encoded.body).toEqual(r.body);
   });
 
-  it('pages (offset > 0 reads the page key range first) concatenate to the whole ordered list', async () => {
+  it('pages by offset concatenate to the whole ordered list', async () => {
     const mine = trades.filter((t) => market.tokens.includes(t.token)).sort(newest);
     const got: string[] = [];
     for (let off = 0; off < mine.length + 13; off += 13) {
