@@ -39,6 +39,9 @@ export async function openLakeDb(opts: LakeDbOptions): Promise<DuckDBInstance> {
   try {
     // TimeZone is an ICU setting, unknown to the instance options; set it globally for every connection.
     await conn.run(`SET GLOBAL TimeZone = 'UTC'`);
+    // Parquet footers are re-read on every query otherwise; the cache is keyed on the file's modification time,
+    // so an ingest's atomic rename of a partition invalidates its entry.
+    await conn.run('SET GLOBAL parquet_metadata_cache = true');
     const dirs = [...opts.allowedDirectories, tempDir, os.tmpdir()].map((d) => path.resolve(d));
     // allowed_directories only bites once external access is off; the lake paths stay readable.
     await conn.run(`SET allowed_directories = ${sqlList(dirs)}`);
