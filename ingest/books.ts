@@ -86,26 +86,30 @@ function dec(v: number): string {
   return `${i}.${fs.length < digits ? '0'.repeat(digits - fs.length) + fs : fs}`;
 }
 
+/** Pipe-separated lines into a file through one reused buffer (the text is ASCII: latin1 is exact and cheap). */
 class OutFile {
   readonly path: string;
   private fd: number;
-  private buf: string[] = [];
-  private size = 0;
+  private buf = Buffer.allocUnsafe(1 << 22);
+  private used = 0;
   rows = 0;
   constructor(dir: string, name: string) {
     this.path = path.join(dir, name);
     this.fd = fs.openSync(this.path, 'w');
   }
   push(line: string): void {
-    this.buf.push(line);
-    this.size += line.length;
     this.rows += 1;
-    if (this.size > 1 << 22) this.flush();
+    if (this.used + line.length + 1 > this.buf.length) {
+      this.flush();
+      if (line.length + 1 > this.buf.length) this.buf = Buffer.allocUnsafe(line.length + 1);
+    }
+    this.used += this.buf.write(line, this.used, 'latin1');
+    this.buf[this.used] = 10;
+    this.used += 1;
   }
   flush(): void {
-    if (this.buf.length) fs.writeSync(this.fd, this.buf.join('\n') + '\n');
-    this.buf = [];
-    this.size = 0;
+    if (this.used) fs.writeSync(this.fd, this.buf, 0, this.used);
+    this.used = 0;
   }
   close(): void {
     this.flush();
@@ -128,16 +132,22 @@ class Side {
   sizes = new Map<number, number>();
   texts = new Map<number, string>();
   prices: number[] = [];
+  /** The last list text and whether the side changed since (one side often stays put between snapshots). */
+  private listText = '[]';
+  private stale = false;
   clear(): void {
     this.sizes.clear();
     this.texts.clear();
     this.prices.length = 0;
+    this.listText = '[]';
+    this.stale = false;
   }
   /** Sets the new total at a price; returns whether anything changed. */
   set(price: number, size: number): boolean {
     const old = this.sizes.get(price);
     if (size <= 0) {
       if (old === undefined) return false;
+      this.stale = true;
       this.sizes.delete(price);
       this.texts.delete(price);
       const i = this.find(price);
@@ -145,6 +155,7 @@ class Side {
       return true;
     }
     if (old === size) return false;
+    this.stale = true;
     if (old === undefined) this.prices.splice(this.find(price), 0, price);
     this.sizes.set(price, size);
     this.texts.delete(price);
@@ -162,6 +173,7 @@ class Side {
   }
   /** JSON list of {price, size} (decimal strings), best first: descending for bids, ascending for asks. */
   text(descending: boolean): string {
+    if (!this.stale) return this.listText;
     const p = this.prices;
     const parts: string[] = new Array(p.length);
     for (let j = 0; j < p.length; j += 1) {
@@ -173,7 +185,9 @@ class Side {
       }
       parts[j] = t;
     }
-    return `[${parts.join(',')}]`;
+    this.listText = `[${parts.join(',')}]`;
+    this.stale = false;
+    return this.listText;
   }
 }
 

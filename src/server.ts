@@ -10,8 +10,6 @@ import { accountAuthenticator } from './http/auth.js';
 import { StateStore } from './state/store.js';
 import { sqliteMeter } from './accounts/usage.js';
 import { failInterruptedDownloads } from './state/pulls.js';
-import { fairUseUsedBytesOf } from './accounts/fairuse.js';
-import { registerFairUseUsage } from './http/estimates.js';
 import { fifoRoot } from './lake/stream.js';
 import { ExportService } from './exports/service.js';
 
@@ -29,14 +27,6 @@ export async function createContext(config: Config, log: Logger): Promise<AppCon
   // Downloads cut off by a crash or restart are refunded (fair-use bytes and rate-limit slot released).
   failInterruptedDownloads(state, new Date());
   const auth = accountAuthenticator(state, { secret: config.jwtSecret, jwksFile: config.jwksFile });
-  // Estimates' fair_use_share uses the meter's own numbers. (Process-wide hook: the newest context wins.)
-  registerFairUseUsage((p) => {
-    try {
-      return fairUseUsedBytesOf(state, p);
-    } catch {
-      return 0;
-    }
-  });
   const ctx = { config, db, log, state, auth, meter: sqliteMeter(state, { log }) } as AppContext;
   // Export jobs need the finished context (they plan pulls like downloads do); start() resumes persisted jobs.
   ctx.exports = new ExportService(ctx);

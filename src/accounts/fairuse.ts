@@ -46,7 +46,7 @@ export function fairUseShare(store: StateStore, principal: Principal | undefined
   return Math.round(share * 1e6) / 1e6;
 }
 
-/** Bytes already counted against the caller's allowance this period (the estimate endpoints' usage seam). */
+/** Bytes already counted against the caller's allowance this period. */
 export function fairUseUsedBytesOf(store: StateStore, principal: Principal, at: Date = new Date()): number {
   return fairUseStatus(store, principal.userId, at)?.used_bytes ?? 0;
 }

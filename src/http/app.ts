@@ -98,6 +98,8 @@ function authorize(route: Route) {
     if (route.auth === 'public') return next();
     const principal = req.principal;
     if (!principal) throw new Unauthorized('Invalid API key');
+    // Bearer-only routes refuse an API key before validating anything (the OpenAPI document says so too).
+    if (route.credentials === 'jwt' && principal.authMethod !== 'jwt') throw new Forbidden('This endpoint needs the dashboard bearer token');
     const needed = route.scope ?? 'read';
     if (!principal.scopes.includes(needed)) throw new Forbidden(`This API key lacks the '${needed}' scope`);
     next();

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { PLANS, REFERENCE_RATE_PER_MB, planOf, type DatasetKey, type PlanDef } from '../accounts/plans.js';
+import { coverage, entitlementOf } from '../accounts/entitlements.js';
+import { fairUseShare } from '../accounts/fairuse.js';
 import type { Principal } from './auth.js';
 import type { AppContext } from './context.js';
 import { datasetBytesPerRow } from '../lake/runner.js';
@@ -21,16 +23,6 @@ export const EstimateBody = z
   .superRefine((v, ctx) => checkWindow({ start: v.start ?? undefined, end: v.end ?? undefined }, ctx));
 
 export type EstimateInput = z.infer<typeof EstimateBody>;
-
-/**
- * Fair-use usage so far this period. The accounts module replaces this with the caller's real usage;
- * until then a pull is measured against the whole allowance.
- */
-export type UsageLookup = (principal: Principal) => Promise<number> | number;
-let usageLookup: UsageLookup = () => 0;
-export function registerFairUseUsage(fn: UsageLookup): void {
-  usageLookup = fn;
-}
 
 const DATASET_KEY: Readonly<Record<EstimateDataType, DatasetKey>> = {
   trades: 'trades',
@@ -56,27 +48,29 @@ export async function bytesFor(ctx: AppContext, t: EstimateDataType, rows: numbe
   return Math.round(rows * perRow);
 }
 
-export async function pricingFor(t: EstimateDataType, bytes: number, principal: Principal | undefined): Promise<Pricing> {
+/**
+ * Plan and fair-use figures from the accounts module, for the caller of THIS request: `included_in_plan` is
+ * the plan in force when it covers the data set (entitlementOf: a lapsed paid plan counts as Free), else the
+ * plan `coverage` names as required; `fair_use_share` is fairUseShare over the caller's own usage this period
+ * (the numbers the meter checks). Anonymous callers (public series estimates) get the cheapest covering plan
+ * and the share of a whole Free allowance.
+ */
+export async function pricingFor(ctx: AppContext, t: EstimateDataType, bytes: number, principal: Principal | undefined): Promise<Pricing> {
   const key = DATASET_KEY[t];
-  const mine = principal ? planOf(principal.plan) : undefined;
+  const user = principal ? ctx.state.getUser(principal.userId) : undefined;
+  const ent = user ? entitlementOf(ctx.state, user) : undefined;
+  const cov = ent ? coverage(ent, key, 'download') : undefined;
   const cheapest = (Object.values(PLANS) as PlanDef[])
     .filter((p) => p.datasets.includes(key))
     .sort((a, b) => a.price_usd_month - b.price_usd_month)[0];
-  const covering = mine && mine.datasets.includes(key) ? mine : cheapest;
+  const covering: PlanDef | undefined = !ent || !cov ? cheapest : cov.ok ? ent.plan : planOf(cov.required_plan);
   const mb = bytes / (1024 * 1024);
   const rate = REFERENCE_RATE_PER_MB[key] ?? 0;
-  // The share is of the allowance the caller has left (all of it until accounts reports usage).
-  const allowancePlan = mine ?? covering;
-  let share: number | null = null;
-  if (allowancePlan) {
-    const used = principal ? Math.max(0, Number(await usageLookup(principal)) || 0) : 0;
-    const left = Math.max(1, allowancePlan.fair_use_bytes_month - used);
-    share = round(bytes / left, 6);
-  }
-  const pct = share === null ? '' : ` It would use about ${(share * 100).toFixed(share < 0.001 ? 4 : 2)}% of the ${allowancePlan!.name} plan's monthly fair-use allowance.`;
-  const note = covering
-    ? `${mine && mine === covering ? `Included in your ${covering.name} plan.` : `Needs the ${covering.name} plan.`}${pct} The per-MB figure is a reference from the retired credit model, not a charge.`
-    : 'No plan covers this data set.';
+  const share = fairUseShare(ctx.state, principal, bytes);
+  const allowancePlan = ent ? ent.plan : PLANS.free;
+  const pct = ` It would use about ${(share * 100).toFixed(share < 0.001 ? 4 : 2)}% of what is left of the ${allowancePlan.name} plan's monthly fair-use allowance.`;
+  const head = cov ? (cov.ok ? `Included in your ${ent!.plan.name} plan.` : `${cov.message}.`) : covering ? `Needs the ${covering.name} plan.` : '';
+  const note = covering ? `${head}${pct} The per-MB figure is a reference from the retired credit model, not a charge.` : 'No plan covers this data set.';
   return {
     estimated_size_bytes: bytes,
     estimated_size_mb: round(mb, 4),
@@ -84,7 +78,7 @@ export async function pricingFor(t: EstimateDataType, bytes: number, principal: 
     estimated_cost_usd: round(mb * rate, 2),
     pricing_model: 'subscription',
     included_in_plan: covering ? covering.name : null,
-    fair_use_share: share,
+    fair_use_share: covering ? share : null,
     pricing_note: note,
   };
 }

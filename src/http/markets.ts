@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { timeframeOf } from '../timeframe.js';
 import type { Route } from './route.js';
 import { NotFound } from './errors.js';
-import { lakeSources, runOne, runQuery, type Row } from '../lake/runner.js';
+import { lakeSources, runOne, runQuery, type Json, type Row } from '../lake/runner.js';
 import { listMarketsQuery, marketBookStatsQuery, marketTradeStatsQuery, seriesExistsQuery, SORT_BY } from '../query/markets.js';
 import { estimateRowsQuery } from '../query/estimate.js';
 import { resolveMarket } from './ids.js';
@@ -11,18 +11,33 @@ import { bytesFor, EstimateBody, MarketEstimateResponse, pricingFor, type Estima
 
 const dt = z.string().nullable();
 
+export const MARKET_STATUS = ['active', 'resolved', 'paused'] as const;
+export type MarketStatus = (typeof MARKET_STATUS)[number];
+
+/**
+ * The legacy `status` string, derived from the boolean flags (the spec lists the values, not the rule):
+ * resolved wins; a market that is closed but not yet resolved, or flagged not active, is 'paused' (no
+ * trading, no outcome yet); everything else is 'active'.
+ */
+export function marketStatus(flags: { active: boolean; closed: boolean; resolved: boolean }): MarketStatus {
+  if (flags.resolved) return 'resolved';
+  if (flags.closed || !flags.active) return 'paused';
+  return 'active';
+}
+
 export const MarketResponse = z
   .object({
     id: z.string().describe('Numeric market id (markets.id): what requests take as market_id'),
     event_id: z.string().nullable(),
-    question: z.string(),
+    question: z.string().describe('For a market known only from the order-book tape or from fills (no metadata yet): "Unknown market <condition id or token id>"'),
     description: z.string().nullable(),
-    outcomes: z.array(z.string()),
+    outcomes: z.array(z.string()).describe('Parallel to outcome_token_ids. Without metadata: ["Yes","No"] for two tokens, else "Outcome <index>" per token'),
     outcome_prices: z.array(z.number()).nullable(),
     outcome_token_ids: z.array(z.string()).nullable().describe('Outcome token ids, parallel to outcomes; trade and candle rows carry these in market_id'),
     active: z.boolean().nullable(),
     closed: z.boolean().nullable(),
     resolved: z.boolean().nullable(),
+    status: z.enum(MARKET_STATUS).describe('Legacy field derived from the flags: resolved if resolved; paused if closed but unresolved, or not active; else active'),
     winning_outcome: z.number().int().nullable(),
     resolution_date: dt,
     volume: z.number().nullable(),
@@ -221,7 +236,7 @@ export const marketRoutes: Route[] = [
         data_type: b.data_type,
         estimated_rows: rows,
         in_range: rows > 0,
-        ...(await pricingFor(b.data_type, bytes, req.principal)),
+        ...(await pricingFor(ctx, b.data_type, bytes, req.principal)),
       };
     },
   },
@@ -234,19 +249,39 @@ function roundSum(xs: number[]): number {
   return Math.round(xs.reduce((a, x) => a + x, 0) * 1e6) / 1e6;
 }
 
+/**
+ * Outcome labels. A market seen only on the tape or in fills has tokens but no metadata (NULL outcomes),
+ * and its token order is ingest's sort order, not the venue's. Labels stay parallel to outcome_token_ids:
+ * the anchor's default ["Yes","No"] only for exactly two tokens, else one "Outcome <index>" per token
+ * (the index requests take as `outcome`), and [] when no token is known.
+ */
+function outcomesOf(m: Row, tokens: Json[] | null): string[] {
+  if (Array.isArray(m.outcomes) && m.outcomes.length > 0) return m.outcomes as string[];
+  if (!tokens || tokens.length === 0) return [];
+  if (tokens.length === 2) return ['Yes', 'No'];
+  return tokens.map((_, i) => `Outcome ${i}`);
+}
+
 /** The Market object: every seed field present, lists never null where the seed defaults them. */
 export function marketOut(m: Row): Row {
+  const tokens = Array.isArray(m.outcome_token_ids) && m.outcome_token_ids.length > 0 ? (m.outcome_token_ids as Json[]) : null;
+  const active = (m.active as boolean | null) ?? true;
+  const closed = (m.closed as boolean | null) ?? false;
+  const resolved = (m.resolved as boolean | null) ?? false;
+  // Placeholders (tape- or fills-only markets) have no question yet: name them by what identifies them.
+  const question = typeof m.question === 'string' ? m.question : `Unknown market ${String(m.condition_id ?? tokens?.[0] ?? m.id)}`;
   return {
     id: String(m.id),
     event_id: m.event_id ?? null,
-    question: m.question ?? '',
+    question,
     description: m.description ?? null,
-    outcomes: m.outcomes ?? ['Yes', 'No'],
+    outcomes: outcomesOf(m, tokens),
     outcome_prices: m.outcome_prices ?? null,
-    outcome_token_ids: m.outcome_token_ids ?? null,
-    active: m.active ?? true,
-    closed: m.closed ?? false,
-    resolved: m.resolved ?? false,
+    outcome_token_ids: tokens,
+    active,
+    closed,
+    resolved,
+    status: marketStatus({ active, closed, resolved }),
     winning_outcome: m.winning_outcome ?? null,
     resolution_date: m.resolution_date ?? null,
     volume: m.volume ?? null,

@@ -87,6 +87,7 @@ export function buildOpenApi(table: readonly Route[]): Json {
     if (Object.keys(okContent).length === 0) okContent['application/json'] = { schema: {} };
     const responses: Json = { [String(r.status ?? 200)]: { description: 'Successful Response', content: okContent } };
     if (r.auth === 'key') responses['401'] = err('Missing or invalid API key: {"detail":"Invalid API key"}');
+    if (r.credentials === 'jwt') responses['403'] = err('Called with an API key: {"detail":"This endpoint needs the dashboard bearer token"}');
     if (parameters.some((x) => x.name === 'market_id' || x.name === 'series_id')) {
       responses['404'] = err('Unknown market or series: {"detail":"Market not found"}');
     }
@@ -105,7 +106,9 @@ export function buildOpenApi(table: readonly Route[]): Json {
       responses,
     };
     if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: toSchema(r.body, 'input') } } };
-    if (r.auth === 'key') op.security = [{ APIKeyHeader: [] }];
+    // Keyed routes take X-API-Key or the dashboard bearer JWT (accountAuthenticator; alternatives, as in the
+    // anchor); a 'jwt' route takes only the bearer token.
+    if (r.auth === 'key') op.security = r.credentials === 'jwt' ? [{ HTTPBearer: [] }] : [{ HTTPBearer: [] }, { APIKeyHeader: [] }];
     (paths[p] ??= {})[r.method] = op;
   }
   return {
@@ -114,13 +117,22 @@ export function buildOpenApi(table: readonly Route[]): Json {
       title: 'pmlake',
       version: '1.0.0',
       description:
-        'Historical data of a prediction-market venue: markets, series, on-chain trades, OHLCV at any timeframe, order books at any instant, downloads and exports. Send your key in the X-API-Key header.',
+        'Historical data of a prediction-market venue: markets, series, on-chain trades, OHLCV at any timeframe, order books at any instant, downloads and exports. Send your key in the X-API-Key header (the web dashboard may send a bearer JWT instead).',
     },
     servers: [{ url: '/' }],
     paths,
     components: {
       schemas,
-      securitySchemes: { APIKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+      securitySchemes: {
+        HTTPBearer: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description:
+            "Legacy dashboard scheme: Authorization: Bearer <JWT> from the identity provider (HS256 secret or JWKS, `exp` required), mapped to the user by its `email` claim. X-API-Key wins when both are sent. Accepted only when the service is configured with PMLAKE_JWT_SECRET or PMLAKE_JWKS_FILE.",
+        },
+        APIKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+      },
     },
   };
 }

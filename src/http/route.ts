@@ -12,6 +12,12 @@ export type Route = {
   path: string;
   /** 'public': no key; 'key': X-API-Key (or the dashboard bearer JWT where the accounts module allows it). */
   auth: 'public' | 'key';
+  /**
+   * Credentials a keyed route takes (for the OpenAPI document): 'any' (default) = X-API-Key or the legacy
+   * dashboard bearer JWT (src/http/auth.ts accountAuthenticator); 'jwt' = the bearer token only (the handler
+   * refuses an API key).
+   */
+  credentials?: 'any' | 'jwt';
   /** Scope a key needs beyond 'read' (downloads and exports need 'download'). */
   scope?: 'read' | 'download';
   /** Rate-limit family; defaults to the general request limit. */

@@ -113,7 +113,7 @@ export const seriesRoutes: Route[] = [
         coming_soon: false,
         row_cap_applied: false,
         row_cap: null,
-        ...(await pricingFor(b.data_type, bytes, req.principal)),
+        ...(await pricingFor(ctx, b.data_type, bytes, req.principal)),
       };
     },
   },

@@ -210,6 +210,7 @@ export const userRoutes: Route[] = [
     method: 'post',
     path: '/v1/user/provision',
     auth: 'key',
+    credentials: 'jwt',
     tag: 'User',
     summary: "Dashboard login: replace the user's auto-provisioned key (bearer JWT only; email must match the token)",
     body: ProvisionBody,

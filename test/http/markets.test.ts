@@ -1,6 +1,9 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildQueryLake, catalog, glob, type QueryLake } from '../helpers/query-lake.js';
+import { createTestKey } from '../helpers/server.js';
+import { expireSubscriptions } from '../../src/state/accounts.js';
+import type { Principal } from '../../src/http/auth.js';
 
 type M = Record<string, any>;
 
@@ -12,7 +15,7 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
   beforeAll(async () => {
     L = await buildQueryLake();
     all = await L.rows(
-      `SELECT id, question, category, series_id, active, closed, resolved, trade_count, orderbook_count, volume,
+      `SELECT id, question, condition_id, category, series_id, active, closed, resolved, trade_count, orderbook_count, volume,
               epoch_us(end_date) AS end_us, epoch_us(created_at) AS created_us, epoch_us(data_to) AS data_to_us, outcome_token_ids, outcomes
        FROM read_parquet(${catalog(L.lakeDir, 'markets')})`,
     );
@@ -157,6 +160,69 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
     expect((await L.get(`/v1/markets/${'x'.repeat(10_000)}`)).status).toBe(422);
   });
 
+  it('every market in the list is well-formed; legacy status derived from the flags', async () => {
+    // The rule, restated independently: resolved wins; closed-but-unresolved or not active is paused.
+    const want = (m: M): string => (m.resolved ? 'resolved' : m.closed || !m.active ? 'paused' : 'active');
+    const byId = new Map(all.map((m) => [String(m.id), m]));
+    const seen = new Map<string, number>();
+    let n = 0;
+    for (let offset = 0; offset < all.length; offset += 1000) {
+      const r = await L.get(`/v1/markets?limit=1000&offset=${offset}`);
+      expect(r.status).toBe(200);
+      for (const m of r.body as M[]) {
+        const c = byId.get(m.id)!;
+        expect(m.status, m.id).toBe(want(c));
+        seen.set(m.status, (seen.get(m.status) ?? 0) + 1);
+        expect(typeof m.question, m.id).toBe('string');
+        expect(Array.isArray(m.outcomes), m.id).toBe(true);
+        for (const o of m.outcomes) expect(typeof o).toBe('string');
+        if (m.outcome_token_ids !== null) expect(m.outcomes.length, m.id).toBe(m.outcome_token_ids.length);
+        n += 1;
+      }
+    }
+    expect(n).toBe(all.length);
+    // The lake holds all three kinds, so each value is exercised.
+    for (const s of ['active', 'resolved', 'paused']) expect(seen.get(s) ?? 0, s).toBeGreaterThan(0);
+    // And on the one-market endpoint, one market of each kind.
+    for (const [label, pred] of [
+      ['active', (m: M) => m.active && !m.closed && !m.resolved],
+      ['resolved', (m: M) => m.resolved],
+      ['paused', (m: M) => m.closed && !m.resolved],
+      ['paused', (m: M) => !m.active && !m.closed && !m.resolved],
+    ] as const) {
+      const m = all.find(pred)!;
+      const r = await L.get(`/v1/markets/${m.id}`);
+      expect(r.body.status, `${label} ${m.id}`).toBe(label);
+    }
+  });
+
+  it('placeholder markets (seen only on the tape) are well-formed: a question, outcomes parallel to their tokens', async () => {
+    const placeholders = all.filter((m) => m.question === null);
+    const tokenCount = (m: M): number => ((m.outcome_token_ids as string[] | null) ?? []).length;
+    // The ws fixtures leave tape-only markets with two tokens, one token and none (a condition id only).
+    for (const k of [0, 1, 2]) expect(placeholders.some((m) => tokenCount(m) === k), `${k} tokens`).toBe(true);
+    for (const k of [0, 1, 2]) {
+      const m = placeholders.find((x) => tokenCount(x) === k)!;
+      const r = await L.get(`/v1/markets/${m.id}`);
+      expect(r.status).toBe(200);
+      expect(r.body.question).toBe(`Unknown market ${m.condition_id}`);
+      expect(r.body.condition_id).toBe(m.condition_id);
+      if (k === 0) {
+        expect(r.body.outcome_token_ids).toBeNull();
+        expect(r.body.outcomes).toEqual([]);
+      } else {
+        expect(r.body.outcome_token_ids).toEqual(m.outcome_token_ids);
+        expect(r.body.outcomes).toEqual(k === 2 ? ['Yes', 'No'] : ['Outcome 0']);
+      }
+      expect(r.body.status).toBe('active');
+      if (k > 0) {
+        // Reachable by its token too.
+        const byToken = await L.get(`/v1/markets/${(m.outcome_token_ids as string[])[0]}`);
+        expect(byToken.body.id).toBe(String(m.id));
+      }
+    }
+  });
+
   it('stats: counts, volume, first/last trade and price range per outcome equal the trades', async () => {
     const r = await L.get(`/v1/markets/${busy.id}/stats`);
     expect(r.status).toBe(200);
@@ -219,6 +285,9 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
     const free = await L.get(`/v1/markets/${busy.id}/estimate`, { method: 'POST', body: JSON.stringify({ data_type: 'raw' }), key: L.freeKey });
     expect(free.body.included_in_plan).toBe('Professional');
     expect(free.body.fair_use_share).toBeCloseTo(free.body.estimated_size_bytes / 1024 ** 3, 6);
+    expect(free.body.pricing_note).toMatch(/Free plan does not include raw/);
+    const freeTrades = await L.get(`/v1/markets/${busy.id}/estimate`, { method: 'POST', body: '{}', key: L.freeKey });
+    expect(freeTrades.body.included_in_plan).toBe('Free');
 
     const ohlcv = await L.get(`/v1/markets/${busy.id}/estimate`, { method: 'POST', body: JSON.stringify({ data_type: 'ohlcv', timeframe: '1h' }) });
     let bars = 0;
@@ -246,5 +315,37 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
     expect((await L.get(`/v1/markets/${busy.id}/estimate`, { method: 'POST', body: '{bad json' })).status).toBe(422);
     expect((await L.get('/v1/markets/31337/estimate', { method: 'POST', body: '{}' })).status).toBe(404);
     expect((await L.get(`/v1/markets/${busy.id}/estimate`, { method: 'POST', body: '{}', key: null })).status).toBe(401);
+  });
+
+  it('estimate: fair_use_share is of what the caller has left, after usage recorded by the real meter', async () => {
+    const GB = 1024 ** 3;
+    const key = createTestKey(L.srv, { email: 'estimator@example.com', plan: 'free', name: 'estimator' });
+    const user = L.srv.ctx.state.getUserByEmail('estimator@example.com')!;
+    const ask = async (k: string): Promise<M> =>
+      (await L.get(`/v1/markets/${busy.id}/estimate`, { method: 'POST', body: JSON.stringify({ data_type: 'orderbook' }), key: k })).body;
+    const before = await ask(key);
+    expect(before.estimated_size_bytes).toBeGreaterThan(0);
+    expect(before.fair_use_share).toBeCloseTo(before.estimated_size_bytes / GB, 6);
+
+    // Three quarters of the Free allowance used, through the meter (as a download would).
+    const principal: Principal = { userId: user.id, email: user.email, keyId: null, plan: 'free', scopes: ['read', 'download'] };
+    const used = (3 * GB) / 4;
+    const t = await L.srv.ctx.meter.begin(principal, { kind: 'download', dataset: 'trades', description: 'test', estimatedBytes: used });
+    t.commit({ bytes: used, rows: 1 });
+    const after = await ask(key);
+    expect(after.estimated_size_bytes).toBe(before.estimated_size_bytes);
+    expect(after.fair_use_share).toBeCloseTo(before.estimated_size_bytes / (GB - used), 6);
+    expect(after.fair_use_share).toBeGreaterThan(3.5 * before.fair_use_share);
+    // Another user's usage is not the caller's.
+    expect((await ask(L.freeKey)).fair_use_share).toBeCloseTo(before.estimated_size_bytes / GB, 6);
+
+    // A professional whose subscription lapsed is on Free: raw needs the subscription again.
+    const lapsedKey = createTestKey(L.srv, { email: 'lapsed@example.com', plan: 'professional', name: 'lapsed' });
+    expect((await ask(lapsedKey)).fair_use_share).toBeCloseTo(before.estimated_size_bytes / (50 * GB), 6);
+    expireSubscriptions(L.srv.ctx.state, L.srv.ctx.state.getUserByEmail('lapsed@example.com')!.id);
+    expect((await ask(lapsedKey)).fair_use_share).toBeCloseTo(before.estimated_size_bytes / GB, 6);
+    const raw = await L.get(`/v1/markets/${busy.id}/estimate`, { method: 'POST', body: JSON.stringify({ data_type: 'raw' }), key: lapsedKey });
+    expect(raw.body.included_in_plan).toBe('Professional');
+    expect(raw.body.pricing_note).toMatch(/needs an active Professional subscription/);
   });
 });

@@ -1,15 +1,30 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
+import { SignJWT } from 'jose';
+import type { z } from 'zod';
 import { routes } from '../../src/http/routes.js';
-import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
+import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/server.js';
 import type { RunningServer } from '../../src/server.js';
+
+const JWT_SECRET = 'openapi-test-secret-0123456789';
+
+/** Field names of a route's zod object schema (through pipes, defaults and refinements), read from zod itself. */
+function shapeKeys(schema: z.ZodType): string[] {
+  let s: any = schema;
+  for (let i = 0; i < 10 && s; i++) {
+    if (s.shape) return Object.keys(s.shape);
+    const def = s._zod?.def ?? s.def;
+    s = def?.in ?? def?.innerType ?? def?.schema;
+  }
+  throw new Error('not an object schema');
+}
 
 describe('GET /v1/openapi.json and /docs', () => {
   const tmp = tempDir();
   let srv: RunningServer;
   let doc: any;
   beforeAll(async () => {
-    srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state` }));
+    srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state`, PMLAKE_JWT_SECRET: JWT_SECRET }));
     const r = await fetch(`${srv.url}/v1/openapi.json`);
     expect(r.status).toBe(200);
     doc = await r.json();
@@ -23,20 +38,62 @@ describe('GET /v1/openapi.json and /docs', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info.version).toBe('1.0.0');
     expect(doc.components.securitySchemes.APIKeyHeader).toEqual({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
+    expect(doc.components.securitySchemes.HTTPBearer).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
   });
 
-  it('describes every route of the table, keyed routes with security and 401', () => {
+  it('describes every route of the table with all its parameters; keyed routes with both schemes and 401', () => {
     expect(routes.length).toBeGreaterThan(10);
+    const described = new Set<string>();
     for (const r of routes) {
       const p = r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
       const op = doc.paths[p]?.[r.method];
-      expect(op, `${r.method} ${p}`).toBeDefined();
+      const at = `${r.method} ${p}`;
+      expect(op, at).toBeDefined();
+      described.add(at);
       expect(op.summary).toBe(r.summary);
       if (r.auth === 'key') {
-        expect(op.security).toEqual([{ APIKeyHeader: [] }]);
+        // The bearer JWT is accepted wherever a key is (accountAuthenticator); /v1/user/provision takes only it.
+        expect(op.security, at).toEqual(r.path === '/v1/user/provision' ? [{ HTTPBearer: [] }] : [{ HTTPBearer: [] }, { APIKeyHeader: [] }]);
         expect(op.responses['401']).toBeDefined();
       } else expect(op.security).toBeUndefined();
       if (r.query || r.params || r.body) expect(op.responses['422'].content['application/json'].schema.$ref).toBe('#/components/schemas/HTTPValidationError');
+      // Every path segment variable and every field of the query schema, each once, in the right place.
+      const got = (op.parameters as { in: string; name: string }[]).map((x) => `${x.in}:${x.name}`).sort();
+      const pathVars = [...r.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => `path:${m[1]}`);
+      const want = [...(r.params ? shapeKeys(r.params).map((k) => `path:${k}`) : []), ...(r.query ? shapeKeys(r.query).map((k) => `query:${k}`) : [])].sort();
+      expect(got, at).toEqual(want);
+      for (const v of pathVars) expect(got, at).toContain(v);
+      if (r.body) expect(Object.keys(op.requestBody.content['application/json'].schema.properties ?? {}).sort(), at).toEqual(shapeKeys(r.body).sort());
+      else expect(op.requestBody, at).toBeUndefined();
+    }
+    // Nothing described that the app does not serve (beyond /health).
+    const all = Object.entries(doc.paths).flatMap(([p, m]) => Object.keys(m as object).map((k) => `${k} ${p}`));
+    expect(all.filter((x) => !described.has(x))).toEqual(['get /health']);
+  });
+
+  it('the documented schemes are the ones enforced: bearer JWT and X-API-Key on keyed routes, bearer only where said', async () => {
+    const secret = new TextEncoder().encode(JWT_SECRET);
+    let n = 0;
+    const call = async (method: string, path: string, headers: Record<string, string>): Promise<number> => {
+      const res = await fetch(`${srv.url}${path}`, { method: method.toUpperCase(), headers: { ...headers, 'content-type': 'application/json' }, body: method === 'get' ? undefined : '{"_":1}' });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    for (const r of routes.filter((x) => x.auth === 'key')) {
+      const p = r.path.replace(/:([A-Za-z0-9_]+)/g, 'x1');
+      const op = doc.paths[r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')][r.method];
+      const schemes = (op.security as Record<string, unknown>[]).map((s) => Object.keys(s)[0]);
+      // A user (and key) per route: each has its own rate-limit bucket.
+      const email = `scheme${n++}@example.com`;
+      const key = createTestKey(srv, { email, plan: 'professional', name: 'scheme' });
+      const jwt = await new SignJWT({ email }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('5m').sign(secret);
+      const at = `${r.method} ${r.path}`;
+      // Accepted means: past authentication (the request may still be a 4xx for its missing parameters).
+      const withJwt = await call(r.method, p, { authorization: `Bearer ${jwt}` });
+      const withKey = await call(r.method, p, { 'x-api-key': key });
+      expect(withJwt !== 401 && withJwt !== 403, `${at} bearer → ${withJwt}`).toBe(schemes.includes('HTTPBearer'));
+      expect(withKey !== 401 && withKey !== 403, `${at} key → ${withKey}`).toBe(schemes.includes('APIKeyHeader'));
+      expect(await call(r.method, p, {}), at).toBe(401);
     }
   });
 
