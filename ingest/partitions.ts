@@ -49,7 +49,9 @@ export async function mergeIntoPartitions(
     const dir = partitionDir(lakeDir, name, p);
     const finalPath = path.join(dir, 'data.parquet');
     const exists = fs.existsSync(finalPath);
-    const where = p === null ? '' : `WHERE ${partitionExpr(def)} = $p`;
+    const pc = sqlIdent(def.partitionColumn ?? '');
+    const unit = def.partition === 'month' ? 'month' : 'day';
+    const where = p === null ? '' : `WHERE ${pc} >= CAST(${def.partition === 'month' ? "$p || '-01'" : '$p'} AS TIMESTAMP) AND ${pc} < CAST(${def.partition === 'month' ? "$p || '-01'" : '$p'} AS TIMESTAMP) + INTERVAL 1 ${unit}`;
     const params: Record<string, DuckDBValue> = p === null ? {} : { p };
     const existing = exists ? `SELECT ${cols}, 0 AS _src FROM read_parquet(${sqlString(finalPath)})` : null;
     const incoming = `SELECT ${cols}, 1 AS _src FROM ${staging} ${where}`;

@@ -110,8 +110,8 @@ function scenario(name: string, format: 'csv' | 'parquet'): Scenario {
           targets: [atLeast('≥0.8× DuckDB COPY throughput', small.ratio, 0.8)],
           notes: [`market ${single[0]!.marketId}; baseline ${small.baseline.mbPerSec?.toFixed(0)} MB/s`],
         });
-        // Bulk rounds are long: at most 3 of them, and no separate warm-up (the 1M rounds warmed up).
-        const big = await sideBySide(Math.min(ctx.reps, 3), () => pmlakeBulk(bulk), () => baseline(bulk), { warmup: false });
+        // Bulk rounds are long (10M rows, ~1 min a side here): at most 2 of them, and no separate warm-up (the 1M rounds warmed up).
+        const big = await sideBySide(Math.min(ctx.reps, 2), () => pmlakeBulk(bulk), () => baseline(bulk), { warmup: false });
         const bigRows = big.pmlake.rows ?? 0;
         const flat = small.pmlake.peakRss !== undefined && big.pmlake.peakRss !== undefined ? isFlat(small.pmlake.peakRss, big.pmlake.peakRss) : null;
         out.push({

@@ -9,6 +9,7 @@ import { planOf } from '../accounts/plans.js';
 import { resolveMarket, selectTokens, type ResolvedMarket, type TokenRef } from './ids.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from './params.js';
 import type { AppContext } from './context.js';
+import type { Principal } from './auth.js';
 
 const Level = z.object({ price: z.number(), size: z.number() });
 
@@ -144,12 +145,15 @@ export const orderbookRoutes: Route[] = [
     summary: 'The order book of one outcome at any instant (stored snapshot + tape replay), best price first',
     query: SnapshotQuery,
     response: BookResponse,
-    handler: async (_req, res, ctx) => {
+    handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof SnapshotQuery>;
       const r = await resolveMarket(ctx, q.market_id);
       const [token] = selectTokens(r, q.outcome);
       if (!token) throw new NotFound('Market has no outcome tokens');
-      const book = await bookAt(ctx, r, token, q.at ?? nowMicros(), q.depth);
+      // The book's best bid/ask is the top of book: a delayed plan sees the book no later than its delay.
+      const cap = delayCap(req.principal);
+      const wanted = q.at ?? nowMicros();
+      const book = await bookAt(ctx, r, token, cap !== null && wanted > cap ? cap : wanted, q.depth);
       res.locals.rows = 1;
       return book;
     },
@@ -167,12 +171,8 @@ export const orderbookRoutes: Route[] = [
       const r = await resolveMarket(ctx, q.market_id);
       const tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
       let end = q.end;
-      // Free plans see top of book only with a delay (src/accounts/plans.ts).
-      const delay = req.principal ? planOf(req.principal.plan).top_of_book_delay_minutes : 0;
-      if (delay > 0) {
-        const cap = nowMicros() - BigInt(delay) * 60_000_000n;
-        if (end === undefined || end > cap) end = cap;
-      }
+      const cap = delayCap(req.principal);
+      if (cap !== null && (end === undefined || end > cap)) end = cap;
       const out = await runJsonArray(
         ctx.db,
         topOfBookPageQuery(lakeSources(ctx.config.lakeDir), tokens, { start: q.start, end }, { limit: q.limit, offset: q.offset }),
@@ -182,3 +182,9 @@ export const orderbookRoutes: Route[] = [
     },
   },
 ];
+
+/** Free plans see top of book only with a delay (src/accounts/plans.ts): the latest instant they may see. */
+function delayCap(principal: Principal | undefined): bigint | null {
+  const delay = principal ? planOf(principal.plan).top_of_book_delay_minutes : 0;
+  return delay > 0 ? nowMicros() - BigInt(delay) * 60_000_000n : null;
+}

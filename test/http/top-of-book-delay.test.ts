@@ -60,6 +60,18 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
       );
     }
     await mergeIntoPartitions(conn, lakeDir, 'top_of_book', 'stg_tob');
+
+    // Two stored books of the YES token: 30 minutes old (best bid 0.30) and 5 minutes old (best bid 0.55).
+    await conn.run(`CREATE TEMP TABLE stg_books (${columnDdl('book_snapshots')})`);
+    for (const [age, bid] of [[30, '0.30'], [5, '0.55']] as const) {
+      const ms = nowMs - age * 60_000;
+      await conn.run(
+        `INSERT INTO stg_books VALUES (make_timestamp($us::BIGINT), $cid, $token, 'book', $seq::BIGINT, $bid::DECIMAL(10,6), 0.6,
+           1, 1, [{'price': $bid::DECIMAL(10,6), 'size': 10::DECIMAL(18,6)}], [{'price': 0.6::DECIMAL(10,6), 'size': 10::DECIMAL(18,6)}])`,
+        { us: BigInt(ms) * 1000n, cid: CONDITION, token: TOKEN_YES, seq: (BigInt(ms) * 1_000_000n).toString(), bid },
+      );
+    }
+    await mergeIntoPartitions(conn, lakeDir, 'book_snapshots', 'stg_books');
     conn.closeSync();
     db.closeSync();
 
@@ -136,5 +148,15 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
     expect(f.status).toBe(200);
     const got = csvSeqs(f.text);
     expect(got).toEqual(olderThan(DELAY));
+  });
+
+  it('GET /v1/orderbook/snapshot: Free sees the book as of now − 15 min at the latest; Professional sees now', async () => {
+    const bestBid = async (key: string): Promise<number> => {
+      const r = await get(`/v1/orderbook/snapshot?market_id=${MARKET_ID}&outcome=0`, key);
+      expect(r.status).toBe(200);
+      return r.body.bids[0].price;
+    };
+    expect(await bestBid(pro)).toBe(0.55);
+    expect(await bestBid(free)).toBe(0.3);
   });
 });
