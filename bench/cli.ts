@@ -159,10 +159,14 @@ export async function benchCommand(args: string[]): Promise<number> {
     }
     const store = StateStore.open(stateDir);
     stops.push(async () => store.close());
-    server = await startPmlakeServer({
-      lakeDir, stateDir, env, logFile: path.join(workDir, 'server.log'), cpuProfDir: values.profile ? path.resolve(values.profile) : undefined,
-    });
-    log(`pmlake server pid ${server.pid} at ${server.url}`);
+    const start = async (): Promise<ChildServer> => {
+      const s = await startPmlakeServer({
+        lakeDir, stateDir, env, logFile: path.join(workDir, 'server.log'), cpuProfDir: values.profile ? path.resolve(values.profile) : undefined,
+      });
+      log(`pmlake server pid ${s.pid} at ${s.url}`);
+      return s;
+    };
+    server = await start();
     let keyNo = 0;
     // pmlake allows 60 requests a minute per key: query scenarios take the next key of a pool on every request.
     const pool = createBenchKeys(store, 'main', 200);
@@ -170,6 +174,11 @@ export async function benchCommand(args: string[]): Promise<number> {
     const ctx: BenchContext = {
       lake,
       server,
+      async restartServer() {
+        await server?.stop();
+        server = await start();
+        ctx.server = server;
+      },
       get key() {
         return pool[next++ % pool.length]!;
       },

@@ -54,6 +54,8 @@ export class NotAvailable extends Error {}
 export type BenchContext = {
   lake: BenchLake;
   server: ChildServer;
+  /** Replaces `server` with a freshly started one (memory measurements that must not inherit history). */
+  restartServer(): Promise<void>;
   /** A professional key — the next of a pool on every read, so no key reaches the per-key request limit. */
   readonly key: string;
   newKey(label: string): string;

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import { DuckDBTimestampValue, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { DATASETS, partitionDir, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
 import { sqlIdent, sqlString } from '../src/lake/duckdb.js';
 
@@ -20,6 +20,15 @@ function partitionExpr(def: DatasetDef): string {
   if (def.partition === 'month') return `strftime(${col}, '%Y-%m')`;
   if (def.partition === 'date') return `strftime(${col}, '%Y-%m-%d')`;
   return `'all'`;
+}
+
+/** [lo, hi) of a month=YYYY-MM or date=YYYY-MM-DD partition, as TIMESTAMP parameters. */
+function partitionBounds(kind: DatasetDef['partition'], p: string): Record<string, DuckDBValue> {
+  const lo = new Date(kind === 'month' ? `${p}-01T00:00:00Z` : `${p}T00:00:00Z`);
+  const hi = new Date(lo);
+  if (kind === 'month') hi.setUTCMonth(hi.getUTCMonth() + 1);
+  else hi.setUTCDate(hi.getUTCDate() + 1);
+  return { lo: new DuckDBTimestampValue(BigInt(lo.getTime()) * 1000n), hi: new DuckDBTimestampValue(BigInt(hi.getTime()) * 1000n) };
 }
 
 export type MergeResult = { dataset: DatasetName; partitions: number; rowsAdded: number; rowsTotal: number };
@@ -49,18 +58,21 @@ export async function mergeIntoPartitions(
     const dir = partitionDir(lakeDir, name, p);
     const finalPath = path.join(dir, 'data.parquet');
     const exists = fs.existsSync(finalPath);
+    // A range on the partition column, not `strftime(col) = p`: the range lets DuckDB skip staging row groups
+    // by their min/max, so a batch spanning many days does not rescan all of staging for every partition.
     const pc = sqlIdent(def.partitionColumn ?? '');
-    const unit = def.partition === 'month' ? 'month' : 'day';
-    const where = p === null ? '' : `WHERE ${pc} >= CAST(${def.partition === 'month' ? "$p || '-01'" : '$p'} AS TIMESTAMP) AND ${pc} < CAST(${def.partition === 'month' ? "$p || '-01'" : '$p'} AS TIMESTAMP) + INTERVAL 1 ${unit}`;
-    const params: Record<string, DuckDBValue> = p === null ? {} : { p };
+    const where = p === null ? '' : `WHERE ${pc} >= $lo AND ${pc} < $hi`;
+    const params: Record<string, DuckDBValue> = p === null ? {} : partitionBounds(def.partition, p);
     const existing = exists ? `SELECT ${cols}, 0 AS _src FROM read_parquet(${sqlString(finalPath)})` : null;
     const incoming = `SELECT ${cols}, 1 AS _src FROM ${staging} ${where}`;
     const key = def.naturalKey.map(sqlIdent).join(', ');
     await conn.run('DROP TABLE IF EXISTS _pmlake_merge');
+    // Ties within staging itself (same key, different seq, say) are broken by every column, so which row
+    // survives does not depend on scan order and a re-run writes identical files.
     await conn.run(
       `CREATE TEMP TABLE _pmlake_merge AS
        SELECT * FROM (${existing ? `${existing} UNION ALL ` : ''}${incoming})
-       QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY _src ${replace ? 'DESC' : 'ASC'}) = 1`,
+       QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY _src ${replace ? 'DESC' : 'ASC'}, ${cols}) = 1`,
       params,
     );
     const counts = (

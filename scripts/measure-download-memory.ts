@@ -6,7 +6,7 @@
  *   - N rows:  POST /v1/download/bulk, items of 2M rows each (the largest single pull the API allows), CSV
  * and, for comparison, DuckDB COPY of the same 1M-row query to a local file. Prints rows/s, MB/s, peak RSS.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -73,9 +73,9 @@ async function pull(label: string, rows: number, args: string[]): Promise<void> 
   peak = process.memoryUsage().rss;
   const base = peak;
   const t0 = Date.now();
-  // curl runs asynchronously so this process keeps serving; spawnSync would block the event loop.
+  // curl runs asynchronously so this process keeps serving while it reads.
   const out = await new Promise<string>((resolve, reject) => {
-    const p = require_('node:child_process').spawn('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{size_download}', '-H', `x-api-key: ${key}`, ...args]);
+    const p = spawn('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{size_download}', '-H', `x-api-key: ${key}`, ...args]);
     let s = '';
     p.stdout.on('data', (d: Buffer) => (s += d.toString()));
     p.on('close', () => resolve(s));
@@ -87,10 +87,6 @@ async function pull(label: string, rows: number, args: string[]): Promise<void> 
     `${label}: HTTP ${code}, ${rows} rows, ${(Number(size) / 1e6).toFixed(0)} MB in ${secs.toFixed(2)} s = ${(rows / secs / 1e6).toFixed(2)}M rows/s, ${(Number(size) / secs / 1e6).toFixed(0)} MB/s; RSS before ${(base / 1e6).toFixed(0)} MB, peak ${(peak / 1e6).toFixed(0)} MB\n`,
   );
 }
-import { createRequire } from 'node:module';
-const require_ = createRequire(import.meta.url);
-void execFileSync;
-void spawnSync;
 
 await pull('download 1M rows CSV (GET /v1/download/trades)', 1_000_000, [`${srv.url}/v1/download/trades?market_id=1&limit=1000000`]);
 const items = Math.ceil(N / 2_000_000);

@@ -22,10 +22,17 @@ export type LakeDbOptions = {
  * and a failed autoload leaves empty folders under ~/.duckdb), file access limited to the given
  * directories, and the configuration locked so no later statement can loosen it.
  */
+// DuckDB removes its spill files but not their folders; remove those when the process ends.
+const spillDirs = new Set<string>();
+process.once('exit', () => {
+  for (const dir of spillDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 export async function openLakeDb(opts: LakeDbOptions): Promise<DuckDBInstance> {
   const extDir = path.join(os.tmpdir(), 'pmlake-duckdb-ext');
   fs.mkdirSync(extDir, { recursive: true });
   const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-duckdb-spill-'));
+  spillDirs.add(tempDir);
   const options: Record<string, string> = {
     autoinstall_known_extensions: 'false',
     autoload_known_extensions: 'false',
