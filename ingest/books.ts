@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { DuckDBConnection } from '@duckdb/node-api';
-import { datasetGlob, type DatasetName } from '../src/lake/layout.js';
+import { DuckDBListValue, type DuckDBConnection } from '@duckdb/node-api';
+import { DATASETS, datasetGlob, type DatasetName } from '../src/lake/layout.js';
 import type { BatchContext } from './types.js';
 import { runSqlFile } from './ws/common.js';
 
@@ -57,18 +57,44 @@ async function prepareSeeds(conn: DuckDBConnection, lakeDir: string): Promise<vo
     await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_seedkey (asset_id VARCHAR, seq BIGINT)`);
     await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_seed (asset_id VARCHAR, ts TIMESTAMP, seq BIGINT, bids ${LEVELS}, asks ${LEVELS})`);
   }
-  if (lakeHas(lakeDir, 'l2')) {
+  const tailFiles = lakeHas(lakeDir, 'l2') ? await l2TailFiles(conn, lakeDir) : [];
+  if (tailFiles.length > 0) {
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE _bk_tail AS
        SELECT l.asset_id, l.seq, l.level_idx, l.side, l.price, l.size, l.is_snapshot
-       FROM read_parquet($g, hive_partitioning = false) l
+       FROM read_parquet($g::VARCHAR[], hive_partitioning = false) l
        JOIN _bk_touch t USING (asset_id) LEFT JOIN _bk_seedkey k USING (asset_id)
        WHERE l.seq < t.min_seq AND (k.seq IS NULL OR l.seq > k.seq)`,
-      { g: datasetGlob(lakeDir, 'l2') },
+      { g: new DuckDBListValue(tailFiles) },
     );
   } else {
     await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_tail AS SELECT asset_id, seq, level_idx, side, price, size, is_snapshot FROM stg_l2 LIMIT 0`);
   }
+}
+
+/**
+ * The stored l2 files that can hold tail rows. A tail row of a seeded token has a seq above the seed's, and an
+ * l2 row's seq is its receive ms * 1e6 + k while its partition is its receive date, so when every touched
+ * token has a seed only the days from the oldest seed on are read — not the whole history, which every batch
+ * of a long ingest would otherwise rescan. A token without a seed may have rows on any day: then all files.
+ */
+async function l2TailFiles(conn: DuckDBConnection, lakeDir: string): Promise<string[]> {
+  const row = (
+    await conn.runAndReadAll(
+      `SELECT count(*) FILTER (WHERE k.seq IS NULL) AS unseeded, min(k.seq) AS lo, max(t.min_seq) AS hi
+       FROM _bk_touch t LEFT JOIN _bk_seedkey k USING (asset_id)`,
+    )
+  ).getRowObjectsJS()[0]!;
+  const dir = path.join(lakeDir, DATASETS.l2.dir);
+  const day = (seq: unknown): string => new Date(Number(BigInt(seq as bigint) / 1_000_000n)).toISOString().slice(0, 10);
+  const from = Number(row.unseeded) === 0 && row.lo !== null ? `date=${day(row.lo)}` : '';
+  const to = row.hi !== null ? `date=${day(row.hi)}` : '~';
+  return fs
+    .readdirSync(dir)
+    .filter((p) => p >= from && p <= to)
+    .sort()
+    .map((p) => path.join(dir, p, 'data.parquet'))
+    .filter((f) => fs.existsSync(f));
 }
 
 /** 1e-6 units → decimal text (exact: integers below 2^53). */

@@ -7,10 +7,12 @@
 -- Speed: JSON values are text and every json_* call parses again, so an object element is parsed exactly
 -- once, by one json_transform that also picks up the wrapper/envelope keys, straight into _ws_m; only
 -- wrapped, enveloped and array elements (rare, small captures) pay a second parse.
+-- Level prices and sizes are parsed to decimals here, in the one parse: json_transform (not _strict) gives
+-- NULL for a value that is not a number, exactly as TRY_CAST would, so ws_stage.sql still flags it as bad.
 CREATE OR REPLACE TEMP MACRO _ws_msg(x) AS json_transform(x, '{"event_type":"VARCHAR","asset_id":"VARCHAR","market":"VARCHAR","timestamp":"VARCHAR","hash":"VARCHAR",
-  "bids":[{"price":"VARCHAR","size":"VARCHAR"}],"asks":[{"price":"VARCHAR","size":"VARCHAR"}],
-  "changes":[{"price":"VARCHAR","side":"VARCHAR","size":"VARCHAR"}],
-  "price_changes":[{"asset_id":"VARCHAR","price":"VARCHAR","size":"VARCHAR","side":"VARCHAR","hash":"VARCHAR","best_bid":"VARCHAR","best_ask":"VARCHAR"}],
+  "bids":[{"price":"DECIMAL(10,6)","size":"DECIMAL(18,6)"}],"asks":[{"price":"DECIMAL(10,6)","size":"DECIMAL(18,6)"}],
+  "changes":[{"price":"DECIMAL(10,6)","side":"VARCHAR","size":"DECIMAL(18,6)"}],
+  "price_changes":[{"asset_id":"VARCHAR","price":"DECIMAL(10,6)","size":"DECIMAL(18,6)","side":"VARCHAR","hash":"VARCHAR","best_bid":"VARCHAR","best_ask":"VARCHAR"}],
   "price":"VARCHAR","size":"VARCHAR","side":"VARCHAR","fee_rate_bps":"VARCHAR","transaction_hash":"VARCHAR","message":"JSON","GET_book":"JSON"}');
 
 CREATE OR REPLACE TEMP MACRO _ws_flat(el, mi, wrap_ms, multi, jt, s) AS STRUCT_PACK(

@@ -69,8 +69,12 @@ WITH mm AS (
          unnest(generate_series(0, len(price_changes) - 1))
   FROM mm WHERE event_type = 'price_change' AND len(price_changes) > 0
 ), c AS (
+  -- The exact spellings first: upper() on every level update costs more than the rest of this step. p and s
+  -- are decimals already for JSON input (ws_json_messages.sql); the CSV export's come as text.
   SELECT *,
-         CASE WHEN NOT is_snapshot THEN CASE upper(side) WHEN 'BUY' THEN 'bid' WHEN 'SELL' THEN 'ask' END ELSE side END AS nside,
+         CASE WHEN is_snapshot THEN side
+              WHEN side = 'BUY' THEN 'bid' WHEN side = 'SELL' THEN 'ask'
+              ELSE CASE upper(side) WHEN 'BUY' THEN 'bid' WHEN 'SELL' THEN 'ask' END END AS nside,
          TRY_CAST(p AS DECIMAL(10,6)) AS price, TRY_CAST(s AS DECIMAL(18,6)) AS size
   FROM u
 )

@@ -32,7 +32,16 @@ const CACHE_MAX = 10_000;
 const cache = new Map<string, ResolvedMarket>();
 let cacheVersion = '';
 
+/** The catalogue's files are stat'ed at most this often: two stat calls per request showed in the profile. */
+const VERSION_TTL_MS = 500;
+let versionCheckedAt = 0;
+let versionCheckedFor = '';
+
 function catalogueVersion(lakeDir: string): string {
+  const t = Date.now();
+  if (lakeDir === versionCheckedFor && t - versionCheckedAt < VERSION_TTL_MS) return cacheVersion;
+  versionCheckedAt = t;
+  versionCheckedFor = lakeDir;
   const parts: string[] = [lakeDir];
   for (const name of ['markets', 'tokens'] as const) {
     try {

@@ -44,6 +44,7 @@ export class StateStore {
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
     this.migrate();
+    memoizePrepare(this.db);
   }
 
   static open(stateDir: string): StateStore {
@@ -181,6 +182,25 @@ export class StateStore {
   touchKey(id: string): void {
     this.db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?').run(now(), id);
   }
+}
+
+/**
+ * Every `db.prepare(sql)` returns one compiled statement per SQL text. Auth and the meter run several
+ * statements on every request, and compiling them each time cost more than running them (profiled under
+ * load). Reuse is safe here: statements are run synchronously to completion and no caller changes a
+ * statement's mode (pluck/raw/expand).
+ */
+function memoizePrepare(db: Database.Database): void {
+  const compile = db.prepare.bind(db);
+  const compiled = new Map<string, Database.Statement>();
+  db.prepare = ((sql: string) => {
+    let stmt = compiled.get(sql);
+    if (!stmt) {
+      stmt = compile(sql);
+      compiled.set(sql, stmt);
+    }
+    return stmt;
+  }) as Database.Database['prepare'];
 }
 
 export function hashKey(plaintext: string): string {
