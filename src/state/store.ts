@@ -39,10 +39,12 @@ export class StateStore {
   constructor(file: string) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
+    // busy_timeout first: switching to WAL needs the lock too, and a CLI opening the store while the server
+    // writes must wait for it rather than fail at once.
+    this.db.pragma('busy_timeout = 5000');
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
-    this.db.pragma('busy_timeout = 5000');
     this.migrate();
     memoizePrepare(this.db);
   }
@@ -72,7 +74,7 @@ export class StateStore {
       this.db.transaction(() => {
         this.db.exec(m.sql);
         this.db.prepare('INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)').run(m.id, m.name, now());
-      })();
+      }).immediate();
     }
   }
 
@@ -85,6 +87,8 @@ export class StateStore {
    */
   upsertUser(email: string, plan: Plan): UserRow {
     const normalized = email.trim().toLowerCase();
+    // IMMEDIATE: it reads then writes; a deferred transaction would fail with SQLITE_BUSY instead of waiting
+    // when another process commits between the read and the write.
     return this.db.transaction(() => {
       const at = now();
       let row = this.db.prepare('SELECT * FROM users WHERE email = ?').get(normalized) as UserRow | undefined;
@@ -117,7 +121,7 @@ export class StateStore {
         }
       }
       return row;
-    })();
+    }).immediate();
   }
 
   getUser(id: string): UserRow | undefined {
