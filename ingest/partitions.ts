@@ -13,7 +13,8 @@ import { sqlIdent, sqlString } from '../src/lake/duckdb.js';
  */
 
 const TMP_MARK = '.tmp-';
-export const PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880";
+const DEFAULT_ROW_GROUP = 122_880;
+const parquetOptions = (rowGroupSize: number): string => `FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${Math.trunc(rowGroupSize)}`;
 
 function partitionExpr(def: DatasetDef): string {
   const col = sqlIdent(def.partitionColumn ?? '');
@@ -92,6 +93,7 @@ export async function mergeIntoPartitions(
         `SELECT ${cols} FROM ${staging} ${where} ${dedupe} ${sorted ? '' : `ORDER BY ${order}`}`,
         finalPath,
         params,
+        def.rowGroupSize,
       );
       result.partitions += 1;
       result.rowsAdded += written;
@@ -121,6 +123,7 @@ export async function mergeIntoPartitions(
       `SELECT ${cols} FROM (SELECT ${cols} FROM read_parquet(${file}) UNION ALL ${fresh}) ORDER BY ${order}`,
       finalPath,
       params,
+      def.rowGroupSize,
     );
     result.partitions += 1;
     result.rowsAdded += added;
@@ -188,11 +191,12 @@ export async function writeParquetAtomic(
   selectSql: string,
   finalPath: string,
   params: Record<string, DuckDBValue> = {},
+  rowGroupSize: number = DEFAULT_ROW_GROUP,
 ): Promise<number> {
   fs.mkdirSync(path.dirname(finalPath), { recursive: true });
   const tmp = `${finalPath}${TMP_MARK}${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   try {
-    const copied = await conn.run(`COPY (${selectSql}) TO ${sqlString(tmp)} (${PARQUET_OPTIONS})`, params);
+    const copied = await conn.run(`COPY (${selectSql}) TO ${sqlString(tmp)} (${parquetOptions(rowGroupSize)})`, params);
     const fd = fs.openSync(tmp, 'r');
     try {
       fs.fsyncSync(fd);

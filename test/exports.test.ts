@@ -1,8 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { HeadObjectCommand, ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
+import { AbortMultipartUploadCommand, HeadObjectCommand, ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { activeCopies, fifoRoot } from '../src/lake/stream.js';
 import { makeS3Client } from '../src/s3/client.js';
+import { startLocalS3 } from '../src/s3/local.js';
 import { buildDownloadsLake, type DlLake } from './helpers/downloads-lake.js';
 
 /**
@@ -16,9 +18,9 @@ let tokens: string[];
 const post = (body: unknown, key?: string) =>
   L.fetch('/v1/exports', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...(key ? { key } : {}) });
 
-async function poll(id: string): Promise<Record<string, any>> {
+async function poll(id: string, lake: DlLake = L): Promise<Record<string, any>> {
   for (;;) {
-    const job = (await (await L.fetch(`/v1/exports/${id}`)).json()) as Record<string, any>;
+    const job = (await (await lake.fetch(`/v1/exports/${id}`)).json()) as Record<string, any>;
     if (!['queued', 'running'].includes(job.status)) return job;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -130,30 +132,113 @@ describe('exports', () => {
     expect(got.length).toBe(done.record_count);
     expect(got.length).toBeGreaterThan(0);
   });
+});
+
+/**
+ * S3 stopped while a multipart upload is genuinely in flight. The shared lake above exports in well under one
+ * part, so this block builds its own, busier lake (generator rate 10: ~39 MB of raw frames, a raw-tape CSV of
+ * several 8 MiB parts), waits until s3rver has stored the upload's first part while the DuckDB COPY is still
+ * producing, and only then stops the store.
+ */
+describe('exports: S3 stopped mid-upload', () => {
+  let B: DlLake;
+  beforeAll(async () => {
+    B = await buildDownloadsLake({ seed: 7, markets: 4, days: 2, rate: 10 });
+  });
+  afterAll(async () => {
+    await B?.close();
+  });
+
+  const uploadsDir = (): string => path.join(B.s3.directory, 'pmlake-exports', '._S3rver_uploads'); // s3rver's on-disk layout
+  /** s3rver keeps each multipart upload in ._S3rver_uploads/<uploadId>/{key, 1, 1.md5, 2, …}; a part is complete once its .md5 exists. */
+  function uploadsFor(key: string): { id: string; parts: number[] }[] {
+    if (!fs.existsSync(uploadsDir())) return [];
+    return fs
+      .readdirSync(uploadsDir())
+      .filter((u) => {
+        const f = path.join(uploadsDir(), u, 'key');
+        return fs.existsSync(f) && fs.readFileSync(f, 'utf8') === key;
+      })
+      .map((id) => ({
+        id,
+        parts: fs
+          .readdirSync(path.join(uploadsDir(), id))
+          .filter((f) => /^\d+\.md5$/.test(f))
+          .map((f) => Number(f.slice(0, -4)))
+          .sort((a, b) => a - b),
+      }));
+  }
 
   it('S3 stopped mid-export → failed with a clear error, no object left, nothing charged', async () => {
-    const before = pulls(L.userId).filter((p) => p.status === 'completed').length;
-    await L.s3.close();
-    const job = (await (await post({ kind: 'raw', series_id: 'polymarket:raw-tape', format: 'csv', idempotency_key: 'k-s3-down' })).json()) as Record<string, any>;
-    const done = await poll(job.id);
+    const exportPulls = () => B.srv.ctx.state.db.prepare(`SELECT id, status FROM pulls WHERE user_id = ? AND kind = 'export'`).all(B.userId);
+    const usage = async () => (await (await B.fetch('/v1/user/usage')).json()) as { total_bytes: number; total_downloads: number };
+    const history = async () => (await (await B.fetch('/v1/user/downloads')).json()) as unknown[];
+    const usageBefore = await usage();
+    const historyBefore = await history();
+    expect(exportPulls()).toEqual([]);
+
+    const res = await B.fetch('/v1/exports', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'raw', series_id: 'polymarket:raw-tape', format: 'csv', idempotency_key: 'k-s3-mid' }),
+    });
+    expect(res.status).toBe(202);
+    const job = (await res.json()) as { id: string };
+    const keyOf = () => (B.srv.ctx.state.db.prepare('SELECT object_key FROM export_jobs WHERE id = ?').get(job.id) as { object_key: string | null }).object_key;
+
+    // Wait until the store holds at least one complete part of this job's multipart upload.
+    let key: string | null = null;
+    for (;;) {
+      key ??= keyOf();
+      if (key && uploadsFor(key).some((u) => u.parts.length > 0)) break;
+      const j = (await (await B.fetch(`/v1/exports/${job.id}`)).json()) as { status: string };
+      expect(['queued', 'running']).toContain(j.status); // finishing before a part landed would make this test vacuous
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // The upload is in progress and DuckDB is still producing (the file is several parts; at most ~3 are buffered).
+    expect(activeCopies()).toBe(1);
+    const running = (await (await B.fetch(`/v1/exports/${job.id}`)).json()) as { status: string };
+    expect(running.status).toBe('running');
+    await B.s3.close();
+
+    const done = await poll(job.id, B);
     expect(done.status).toBe('failed');
-    expect(done.error).toMatch(/export failed: .*nothing was charged/);
-    expect(pulls(L.userId).filter((p) => p.status === 'completed').length).toBe(before);
+    expect(done.error).toMatch(/^export failed: object storage upload failed: .+; nothing was charged$/);
+    expect(done.completed_at).toEqual(expect.any(String));
+    // The COPY was stopped and its FIFO removed, not left blocked on a pipe nobody reads.
+    expect(activeCopies()).toBe(0);
+    expect(fs.readdirSync(fifoRoot())).toEqual([]);
+    // A failed job has no link: 409 like any job that is not ready.
+    const url = await B.fetch(`/v1/exports/${job.id}/url`);
+    expect(url.status).toBe(409);
+    expect(await url.json()).toEqual({ detail: 'Export is not ready (status: failed)' });
+
+    // Nothing charged: no pull was opened for the export, usage and download history did not move.
+    expect(exportPulls()).toEqual([]);
+    const usageAfter = await usage();
+    expect(usageAfter.total_bytes).toBe(usageBefore.total_bytes);
+    expect(usageAfter.total_downloads).toBe(usageBefore.total_downloads);
+    expect(await history()).toEqual(historyBefore);
+
     // Bring the store back on the same directory and port: the object must not exist.
-    const { startLocalS3 } = await import('../src/s3/local.js');
-    L.s3 = await startLocalS3({ directory: L.s3.directory, port: L.s3.port });
-    const client = makeS3Client({ endpoint: L.s3.endpoint, bucket: 'pmlake-exports', region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' });
-    const row = L.srv.ctx.state.db.prepare('SELECT object_key FROM export_jobs WHERE id = ?').get(job.id) as { object_key: string };
-    await expect(client.send(new HeadObjectCommand({ Bucket: 'pmlake-exports', Key: row.object_key }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 404 } });
-    // No orphaned multipart parts: on real S3, ListMultipartUploads would show none. s3rver does not
-    // implement that call (501 NotImplemented) and answers 405 to AbortMultipartUpload, so check what can be
-    // checked: the listing is refused by s3rver (not silently empty), and the store's own upload directory
-    // holds no parts for this key.
-    await expect(client.send(new ListMultipartUploadsCommand({ Bucket: 'pmlake-exports' }))).rejects.toBeTruthy();
-    const uploads = path.join(L.s3.directory, 'pmlake-exports', '._S3rver_uploads'); // s3rver's on-disk layout
-    const leftovers = fs.existsSync(uploads)
-      ? fs.readdirSync(uploads).filter((u) => fs.existsSync(path.join(uploads, u, 'key')) && fs.readFileSync(path.join(uploads, u, 'key'), 'utf8') === row.object_key)
-      : [];
-    expect(leftovers).toEqual([]);
+    B.s3 = await startLocalS3({ directory: B.s3.directory, port: B.s3.port });
+    const client = makeS3Client({ endpoint: B.s3.endpoint, bucket: 'pmlake-exports', region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' });
+    await expect(client.send(new HeadObjectCommand({ Bucket: 'pmlake-exports', Key: key! }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 404 } });
+
+    // Orphaned parts. On real S3 the service's AbortMultipartUpload (and lib-storage's own, leavePartsOnError
+    // false) removes them, and ListMultipartUploads would list none. s3rver cannot show that: it answers 501
+    // to ListMultipartUploads and 405 to AbortMultipartUpload, so parts it received stay in its directory for
+    // good. What is checked instead: the parts on disk are exactly one upload, never completed into an object,
+    // and the job keeps that upload id (the store was unreachable when the job tried to abort), so the
+    // service's start-up retries the abort — which s3rver, once back, still refuses with 405.
+    await expect(client.send(new ListMultipartUploadsCommand({ Bucket: 'pmlake-exports' }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 501 } });
+    const leftovers = uploadsFor(key!);
+    expect(leftovers).toHaveLength(1);
+    expect(leftovers[0]!.parts[0]).toBe(1);
+    const row = B.srv.ctx.state.db.prepare('SELECT upload_id FROM export_jobs WHERE id = ?').get(job.id) as { upload_id: string | null };
+    expect(row.upload_id).toBe(leftovers[0]!.id);
+    await expect(
+      client.send(new AbortMultipartUploadCommand({ Bucket: 'pmlake-exports', Key: key!, UploadId: row.upload_id! })),
+    ).rejects.toMatchObject({ $metadata: { httpStatusCode: 405 } });
   });
 });

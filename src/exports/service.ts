@@ -62,6 +62,14 @@ class Progress extends Transform {
   }
 }
 
+/** The object store failed during the upload (unreachable, refused a part, …). */
+class StorageError extends Error {
+  constructor(cause: unknown) {
+    super(`object storage upload failed: ${message(cause)}`, { cause });
+    this.name = 'StorageError';
+  }
+}
+
 function message(err: unknown): string {
   if (err instanceof HttpError) return typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail);
   if (err instanceof Error) return err.message || err.name;
@@ -191,7 +199,7 @@ export class ExportService {
     const log = this.ctx.log.child({ export_job: id });
     const spec = JSON.parse(job.spec) as ExportSpec;
     const principal = this.principalOf(job.user_id);
-    const slot: { copy: CopyStream | null; upload: Upload | null } = { copy: null, upload: null };
+    const slot: { copy: CopyStream | null; upload: Upload | null; body: PassThrough | null } = { copy: null, upload: null, body: null };
     this.running.set(id, slot);
     let upload: Upload | null = null;
     let timer: NodeJS.Timeout | null = null;
@@ -217,6 +225,7 @@ export class ExportService {
       // lib-storage needs a plain PassThrough as Body: given the FIFO-backed stream itself it sees no length
       // and uploads zero bytes (stack-notes.md).
       const body = new PassThrough();
+      slot.body = body;
       copy.stream.pipe(progress).pipe(body);
       upload = new Upload({
         client,
@@ -229,7 +238,12 @@ export class ExportService {
       const up = upload;
       const rowsSoFar = (): number => (spec.format === 'parquet' ? 0 : Math.max(0, progress.lines - 1));
       timer = setInterval(() => recordProgress(this.ctx.state, id, rowsSoFar(), progress.bytes, uploadIdOf(up)), PROGRESS_MS);
-      const uploadDone = up.done();
+      // A storage failure is named as such in the job's `error` (the SDK's own message is only e.g.
+      // "connect ECONNREFUSED …"). The upload rejecting first also cancels the COPY, so Promise.all below
+      // reports the storage error, not the resulting "copy cancelled".
+      const uploadDone = up.done().catch((err: unknown) => {
+        throw new StorageError(err);
+      });
       uploadDone.catch(() => copy.cancel('upload failed'));
       copy.done.catch(() => void up.abort());
       const [, result] = await Promise.all([uploadDone, copy.done]);
@@ -266,6 +280,9 @@ export class ExportService {
     } catch (err) {
       if (timer) clearInterval(timer);
       slot.copy?.cancel('export failed');
+      // Cancelling the COPY destroys only its own stream; end the pipeline behind it too, or lib-storage's
+      // other part reader waits forever on a body that never ends, holding its buffered part.
+      slot.body?.destroy();
       const orphan = upload ? await this.abortUpload(upload, key) : null;
       await this.deleteObject(key);
       const why = this.closed ? 'the service shut down during the build' : message(err);

@@ -21,15 +21,19 @@ const format = (dflt: 'csv' | 'json') => z.enum(['csv', 'parquet', 'json']).defa
 const optionalDate = isoDateTime.optional();
 const rowLimit = (max: number, dflt: number) => z.coerce.number().int().min(1).max(max).default(dflt).describe('Max rows');
 
-const TradesQuery = z
-  .object({
-    market_id: marketIdParam,
-    start: optionalDate,
-    end: optionalDate,
-    format: format('csv'),
-    limit: rowLimit(1_000_000, 100_000),
-  })
-  .superRefine((v, ctx) => checkWindow(v, ctx));
+/** One market's rows in an optional window: the shape of the trades and order-book downloads. */
+const marketWindowQuery = () =>
+  z
+    .object({
+      market_id: marketIdParam,
+      start: optionalDate,
+      end: optionalDate,
+      format: format('csv'),
+      limit: rowLimit(1_000_000, 100_000),
+    })
+    .superRefine((v, ctx) => checkWindow(v, ctx));
+
+const TradesQuery = marketWindowQuery();
 
 const OhlcvQuery = z
   .object({
@@ -42,15 +46,7 @@ const OhlcvQuery = z
   })
   .superRefine((v, ctx) => checkWindow(v, ctx));
 
-const BookQuery = z
-  .object({
-    market_id: marketIdParam,
-    start: optionalDate,
-    end: optionalDate,
-    format: format('csv'),
-    limit: rowLimit(1_000_000, 100_000),
-  })
-  .superRefine((v, ctx) => checkWindow(v, ctx));
+const BookQuery = marketWindowQuery();
 
 const TopOfBookQuery = z
   .object({

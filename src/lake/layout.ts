@@ -27,6 +27,11 @@ export type DatasetDef = Readonly<{
    * facts that never change, 'replace' for data derived at ingest and recomputed (candles).
    */
   onConflict?: 'keep' | 'replace';
+  /**
+   * Rows per Parquet row group (default 122,880). Smaller for wide rows read one at a time: a point lookup
+   * decodes a whole row group's column chunk.
+   */
+  rowGroupSize?: number;
   /** Column name → DuckDB type, in file order. */
   columns: Readonly<Record<string, string>>;
 }>;
@@ -209,6 +214,8 @@ export const DATASETS = {
   },
   book_snapshots: {
     dir: 'book_snapshots',
+    // A book-at-instant lookup reads one snapshot's bids/asks lists; 2,048-row groups cut it ~3× (measured).
+    rowGroupSize: 2048,
     partition: 'date',
     partitionColumn: 'ts',
     sortBy: ['asset_id', 'ts', 'seq'],

@@ -27,11 +27,13 @@ export type DlLake = {
   close(): Promise<void>;
 };
 
-export async function buildDownloadsLake(opts: { markets?: number; days?: number; seed?: number; env?: Record<string, string> } = {}): Promise<DlLake> {
+export async function buildDownloadsLake(
+  opts: { markets?: number; days?: number; seed?: number; env?: Record<string, string>; /** generator activity (default 0.3) */ rate?: number } = {},
+): Promise<DlLake> {
   const tmp = tempDir('pmlake-dl-');
   const lakeDir = path.join(tmp.dir, 'lake');
   const gen = path.join(tmp.dir, 'gen');
-  await generate({ markets: opts.markets ?? 4, days: opts.days ?? 2, seed: opts.seed ?? 11, out: gen, workers: 0, rate: 0.3, options: true });
+  await generate({ markets: opts.markets ?? 4, days: opts.days ?? 2, seed: opts.seed ?? 11, out: gen, workers: 0, rate: opts.rate ?? 0.3, options: true });
   await runIngest([gen], { lakeDir, threads: 2 });
   fs.rmSync(gen, { recursive: true, force: true });
   const s3 = await startLocalS3({ directory: path.join(tmp.dir, 's3'), buckets: ['pmlake-exports'] });

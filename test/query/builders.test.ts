@@ -90,8 +90,12 @@ WHERE asset_id = $asset AND ts <= $at AND date <= $to_date AND date >= $from_dat
 ORDER BY ts DESC, seq DESC
 LIMIT 1`);
     expect(q.params).toEqual({ asset: 'A', at: timestampValue(T0), to_date: '2025-09-16', from_date: '2025-09-14' });
-    const t = tapeAfterQuery(fake, 'A', 42n, T0, T0);
-    expect(t.params).toEqual({ asset: 'A', at: timestampValue(T0), to_date: '2025-09-16', after_seq: 42n, from_date: '2025-09-15' });
+    // A tape seq is receive ms × 1e6 + rank: the tape after it starts in its receive date's partition.
+    const seq = (T0 - 86_400_000_000n) / 1000n * 1_000_000n + 7n;
+    const t = tapeAfterQuery(fake, 'A', seq, T0);
+    expect(t.params).toEqual({ asset: 'A', at: timestampValue(T0), to_date: '2025-09-16', after_seq: seq, from_date: '2025-09-15' });
+    expect(tapeAfterQuery(fake, 'A', 42n, T0).params.from_date).toBe('1970-01-01');
+    expect(tapeAfterQuery(fake, 'A', null, T0).sql).toContain('WHERE asset_id = $asset AND recv_ts <= $at AND date <= $to_date\n');
     expect(t.sql).toContain('WHERE asset_id = $asset AND recv_ts <= $at AND date <= $to_date AND seq > $after_seq AND date >= $from_date');
     expect(topOfBookPageQuery(fake, ['A'], {}, { limit: 10, offset: 0 }).sql).toContain('ORDER BY ts, asset_id, seq\nLIMIT $limit OFFSET $offset');
   });
@@ -103,7 +107,7 @@ LIMIT 1`);
         marketByIdQuery(fake, h), marketByTokenQuery(fake, h), marketByTokenListQuery(fake, h), seriesExistsQuery(fake, h),
         marketTradeStatsQuery(fake, [h, h]), marketBookStatsQuery(fake, [h]),
         tradesPageQuery(fake, { tokens: [h] }, { limit: 1, offset: 0 }), ohlcvPageQuery(fake, { token: h, outcome: 0, timeframe: timeframeOf(60) }, 1),
-        snapshotAtQuery(fake, h, T0, undefined), tapeAfterQuery(fake, h, null, T0, null), topOfBookSelect(fake, [h], {}), bookSnapshotsSelect(fake, [h], {}),
+        snapshotAtQuery(fake, h, T0, undefined), tapeAfterQuery(fake, h, null, T0), topOfBookSelect(fake, [h], {}), bookSnapshotsSelect(fake, [h], {}),
         estimateRowsQuery(fake, 'trades', [h], {}), estimateRowsQuery(fake, 'ohlcv', [h], {}, timeframeOf(3600)), seriesRowsQuery(fake, 'raw', h, {}),
         seriesQuery(fake, h),
       ];
@@ -149,7 +153,7 @@ describe('SQL builders on a real DuckDB', () => {
         const rows = await runQuery(db, q);
         expect(rows.length <= 1).toBe(true);
       }
-      const tape = await runQuery(db, tapeAfterQuery(lake, h, 1n, T0, T0));
+      const tape = await runQuery(db, tapeAfterQuery(lake, h, 1n, T0));
       expect(tape).toEqual([{ reset_seq: null, side: null, price: null, size: null, last_ts: null, updates: 0 }]);
       expect(await runQuery(db, estimateRowsQuery(lake, 'trades', [h], {}))).toEqual([{ rows: 0, tokens: 0 }]);
     }
