@@ -205,6 +205,9 @@ describe('exports: S3 stopped mid-upload', () => {
     expect(done.status).toBe('failed');
     expect(done.error).toMatch(/^export failed: object storage upload failed: .+; nothing was charged$/);
     expect(done.completed_at).toEqual(expect.any(String));
+    // It shows how far it got: at least the part the store had acknowledged (lib-storage parts are 8 MiB).
+    expect(done.progress.bytes_written).toBeGreaterThan(8 * 1024 * 1024);
+    expect(done.progress.rows_written).toBeGreaterThan(0);
     // The COPY was stopped and its FIFO removed, not left blocked on a pipe nobody reads.
     expect(activeCopies()).toBe(0);
     expect(fs.readdirSync(fifoRoot())).toEqual([]);

@@ -60,6 +60,11 @@ class Progress extends Transform {
     for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) this.lines += 1;
     cb(null, chunk);
   }
+
+  /** Rows so far: lines minus the CSV header / the JSON array's opening line; Parquet has no lines to count. */
+  rows(format: CopyFormat): number {
+    return format === 'parquet' ? 0 : Math.max(0, this.lines - 1);
+  }
 }
 
 /** The object store failed during the upload (unreachable, refused a part, …). */
@@ -203,6 +208,7 @@ export class ExportService {
     this.running.set(id, slot);
     let upload: Upload | null = null;
     let timer: NodeJS.Timeout | null = null;
+    let progress: Progress | null = null;
     const started = Date.now();
     try {
       if (!principal) throw new Error('the account no longer exists');
@@ -221,12 +227,13 @@ export class ExportService {
       const { client, bucket } = await this.storage();
       const copy = await startCopy(this.ctx.db, plan.query, spec.format);
       slot.copy = copy;
-      const progress = new Progress();
+      const counted = new Progress();
+      progress = counted;
       // lib-storage needs a plain PassThrough as Body: given the FIFO-backed stream itself it sees no length
       // and uploads zero bytes (stack-notes.md).
       const body = new PassThrough();
       slot.body = body;
-      copy.stream.pipe(progress).pipe(body);
+      copy.stream.pipe(counted).pipe(body);
       upload = new Upload({
         client,
         params: { Bucket: bucket, Key: key, Body: body, ContentType: CONTENT_TYPES[spec.format] },
@@ -236,8 +243,7 @@ export class ExportService {
       });
       slot.upload = upload;
       const up = upload;
-      const rowsSoFar = (): number => (spec.format === 'parquet' ? 0 : Math.max(0, progress.lines - 1));
-      timer = setInterval(() => recordProgress(this.ctx.state, id, rowsSoFar(), progress.bytes, uploadIdOf(up)), PROGRESS_MS);
+      timer = setInterval(() => recordProgress(this.ctx.state, id, counted.rows(spec.format), counted.bytes, uploadIdOf(up)), PROGRESS_MS);
       // A storage failure is named as such in the job's `error` (the SDK's own message is only e.g.
       // "connect ECONNREFUSED …"). The upload rejecting first also cancels the COPY, so Promise.all below
       // reports the storage error, not the resulting "copy cancelled".
@@ -250,7 +256,7 @@ export class ExportService {
       clearInterval(timer);
       timer = null;
       const rows = result.rows;
-      const bytes = progress.bytes;
+      const bytes = counted.bytes;
       recordProgress(this.ctx.state, id, rows, bytes, null);
       // The file is complete in object storage: now, and only now, the pull is charged.
       let ticket;
@@ -280,9 +286,12 @@ export class ExportService {
     } catch (err) {
       if (timer) clearInterval(timer);
       slot.copy?.cancel('export failed');
-      // Cancelling the COPY destroys only its own stream; end the pipeline behind it too, or lib-storage's
-      // other part reader waits forever on a body that never ends, holding its buffered part.
+      // Cancelling the COPY destroys only its own stream; end the pipeline behind it too, or (when the COPY
+      // failed first and the upload was aborted) lib-storage's part readers wait forever on a body that never
+      // ends, holding their buffered parts.
       slot.body?.destroy();
+      // The job shows how far it got (a failure often lands before the first progress tick).
+      if (progress) recordProgress(this.ctx.state, id, progress.rows(spec.format), progress.bytes, null);
       const orphan = upload ? await this.abortUpload(upload, key) : null;
       await this.deleteObject(key);
       const why = this.closed ? 'the service shut down during the build' : message(err);
