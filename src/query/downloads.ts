@@ -200,31 +200,33 @@ export function rawFramesDownload(
   return query(sql, params);
 }
 
-/** Flat per-level rows of the L2 tape, in file order (date, token, sequence, level): constant memory. */
-export function l2LevelsDownload(lake: Lake, conditionId: string | null, w: Window, limit: number | null, format: CopyFormat): Query {
-  const params: Params = {};
-  const where = windowWhere('recv_ts', w, params, { column: 'date' });
+/** `FROM <source> WHERE <window on timeCol> [AND condition_id = …] [LIMIT]` shared by the flat tape files. */
+function tapeFrom(lake: Lake, dataset: 'l2' | 'last_trades', timeCol: string, conditionId: string | null, w: Window, limit: number | null, params: Params): string {
+  const where = windowWhere(timeCol, w, params, { column: 'date' });
   if (conditionId) {
     params.condition_id = conditionId;
     where.push('condition_id = $condition_id');
   }
+  return `FROM ${lake.from(dataset)} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ${limit === null ? '' : limitClause(limit, params)}`;
+}
+
+/** Flat per-level rows of the L2 tape, in file order (date, token, sequence, level): constant memory. */
+export function l2LevelsDownload(lake: Lake, conditionId: string | null, w: Window, limit: number | null, format: CopyFormat): Query {
+  const params: Params = {};
+  const from = tapeFrom(lake, 'l2', 'recv_ts', conditionId, w, limit, params);
   const sql = `SELECT ${ts('recv_ts', format)} AS recv_ts, ${ts('ts', format)} AS "timestamp", condition_id AS market_id, asset_id,
     side, level_idx AS level, CAST(price AS DOUBLE) AS price, CAST(size AS DOUBLE) AS size, is_snapshot, hash, seq
-  FROM ${lake.from('l2')} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ${limit === null ? '' : limitClause(limit, params)}`;
+  ${from}`;
   return query(sql, params);
 }
 
 /** Venue trades seen on the tape (last_trade_price), flat. */
 export function tapeTradesDownload(lake: Lake, conditionId: string | null, w: Window, limit: number | null, format: CopyFormat): Query {
   const params: Params = {};
-  const where = windowWhere('ts', w, params, { column: 'date' });
-  if (conditionId) {
-    params.condition_id = conditionId;
-    where.push('condition_id = $condition_id');
-  }
+  const from = tapeFrom(lake, 'last_trades', 'ts', conditionId, w, limit, params);
   const sql = `SELECT ${ts('ts', format)} AS "timestamp", ${ts('recv_ts', format)} AS recv_ts, condition_id AS market_id, asset_id,
     side, CAST(price AS DOUBLE) AS price, CAST(size AS DOUBLE) AS size, fee_rate_bps, transaction_hash, seq
-  FROM ${lake.from('last_trades')} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ${limit === null ? '' : limitClause(limit, params)}`;
+  ${from}`;
   return query(sql, params);
 }
 
