@@ -22,6 +22,8 @@ export type GenOptions = {
   busy: number;
   /** Generator activity multiplier (1 = its default event rates). */
   rate: number;
+  /** Mean maker fills per match (the generator's --maker-fills); undefined = the generator's default. */
+  makerFills?: number;
 };
 
 export type BuildStats = {
@@ -99,7 +101,8 @@ function clearOwnDir(dir: string, gen: GenOptions): void {
 }
 
 function sameGen(a: GenOptions, b: GenOptions): boolean {
-  return a.markets === b.markets && a.days === b.days && a.seed === b.seed && a.busy === b.busy && a.rate === b.rate;
+  return a.markets === b.markets && a.days === b.days && a.seed === b.seed && a.busy === b.busy && a.rate === b.rate
+    && (a.makerFills ?? null) === (b.makerFills ?? null);
 }
 
 export function dirBytes(dir: string): number {
@@ -151,7 +154,8 @@ export async function ensureLake(opts: {
     clearOwnDir(dataDir, gen);
     const g = await runCli(
       ['generate', '--markets', String(gen.markets), '--days', String(gen.days), '--seed', String(gen.seed), '--out', dataDir,
-        '--busy', String(gen.busy), ...(gen.rate !== 1 ? ['--rate', String(gen.rate)] : [])],
+        '--busy', String(gen.busy), ...(gen.rate !== 1 ? ['--rate', String(gen.rate)] : []),
+        ...(gen.makerFills !== undefined ? ['--maker-fills', String(gen.makerFills)] : [])],
       { ...process.env, LOG_LEVEL: 'info' },
       path.join(opts.workDir, 'generate.log'),
       log,

@@ -3,9 +3,9 @@ import { generate } from './index.js';
 
 /**
  * `pmlake generate --markets N --days D --seed S --out DIR [--start YYYY-MM-DD] [--busy K] [--options]
- *  [--rate X] [--workers W]` — writes synthetic venue-format source files (see lake/README.md "Generator").
+ *  [--rate X] [--maker-fills F] [--workers W]` — writes synthetic venue-format source files (see lake/README.md "Generator").
  */
-const USAGE = 'usage: pmlake generate --markets N --days D --seed S --out DIR [--start YYYY-MM-DD] [--busy K] [--options] [--rate X] [--workers W]\n';
+const USAGE = 'usage: pmlake generate --markets N --days D --seed S --out DIR [--start YYYY-MM-DD] [--busy K] [--options] [--rate X] [--maker-fills F] [--workers W]\n';
 
 const Args = z.object({
   markets: z.coerce.number().int().min(1).max(100_000),
@@ -16,6 +16,7 @@ const Args = z.object({
   busy: z.coerce.number().int().min(0).max(1_000).optional(),
   options: z.boolean().optional(),
   rate: z.coerce.number().positive().max(1_000).optional(),
+  'maker-fills': z.coerce.number().min(1).max(50).optional(),
   workers: z.coerce.number().int().min(0).max(64).optional(),
 });
 
@@ -50,7 +51,8 @@ export async function generateCommand(args: string[]): Promise<number> {
     return 2;
   }
   const t0 = Date.now();
-  const report = await generate(opts, (r, done, total) => {
+  const { 'maker-fills': makerFills, ...rest } = opts;
+  const report = await generate({ ...rest, ...(makerFills !== undefined ? { makerFills } : {}) }, (r, done, total) => {
     const s = (Date.now() - t0) / 1000;
     process.stderr.write(`generate: day ${done}/${total} ${r.date} ${r.counts.level_updates} level updates, ${r.counts.trades} trades (${s.toFixed(1)} s)\n`);
   });

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { Rng } from './prng.js';
-import { DAY_MS, NEW_SHAPE_FROM, isoDate, type Plan, type PlanMarket } from './plan.js';
+import { DAY_MS, DEFAULT_MAKER_FILLS, NEW_SHAPE_FROM, isoDate, type Plan, type PlanMarket } from './plan.js';
 import { ChunkWriter, PRICE_STR, sizeStr, blockAt, blockTime, CTF_EXCHANGE, NEG_RISK_CTF_EXCHANGE } from './format.js';
 import { writeOptionsDay } from './options.js';
 
@@ -150,6 +150,10 @@ export function runDay(plan: Plan, day: number): DayResult {
   const fills = new ChunkWriter(path.join(out, 'fills', `${date}.jsonl`));
   const c = emptyCounts();
   const ratePerMs = plan.baseRatePerHour / 3_600_000;
+  // Maker fills per match: 1 + geometric(p), mean 1 + (1 − p) / p, capped at 3.5× the mean (10 at the default,
+  // which keeps the default's draws — and so its output — exactly as before the option existed).
+  const extraP = plan.opts.makerFills === DEFAULT_MAKER_FILLS ? 0.35 : 1 / plan.opts.makerFills;
+  const extraCap = Math.round(3.5 * plan.opts.makerFills) - 1;
 
   const sims = plan.markets.filter((m) => m.tradeFromMs < dayEnd && m.tradeToMs > dayStart).map((m) => new Sim(m));
 
@@ -278,7 +282,7 @@ export function runDay(plan: Plan, day: number): DayResult {
       logIndex = rng.int(40);
     }
     // Several resting orders usually fill one taker order (mean ≈ 2.9 maker fills per match).
-    const parts = Math.min(size, 1 + Math.min(9, rng.geometric(0.35)));
+    const parts = Math.min(size, 1 + Math.min(extraCap, rng.geometric(extraP)));
     const cuts: number[] = [];
     for (let i = 1; i < parts; i++) cuts.push(1 + rng.int(size - 1));
     cuts.sort((x, y) => x - y);

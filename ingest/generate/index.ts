@@ -10,7 +10,7 @@ export type { GenerateOptions } from './plan.js';
 
 export type GenerateReport = {
   out: string;
-  options: { markets: number; days: number; seed: number; start: string; busy: number; options: boolean; rate: number };
+  options: { markets: number; days: number; seed: number; start: string; busy: number; options: boolean; rate: number; makerFills: number };
   range: { from: string; to: string };
   counts: DayCounts & { markets: number; tokens: number; events: number; series: number; days: number };
   bytes: { ws: number; fills: number; options: number; markets: number; total: number };
@@ -83,7 +83,7 @@ export async function generate(o: GenerateOptions, onProgress?: ProgressFn): Pro
   const report: GenerateReport = {
     out,
     options: { markets: opts.markets, days: opts.days, seed: opts.seed, start: opts.start, busy: opts.busy,
-      options: opts.options, rate: opts.rate },
+      options: opts.options, rate: opts.rate, makerFills: opts.makerFills },
     range: { from: isoDate(plan.startMs), to: isoDate(plan.endMs - 1) },
     counts: { ...counts, markets: plan.markets.length, tokens: plan.markets.length * 2, events: plan.events.length,
       series: plan.series.length, days: opts.days },

@@ -18,6 +18,11 @@ export type GenerateOptions = {
   options?: boolean;
   /** Activity multiplier (1 = default event rates). */
   rate?: number;
+  /**
+   * Mean number of resting (maker) orders one taker order fills (default ≈ 2.9). Raising it raises trades per
+   * match without adding book messages: the bench uses it to reach its trades-to-level-updates ratio.
+   */
+  makerFills?: number;
   /** Worker threads; 0 = run in this thread. Default: available cores, capped at the number of days. */
   workers?: number;
 };
@@ -116,6 +121,9 @@ export const DAY_MS = 86_400_000;
 export const NEW_SHAPE_FROM = '2025-09-15';
 const CENTRE = Date.UTC(2025, 8, 15);
 
+/** 1 + geometric(0.35): the mean maker fills per match of the generator's first version (kept as the default). */
+export const DEFAULT_MAKER_FILLS = 1 + 0.65 / 0.35;
+
 export function resolveOptions(o: GenerateOptions): ResolvedOptions {
   const start = o.start ?? isoDate(CENTRE - Math.floor(o.days / 2) * DAY_MS);
   return {
@@ -127,6 +135,7 @@ export function resolveOptions(o: GenerateOptions): ResolvedOptions {
     busy: o.busy ?? Math.max(1, Math.round(o.markets / 500)),
     options: o.options ?? false,
     rate: o.rate ?? 1,
+    makerFills: o.makerFills ?? DEFAULT_MAKER_FILLS,
     workers: o.workers ?? -1,
   };
 }
