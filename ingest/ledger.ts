@@ -1,6 +1,6 @@
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 
 /**
  * What has been ingested, keyed by the sha256 of each input file's bytes. The ledger is an append-only JSON
@@ -53,11 +53,40 @@ export function appendLedger(lakeDir: string, entries: LedgerEntry[]): void {
   }
 }
 
-/** sha256 of a file's bytes, streamed (inputs can be many GB). */
-export async function hashFile(file: string): Promise<string> {
-  const h = crypto.createHash('sha256');
-  for await (const chunk of fs.createReadStream(file, { highWaterMark: 1 << 20 })) h.update(chunk as Buffer);
-  return h.digest('hex');
+/**
+ * Hashes files in order on one worker thread, ahead of the caller: `hash(file)` returns a promise that is
+ * usually settled by the time the orchestrator has staged the file before it. Call `close()` when done.
+ */
+export class FileHasher {
+  private readonly worker = new Worker(new URL('./hash-worker.mjs', import.meta.url));
+  private readonly waiting = new Map<number, { resolve: (h: string) => void; reject: (e: Error) => void }>();
+  private next = 0;
+
+  constructor() {
+    this.worker.on('message', (m: { id: number; sha256?: string; error?: string }) => {
+      const w = this.waiting.get(m.id);
+      this.waiting.delete(m.id);
+      if (m.sha256 !== undefined) w?.resolve(m.sha256);
+      else w?.reject(new Error(m.error ?? 'hash failed'));
+    });
+    this.worker.on('error', (err) => {
+      for (const w of this.waiting.values()) w.reject(err);
+      this.waiting.clear();
+    });
+  }
+
+  hash(file: string): Promise<string> {
+    const id = this.next++;
+    const p = new Promise<string>((resolve, reject) => this.waiting.set(id, { resolve, reject }));
+    // Queued now, hashed in order; an unawaited failure must not become an unhandled rejection.
+    p.catch(() => {});
+    this.worker.postMessage({ id, file });
+    return p;
+  }
+
+  async close(): Promise<void> {
+    await this.worker.terminate();
+  }
 }
 
 export class LakeLockedError extends Error {}

@@ -7,7 +7,7 @@ import { DATASETS, columnDdl, type DatasetDef, type DatasetName } from '../src/l
 import { createLogger, type Logger } from '../src/log.js';
 import { deriveBooks } from './books.js';
 import { expandInputs, gunzipTo, isGzip, pickHandler, readHead } from './detect.js';
-import { acquireLakeLock, appendLedger, hashFile, readLedger, type LedgerEntry } from './ledger.js';
+import { acquireLakeLock, appendLedger, FileHasher, readLedger, type LedgerEntry } from './ledger.js';
 import { mergeIntoPartitions, sweepTempFiles } from './partitions.js';
 import type { BatchContext, IngestIssue, SourceHandler, SourceKind } from './types.js';
 import type { TapeBatchContext } from './ws/common.js';
@@ -138,6 +138,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
   };
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-ingest-'));
   let progressTimer: NodeJS.Timeout | undefined;
+  let hasher: FileHasher | undefined;
   try {
     // Only under the lock: another running ingest's temp files are not leftovers.
     sweepTempFiles(lakeDir);
@@ -150,18 +151,13 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     const finalizeCatalog = withDerived ? await optional<Derive>('./catalog.js', 'finalizeCatalog', log) : undefined;
 
     // Detect first, then stage by kind (catalogue before fills before tape) so a batch's trades and tape
-    // find the metadata that arrived with them.
+    // find the metadata that arrived with them. Files are hashed on a worker thread in staging order, each
+    // while the files before it are staged; the ledger check happens just before a file would be staged.
     const ledger = readLedger(lakeDir);
     const seen = new Set<string>();
-    type Item = { file: string; sha256: string; bytes: number; handler: SourceHandler; gz: boolean };
+    type Item = { file: string; bytes: number; handler: SourceHandler; gz: boolean; sha256: Promise<string> };
     const items: Item[] = [];
     for (const file of files) {
-      const sha256 = await hashFile(file);
-      if (ledger.has(sha256) || seen.has(sha256)) {
-        report.skipped += 1;
-        continue;
-      }
-      seen.add(sha256);
       const gz = isGzip(file);
       const head = await readHead(file);
       const handler = pickHandler(handlers, file, head);
@@ -170,9 +166,11 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         report.issues.push({ file, message: 'format not recognised; file skipped' });
         continue;
       }
-      items.push({ file, sha256, bytes: fs.statSync(file).size, handler, gz });
+      items.push({ file, bytes: fs.statSync(file).size, handler, gz, sha256: Promise.resolve('') });
     }
     items.sort((a, b) => KIND_ORDER[a.handler.kind] - KIND_ORDER[b.handler.kind]);
+    hasher = new FileHasher();
+    for (const item of items) item.sha256 = hasher.hash(item.file);
 
     const allowed = [lakeDir, workDir, ...new Set(files.map((f) => path.dirname(f)))];
     const instance = await openLakeDb({
@@ -240,10 +238,17 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       };
 
       for (const item of items) {
+        const sha256 = await item.sha256;
+        if (ledger.has(sha256) || seen.has(sha256)) {
+          report.skipped += 1;
+          done += 1;
+          continue;
+        }
+        seen.add(sha256);
         const before = report.issues.length;
         let stagePath = item.file;
         if (item.gz) {
-          stagePath = path.join(workDir, `${item.sha256.slice(0, 16)}-${path.basename(item.file).replace(/\.gz$/i, '')}`);
+          stagePath = path.join(workDir, `${sha256.slice(0, 16)}-${path.basename(item.file).replace(/\.gz$/i, '')}`);
           await gunzipTo(item.file, stagePath);
         }
         let ok = true;
@@ -270,7 +275,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         done += 1;
         if (!ok) continue;
         pending.push({
-          sha256: item.sha256, file: item.file, bytes: item.bytes, handler: item.handler.name, ingested_at: new Date().toISOString(),
+          sha256, file: item.file, bytes: item.bytes, handler: item.handler.name, ingested_at: new Date().toISOString(),
         });
         if ((await stagedRows()) >= batchRows) await flush();
       }
@@ -281,6 +286,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     }
   } finally {
     if (progressTimer) clearInterval(progressTimer);
+    await hasher?.close();
     fs.rmSync(workDir, { recursive: true, force: true });
     release();
   }
