@@ -28,9 +28,9 @@ type Scale = { gen: GenOptions; httpSeconds: number; ingestReps: number; ingestM
 
 export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
   // The issue's scale: ≥20M trades and ≥100M L2 level updates over 90 days across 2,000 markets, two of them
-  // very busy. --rate 0.6 gives ≈105M level updates; --maker-fills 6 (a taker order fills ≈6 resting orders
-  // instead of ≈2.9) gives ≈22M trades without adding book messages. About 26 GB of source JSON.
-  default: { gen: { markets: 2000, days: 90, seed: 20250915, busy: 2, rate: 0.6, makerFills: 6 }, httpSeconds: 8, ingestReps: 3, ingestMarkets: 200, note: 'the issue scale' },
+  // very busy. --rate 0.53 gives ≈107M level updates (0.6 gave 122M); --maker-fills 5 (a taker order fills ≈5
+  // resting orders instead of ≈2.9) gives ≈21M trades without adding book messages. About 27 GB of source JSON.
+  default: { gen: { markets: 2000, days: 90, seed: 20250915, busy: 2, rate: 0.53, makerFills: 5 }, httpSeconds: 8, ingestReps: 3, ingestMarkets: 200, note: 'the issue scale' },
   small: { gen: { markets: 300, days: 30, seed: 20250915, busy: 2, rate: 0.1 }, httpSeconds: 5, ingestReps: 3, ingestMarkets: 100, note: 'a few minutes' },
   tiny: { gen: { markets: 40, days: 5, seed: 20250915, busy: 2, rate: 1 }, httpSeconds: 2, ingestReps: 1, ingestMarkets: 40, note: 'seconds; harness check' },
 };

@@ -56,10 +56,14 @@ export async function deriveCandles(ctx: BatchContext): Promise<void> {
     `INSERT INTO stg_candles_1m BY NAME
      SELECT token_id,
             date_trunc('minute', ts) AS bucket,
-            first(price ORDER BY ts, block_number NULLS FIRST, log_index, id) AS open,
+            -- arg_min/arg_max over one sort key keep a single row of state per minute; first/last with ORDER BY
+            -- buffer every trade of the group, which ran out of memory on a 20M-trade batch. The key is the
+            -- trade order (ts, block_number NULLS FIRST, log_index NULLS LAST, id): coalesce puts the NULLs
+            -- where that order does (a real log index is far below 2^31).
+            arg_min(price, (ts, coalesce(block_number, -1), coalesce(log_index, 2147483647), id)) AS open,
             max(price) AS high,
             min(price) AS low,
-            last(price ORDER BY ts, block_number NULLS FIRST, log_index, id) AS close,
+            arg_max(price, (ts, coalesce(block_number, -1), coalesce(log_index, 2147483647), id)) AS close,
             sum(size)::DECIMAL(18,6) AS volume,
             sum(usd_value)::DECIMAL(18,6) AS usd_volume,
             count(*) AS trade_count

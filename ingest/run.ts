@@ -127,8 +127,10 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     files: 0, ingested: 0, skipped: 0, failed: 0, batches: 0, rows_added: {}, issues: [], counts: {}, seconds: 0,
     phase_seconds: {}, level_updates_per_second: 0,
   };
+  let phaseNow = 'hash';
   const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {
     const t = performance.now();
+    phaseNow = phase;
     try {
       return await fn();
     } finally {
@@ -201,7 +203,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
           const s = (performance.now() - t0) / 1000;
           const lu = report.counts.level_updates ?? 0;
           process.stderr.write(
-            `pmlake ingest: ${done}/${items.length} files, ${report.batches} batches written, ${lu} level updates staged, ${s.toFixed(1)} s\n`,
+            `pmlake ingest: ${done}/${items.length} files, ${report.batches} batches written, ${lu} level updates staged, ${s.toFixed(1)} s (${phaseNow})\n`,
           );
         }, 3000);
         progressTimer.unref();
