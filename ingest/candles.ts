@@ -5,7 +5,8 @@ import { resolveTradeTokens, parquetList } from './catalog.js';
 import type { BatchContext } from './types.js';
 
 /**
- * One-minute OHLCV per token from trades, built at ingest so coarser timeframes are cheap rollups.
+ * One-minute OHLCV per token from trades, built at ingest so coarser timeframes are cheap rollups, and
+ * hourly OHLCV rolled up from those minutes (candles_1h) for 1h-and-coarser queries.
  *
  * For every (token, month) the batch's trades touch, the candles of that whole token-month are recomputed
  * from the lake's trades plus the staged ones (de-duplicated on trade id), so a minute whose trades arrive in
@@ -71,5 +72,57 @@ export async function deriveCandles(ctx: BatchContext): Promise<void> {
   );
   const n = await conn.runAndReadAll(`SELECT count(*) AS n FROM stg_candles_1m`);
   ctx.counts.candles_1m = Number(n.getRowObjectsJS()[0]!.n);
+  // Hourly candles of the same token-months, rolled up from their (complete, recomputed) minutes: an hour
+  // never straddles a month, so a touched token-month's hours are complete too.
+  await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_candles_1h (${columnDdl('candles_1h')})`);
+  await conn.run(
+    `DELETE FROM stg_candles_1h WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)`,
+  );
+  await conn.run(
+    `INSERT INTO stg_candles_1h BY NAME ${hourlyFrom(
+      `(SELECT * FROM stg_candles_1m WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched))`,
+    )}`,
+  );
+  await backfillHourly(ctx);
+  const h = await conn.runAndReadAll(`SELECT count(*) AS n FROM stg_candles_1h`);
+  ctx.counts.candles_1h = Number(h.getRowObjectsJS()[0]!.n);
   for (const t of ['_cdl_touched', '_cdl_trades']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+}
+
+/** Hourly candles of a candles_1m-shaped source: first minute's open, last minute's close. */
+function hourlyFrom(source: string): string {
+  return `SELECT token_id, date_trunc('hour', bucket) AS bucket,
+            arg_min(open, bucket) AS open, max(high) AS high, min(low) AS low, arg_max(close, bucket) AS close,
+            sum(volume)::DECIMAL(18,6) AS volume, sum(usd_volume)::DECIMAL(18,6) AS usd_volume,
+            sum(trade_count)::BIGINT AS trade_count
+     FROM ${source} GROUP BY token_id, date_trunc('hour', bucket)`;
+}
+
+/**
+ * A lake built before candles_1h existed has minute candles for months that have no hourly file: those
+ * months are rolled up from the stored minutes once, by the next ingest (the query side only uses
+ * candles_1h when it covers every month candles_1m does). Token-months this batch recomputed are skipped:
+ * their rows are staged already.
+ */
+async function backfillHourly(ctx: BatchContext): Promise<void> {
+  const lake = path.resolve(ctx.lakeDir);
+  const monthsOf = (dir: string): string[] => {
+    const full = path.join(lake, dir);
+    if (!fs.existsSync(full)) return [];
+    return fs
+      .readdirSync(full)
+      .filter((p) => p.startsWith('month=') && fs.existsSync(path.join(full, p, 'data.parquet')))
+      .map((p) => p.slice('month='.length));
+  };
+  const have = new Set(monthsOf(DATASETS.candles_1h.dir));
+  const missing = monthsOf(DATASETS.candles_1m.dir).filter((m) => !have.has(m));
+  if (missing.length === 0) return;
+  const files = missing.map((m) => path.join(lake, DATASETS.candles_1m.dir, `month=${m}`, 'data.parquet'));
+  await ctx.conn.run(
+    `INSERT INTO stg_candles_1h BY NAME ${hourlyFrom(
+      `(SELECT * FROM read_parquet(${parquetList(files)})
+        WHERE (token_id, strftime(bucket, '%Y-%m')) NOT IN (SELECT token_id, month FROM _cdl_touched))`,
+    )}`,
+  );
+  ctx.counts.candles_1h_backfilled_months = (ctx.counts.candles_1h_backfilled_months ?? 0) + missing.length;
 }

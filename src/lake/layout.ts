@@ -159,6 +159,27 @@ export const DATASETS = {
       trade_count: 'BIGINT',
     },
   },
+  candles_1h: {
+    dir: 'candles_1h',
+    partition: 'month',
+    partitionColumn: 'bucket',
+    // Rolled up from candles_1m at ingest (ingest/candles.ts), for the same touched token-months; the
+    // 1h-and-coarser OHLCV reads 60× fewer rows than candles_1m (Databento keeps ohlcv-1m and ohlcv-1h alike).
+    onConflict: 'replace',
+    sortBy: ['token_id', 'bucket'],
+    naturalKey: ['token_id', 'bucket'],
+    columns: {
+      token_id: 'VARCHAR',
+      bucket: 'TIMESTAMP',
+      open: PRICE,
+      high: PRICE,
+      low: PRICE,
+      close: PRICE,
+      volume: SIZE,
+      usd_volume: SIZE,
+      trade_count: 'BIGINT',
+    },
+  },
   l2: {
     dir: 'l2',
     partition: 'date',

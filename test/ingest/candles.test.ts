@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { generate } from '../../ingest/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { expectedCandles, expectedTrades, query, tempDir } from './fills-oracle.js';
 
@@ -11,10 +12,10 @@ const FILES = ['order_filled_synthetic.jsonl', 'order_filled_camel.json', 'golds
 const tmp = tempDir('pmlake-candles-');
 afterAll(() => tmp.cleanup());
 
-async function lakeCandles(lake: string) {
+async function lakeCandles(lake: string, dataset: 'candles_1m' | 'candles_1h' = 'candles_1m') {
   return query(`SELECT token_id, strftime(bucket, '%Y-%m-%d %H:%M:%S') AS bucket, open, high, low, close, volume, usd_volume,
                        trade_count::INTEGER AS trade_count
-                FROM read_parquet('${lake}/candles_1m/*/*.parquet') ORDER BY token_id || strftime(bucket, '%Y-%m-%d %H:%M:%S')`);
+                FROM read_parquet('${lake}/${dataset}/*/*.parquet') ORDER BY token_id || strftime(bucket, '%Y-%m-%d %H:%M:%S')`);
 }
 
 describe('candles_1m', () => {
@@ -27,6 +28,7 @@ describe('candles_1m', () => {
       expect(report.ingested).toBe(1);
       const want = expectedCandles(seen.flatMap(expectedTrades));
       expect(await lakeCandles(lake)).toEqual(want);
+      expect(await lakeCandles(lake, 'candles_1h')).toEqual(expectedCandles(seen.flatMap(expectedTrades), 3600));
     }
     // The shared minute really was rebuilt from all three files (otherwise the test proves little).
     const shared = expectedCandles(FILES.flatMap(expectedTrades)).find((c) => c.trade_count >= 4);
@@ -49,5 +51,24 @@ describe('candles_1m', () => {
     expect(again.rows_added.candles_1m ?? 0).toBe(0);
     expect(files.map((f) => fs.statSync(f).mtimeMs)).toEqual(mtimes);
     expect(await lakeCandles(lake)).toEqual(want);
+  });
+
+  it('candles_1h: hours of generated trades equal the trades bucketed by hour; a lake without them is backfilled', async () => {
+    const lake = path.join(tmp.dir, 'hourly');
+    await runIngest(FILES, { lakeDir: lake });
+    // A lake from before candles_1h: its minute candles stay, its hourly files are gone.
+    fs.rmSync(path.join(lake, 'candles_1h'), { recursive: true, force: true });
+    // Generated fills: other tokens, other months, many trades per hour.
+    const gen = path.join(tmp.dir, 'gen');
+    await generate({ markets: 6, days: 2, seed: 11, out: gen, workers: 0 });
+    const genFills = fs.readdirSync(path.join(gen, 'fills')).map((f) => path.join(gen, 'fills', f));
+    const report = await runIngest(genFills, { lakeDir: lake });
+    expect(report.counts.candles_1h_backfilled_months).toBe(1);
+    const trades = [...FILES, ...genFills].flatMap(expectedTrades);
+    const want = expectedCandles(trades, 3600);
+    // Several trades per hour somewhere, so the rollup's open/close/high/low choice is really exercised.
+    expect(want.some((c) => c.trade_count >= 5)).toBe(true);
+    expect(await lakeCandles(lake, 'candles_1h')).toEqual(want);
+    expect(await lakeCandles(lake)).toEqual(expectedCandles(trades));
   });
 });

@@ -97,10 +97,11 @@ export function d6(micro: bigint): string {
 
 export type Candle = { token_id: string; bucket: string; open: string; high: string; low: string; close: string; volume: string; usd_volume: string; trade_count: number };
 
-export function expectedCandles(trades: Trade[]): Candle[] {
+/** Candles of `seconds` (60: candles_1m, 3600: candles_1h) straight from the trades. */
+export function expectedCandles(trades: Trade[], seconds = 60): Candle[] {
   const byKey = new Map<string, Trade[]>();
   for (const t of trades) {
-    const minute = Math.floor(t.ts / 60) * 60;
+    const minute = Math.floor(t.ts / seconds) * seconds;
     const k = `${t.token_id}|${minute}`;
     byKey.set(k, [...(byKey.get(k) ?? []), t]);
   }
