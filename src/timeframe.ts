@@ -54,6 +54,11 @@ export function isMinuteMultiple(tf: Timeframe): boolean {
   return tf.seconds % 60 === 0;
 }
 
+/** Whole hours whose buckets start on whole hours: such candles roll up from candles_1h. */
+export function isHourMultiple(tf: Timeframe): boolean {
+  return tf.seconds % 3600 === 0 && tf.originSeconds % 3600 === 0;
+}
+
 /** Start of the bucket holding `micros` (microseconds since the epoch, UTC). */
 export function bucketFloor(tf: Timeframe, micros: bigint): bigint {
   const step = BigInt(tf.seconds) * 1_000_000n;

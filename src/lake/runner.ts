@@ -122,7 +122,11 @@ export function isoFromMicros(micros: bigint): string {
 // Sources: what a builder puts after FROM for a data set.
 
 /** Where builders read each data set from. Builders stay pure: they receive this and never touch files. */
-export type Lake = { from(name: DatasetName): string };
+export type Lake = {
+  from(name: DatasetName): string;
+  /** Whether candles_1h covers every month candles_1m does (a lake ingested before it existed does not). */
+  hourlyCandles?(): boolean;
+};
 
 /**
  * Sources over a lake directory. A data set with files is read with `read_parquet` (Hive partitions as
@@ -130,7 +134,13 @@ export type Lake = { from(name: DatasetName): string };
  * empty relation with the same columns, so an empty lake answers `[]` rather than a DuckDB "no files" error.
  */
 export function lakeSources(lakeDir: string): Lake {
-  return { from: (name) => datasetSource(lakeDir, name) };
+  return {
+    from: (name) => datasetSource(lakeDir, name),
+    hourlyCandles: () => {
+      const hours = new Set(partitionValues(lakeDir, 'candles_1h'));
+      return partitionValues(lakeDir, 'candles_1m').every((m) => hours.has(m));
+    },
+  };
 }
 
 export function datasetSource(lakeDir: string, name: DatasetName): string {

@@ -1,6 +1,6 @@
 import type { Query } from '../lake/duckdb.js';
 import type { Lake } from '../lake/runner.js';
-import { bucketCeil, bucketFloor, isMinuteMultiple, type Timeframe } from '../timeframe.js';
+import { bucketCeil, bucketFloor, isHourMultiple, isMinuteMultiple, type Timeframe } from '../timeframe.js';
 import { query, windowWhere, type Params } from './common.js';
 
 export type OhlcvRequest = {
@@ -47,12 +47,15 @@ export function ohlcvSelect(lake: Lake, r: OhlcvRequest, order: 'asc' | 'desc' =
   const params: Params = { token: r.token, outcome: r.outcome };
   const dir = order === 'desc' ? 'DESC' : 'ASC';
   if (isMinuteMultiple(r.timeframe)) {
+    // Whole hours (bucket origins are whole hours too: the epoch, or a Monday for weeks) roll up candles_1h,
+    // 60× fewer rows than candles_1m, when the lake has it for every month.
+    const source = isHourMultiple(r.timeframe) && lake.hourlyCandles?.() === true ? 'candles_1h' : 'candles_1m';
     const where = ['token_id = $token', ...windowWhere('bucket', ohlcvWindow(r), params, { column: 'month' })];
     return query(
       `SELECT $token::VARCHAR AS market_id, $outcome::INTEGER AS outcome, ${bucketExpr('bucket', r.timeframe)} AS "timestamp",
   arg_min(open, bucket) AS open, max(high) AS high, min(low) AS low, arg_max(close, bucket) AS close,
   sum(volume) AS volume, sum(trade_count)::BIGINT AS trade_count
-FROM ${lake.from('candles_1m')}
+FROM ${lake.from(source)}
 WHERE ${where.join(' AND ')}
 GROUP BY "timestamp"
 ORDER BY "timestamp" ${dir}`,

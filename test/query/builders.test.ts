@@ -82,6 +82,20 @@ LIMIT $limit`);
     expect(ohlcvSelect(fake, { token: 'T', outcome: 0, timeframe: timeframeOf(604_800) }).sql).toContain('make_timestamp(((epoch_us(bucket) - 345600000000) // 604800000000) * 604800000000 + 345600000000)');
   });
 
+  it('ohlcv: whole hours roll up candles_1h only when it covers the lake; other minutes stay on candles_1m', () => {
+    const hourly: Lake = { from: (n) => `src_${n}`, hourlyCandles: () => true };
+    const partial: Lake = { from: (n) => `src_${n}`, hourlyCandles: () => false };
+    const r = (tf: number) => ({ token: 't', outcome: 0, timeframe: timeframeOf(tf) });
+    for (const tf of [3600, 4 * 3600, 86_400, 604_800]) {
+      expect(ohlcvSelect(hourly, r(tf)).sql).toContain('FROM src_candles_1h');
+      expect(ohlcvSelect(partial, r(tf)).sql).toContain('FROM src_candles_1m');
+      expect(ohlcvSelect(fake, r(tf)).sql).toContain('FROM src_candles_1m');
+    }
+    // 90 minutes is whole minutes but not whole hours: its buckets start on half hours.
+    expect(ohlcvSelect(hourly, r(5400)).sql).toContain('FROM src_candles_1m');
+    expect(ohlcvSelect(hourly, r(30)).sql).toContain('FROM src_trades');
+  });
+
   it('order book: snapshot lookup and tape fold are parameterised', () => {
     const q = snapshotAtQuery(fake, 'A', T0, '2025-09-14');
     expect(q.sql).toBe(`SELECT ts, epoch_us(ts) AS ts_us, seq, condition_id, bids, asks
