@@ -34,7 +34,7 @@ export type BuildStats = {
   generatePeakRss?: number;
   ingestPeakRss?: number;
   generateReport?: Record<string, number>;
-  ingestReport?: { counts: Record<string, number>; levelUpdatesPerSecond: number; issues: number };
+  ingestReport?: { counts: Record<string, number>; levelUpdatesPerSecond: number; issues: number; phaseSeconds?: Record<string, number> };
   reused: boolean;
 };
 
@@ -189,8 +189,14 @@ export async function ensureLake(opts: {
     build.ingestSeconds = i.seconds;
     build.ingestPeakRss = i.peakRss;
     try {
-      const rep = JSON.parse(i.stdout) as { counts?: Record<string, number>; level_updates_per_second?: number; issues_total?: number };
-      build.ingestReport = { counts: rep.counts ?? {}, levelUpdatesPerSecond: rep.level_updates_per_second ?? 0, issues: rep.issues_total ?? 0 };
+      const rep = JSON.parse(i.stdout) as {
+        counts?: Record<string, number>; level_updates_per_second?: number; issues_total?: number; phase_seconds?: Record<string, number>;
+      };
+      build.ingestReport = {
+        counts: rep.counts ?? {}, levelUpdatesPerSecond: rep.level_updates_per_second ?? 0, issues: rep.issues_total ?? 0,
+        // Where the build's ingest time went (stage, books, candles, merge_<data set>, catalog).
+        ...(rep.phase_seconds ? { phaseSeconds: rep.phase_seconds } : {}),
+      };
     } catch {
       // The report is informational; the lake facts below are what scenarios use.
     }
