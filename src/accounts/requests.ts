@@ -23,21 +23,40 @@ export class RequestCounter {
     });
   }
 
-  count(userId: string, keyId: string | null, at: Date = new Date()): void {
-    const day = at.toISOString().slice(0, 10);
+  /** The UTC day of the last count and when it ends: formatting a date per request showed in the profile. */
+  private day = '';
+  private dayEnds = 0;
+
+  count(userId: string, keyId: string | null, at: number | Date = Date.now(), n = 1): void {
+    const t = typeof at === 'number' ? at : at.getTime();
+    if (t >= this.dayEnds || t < this.dayEnds - DAY_MS) {
+      this.day = new Date(t).toISOString().slice(0, 10);
+      this.dayEnds = Date.parse(`${this.day}T00:00:00Z`) + DAY_MS;
+    }
+    const day = this.day;
     const k = `${userId}\u0000${keyId ?? ''}\u0000${day}`;
     const cur = this.pending.get(k);
-    if (cur) cur.n++;
-    else this.pending.set(k, { userId, keyId: keyId ?? '', day, n: 1 });
+    if (cur) cur.n += n;
+    else this.pending.set(k, { userId, keyId: keyId ?? '', day, n });
   }
 
   flush(): void {
     if (this.pending.size === 0) return;
     const batch = [...this.pending.values()];
     this.pending = new Map();
-    addRequestCounts(this.store, batch);
+    try {
+      // Counters cannot change what a key may do: the write must not empty the principal cache (src/http/auth.ts).
+      this.store.writeBehind(() => addRequestCounts(this.store, batch));
+    } catch (err) {
+      // Busy past busy_timeout (another process holds the write lock): keep the counts for the next flush
+      // instead of throwing from a timer. A closed store cannot take them any more.
+      if (!this.store.db.open) throw err;
+      for (const c of batch) this.count(c.userId, c.keyId || null, Date.parse(`${c.day}T12:00:00Z`), c.n);
+    }
   }
 }
+
+const DAY_MS = 86_400_000;
 
 const counters = new WeakMap<StateStore, RequestCounter>();
 

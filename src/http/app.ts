@@ -4,7 +4,7 @@ import type { AppContext } from './context.js';
 import { errorHandler, Forbidden, notFoundHandler, parse, Unauthorized } from './errors.js';
 import type { Route } from './route.js';
 import { routes } from './routes.js';
-import { createRateLimiters, type RateLimiters } from './ratelimit.js';
+import { createRateLimiters, type Limiter, type RateLimiters } from './ratelimit.js';
 import { requestCounterFor, type RequestCounter } from '../accounts/requests.js';
 
 declare module 'express-serve-static-core' {
@@ -17,6 +17,8 @@ declare module 'express-serve-static-core' {
     /** Rows and bytes a handler served, for the request log line and usage records. */
     rows?: number;
     bytes?: number;
+    /** Set once a request passed authorization: it is counted in the caller's usage when answered. */
+    countRequest?: boolean;
   }
 }
 
@@ -26,24 +28,37 @@ export function createApp(ctx: AppContext, table: Route[] = routes): Express {
   app.disable('x-powered-by');
   app.set('trust proxy', false);
   app.set('query parser', 'extended');
-  app.use(requestLog(ctx));
-  app.use(
-    express.json({
-      limit: '1mb',
-      verify: (req, _res, buf) => {
-        if ((req as Request).url?.startsWith('/v1/billing/webhook/')) (req as Request).rawBody = Buffer.from(buf);
-      },
-    }),
-  );
+  // req.log, the request's child logger, is made on first use: most requests only log their end line, and
+  // a pino child per request showed in the profile under load.
+  Object.defineProperty(app.request, 'log', {
+    configurable: true,
+    get(this: Request) {
+      const log = ctx.log.child({ req_id: this.id });
+      Object.defineProperty(this, 'log', { value: log, writable: true, configurable: true });
+      return log;
+    },
+    set(this: Request, log: AppContext['log']) {
+      Object.defineProperty(this, 'log', { value: log, writable: true, configurable: true });
+    },
+  });
+  const counter = requestCounterFor(ctx.state);
+  app.use(requestLog(ctx, counter));
+  const json = express.json({
+    limit: '1mb',
+    verify: (req, _res, buf) => {
+      if ((req as Request).url?.startsWith('/v1/billing/webhook/')) (req as Request).rawBody = Buffer.from(buf);
+    },
+  });
+  // No route reads a GET or HEAD body: skip the parser's checks on the hot path.
+  app.use((req: Request, res: Response, next: NextFunction) => (req.method === 'GET' || req.method === 'HEAD' ? next() : json(req, res, next)));
 
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok', version: '1.0.0' });
   });
 
   const limiters = ctx.config.rateLimits ? createRateLimiters() : null;
-  const counter = requestCounterFor(ctx.state);
   for (const route of table) {
-    app[route.method](route.path, identify(ctx), ...limitsFor(limiters, route), authorize(route), countRequest(counter), handlerFor(ctx, route));
+    app[route.method](route.path, gate(ctx, limitsFor(limiters, route), route), handlerFor(ctx, route));
   }
 
   app.use(notFoundHandler);
@@ -51,24 +66,32 @@ export function createApp(ctx: AppContext, table: Route[] = routes): Express {
   return app;
 }
 
-function requestLog(ctx: AppContext) {
+/**
+ * One 'close' listener per request does both end-of-request jobs: the log line, and counting the request
+ * for GET /v1/user/usage when countRequest marked it (an answered request, 5xx excluded).
+ */
+function requestLog(ctx: AppContext, counter: RequestCounter) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const id = (req.header('x-request-id') ?? '').slice(0, 64) || crypto.randomUUID();
     req.id = id;
-    req.log = ctx.log.child({ req_id: id });
     res.setHeader('X-Request-Id', id);
     const started = process.hrtime.bigint();
     res.on('close', () => {
+      const p = req.principal;
+      // writableFinished: the whole answer went out ('finish' was emitted), as the count has always required.
+      if (p && res.locals.countRequest && res.writableFinished && res.statusCode < 500) counter.count(p.userId, p.keyId);
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      req.log.info(
+      // The parent logger with req_id as a field: the same line the child logger would write.
+      ctx.log.info(
         {
+          req_id: id,
           method: req.method,
           route: req.route?.path ?? req.path,
           status: res.statusCode,
           duration_ms: Math.round(ms * 100) / 100,
           rows: res.locals.rows,
           bytes: res.locals.bytes,
-          user: req.principal?.userId,
+          user: p?.userId,
           aborted: !res.writableFinished,
         },
         'request',
@@ -78,41 +101,42 @@ function requestLog(ctx: AppContext) {
   };
 }
 
-/** Resolves credentials when any are sent, so the rate limiter can key on them (bad ones count per IP). */
-function identify(ctx: AppContext) {
-  return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
-    if (req.header('x-api-key') || req.header('authorization')) req.principal = (await ctx.auth.authenticate(req)) ?? undefined;
+/**
+ * Everything before a route's handler, in one middleware (each Express layer costs a dispatch): resolve the
+ * credentials when any are sent, so the rate limiter can key on them (bad ones count per IP); the rate
+ * limits; then authorization; then mark the request to be counted in the caller's usage.
+ */
+function gate(ctx: AppContext, limits: Limiter[], route: Route) {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    if (req.headers['x-api-key'] !== undefined || req.headers.authorization !== undefined) {
+      req.principal = (await ctx.auth.authenticate(req)) ?? undefined;
+    }
+    for (const limit of limits) {
+      const allowed = limit(req, res);
+      // A refused request was answered (429) by the limiter.
+      if (allowed === false || (allowed !== true && !(await allowed))) return;
+    }
+    authorize(route, req);
+    res.locals.countRequest = true;
     next();
   };
 }
 
 /** The default bucket for every route but 'none'; orders and checkouts also take the orders bucket. */
-function limitsFor(limiters: RateLimiters | null, route: Route) {
+function limitsFor(limiters: RateLimiters | null, route: Route): Limiter[] {
   if (!limiters || route.limit === 'none') return [];
   return route.limit === 'orders' ? [limiters.default, limiters.orders] : [limiters.default];
 }
 
-function authorize(route: Route) {
-  return (req: Request, _res: Response, next: NextFunction): void => {
-    // Public routes still recognise a key when one is sent (per-key rate limits, plan-aware answers).
-    if (route.auth === 'public') return next();
-    const principal = req.principal;
-    if (!principal) throw new Unauthorized('Invalid API key');
-    // Bearer-only routes refuse an API key before validating anything (the OpenAPI document says so too).
-    if (route.credentials === 'jwt' && principal.authMethod !== 'jwt') throw new Forbidden('This endpoint needs the dashboard bearer token');
-    const needed = route.scope ?? 'read';
-    if (!principal.scopes.includes(needed)) throw new Forbidden(`This API key lacks the '${needed}' scope`);
-    next();
-  };
-}
-
-/** Counts a caller's request for GET /v1/user/usage once it is answered; 5xx answers are not counted. */
-function countRequest(counter: RequestCounter) {
-  return (req: Request, res: Response, next: NextFunction): void => {
-    const p = req.principal;
-    if (p) res.once('finish', () => res.statusCode < 500 && counter.count(p.userId, p.keyId));
-    next();
-  };
+function authorize(route: Route, req: Request): void {
+  // Public routes still recognise a key when one is sent (per-key rate limits, plan-aware answers).
+  if (route.auth === 'public') return;
+  const principal = req.principal;
+  if (!principal) throw new Unauthorized('Invalid API key');
+  // Bearer-only routes refuse an API key before validating anything (the OpenAPI document says so too).
+  if (route.credentials === 'jwt' && principal.authMethod !== 'jwt') throw new Forbidden('This endpoint needs the dashboard bearer token');
+  const needed = route.scope ?? 'read';
+  if (!principal.scopes.includes(needed)) throw new Forbidden(`This API key lacks the '${needed}' scope`);
 }
 
 function handlerFor(ctx: AppContext, route: Route) {

@@ -29,40 +29,90 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** last_used_at is refreshed at most this often per key: a write (and fsync) per request would cost more than it tells. */
+/** last_used_at is refreshed at most this often per key: it is informational, and each refresh is a write. */
 const TOUCH_EVERY_MS = 60_000;
+
+/** The plan in force at `at` and until when that answer holds without a write (a subscription's period end). */
+function planInForceUntil(store: StateStore, user: UserRow, at: Date): { plan: string; until: number } {
+  const plan = planOf(user.plan);
+  if (!plan.requires_subscription) return { plan: plan.id, until: Number.POSITIVE_INFINITY };
+  const sub = activeSubscription(store, user.id, at);
+  return sub ? { plan: planOf(sub.tier).id, until: Date.parse(sub.current_period_end) } : { plan: PLANS.free.id, until: Number.POSITIVE_INFINITY };
+}
 
 /**
  * The plan a principal carries: the plan in force now (a paid plan whose subscription lapsed counts as Free).
  * The meter re-checks inside its own transaction; this is for plan-aware answers and request limits.
  */
 function planInForce(store: StateStore, user: UserRow): string {
-  const plan = planOf(user.plan);
-  if (!plan.requires_subscription) return plan.id;
-  const sub = activeSubscription(store, user.id);
-  return sub ? planOf(sub.tier).id : PLANS.free.id;
+  return planInForceUntil(store, user, new Date()).plan;
+}
+
+/**
+ * Resolved keys are kept in process: three SQLite reads and a SHA-256 per request were about a fifth of the
+ * server's busy time under load. An entry is used only while
+ * - the store's changeStamp is the one seen when the cache was filled: any commit by another process (an
+ *   operator's tool, another server on the same file) or any write of this one outside
+ *   StateStore.benignWrite (DELETE /v1/user/keys, rotation, plan and subscription changes) empties the
+ *   cache, so a revoked or deleted key fails on the next request;
+ * - the clock is before its validUntil: the key's expiry or scheduled revocation, the end of the
+ *   subscription its plan comes from, and at most CACHE_TTL_MS after it was read.
+ * Only live keys are cached (a flood of wrong keys cannot fill it). Keyed by the plaintext: hashing it
+ * first would cost the SHA-256 the cache saves, and the same bytes sit in every request's headers anyway.
+ */
+const CACHE_MAX = 10_000;
+const CACHE_TTL_MS = 60_000;
+
+type CachedKey = { principal: Principal; keyId: string; validUntil: number; touchedAt: number };
+
+function resolveKey(store: StateStore, key: string, at: Date): CachedKey | null {
+  const row = store.findLiveKey(key, at);
+  if (!row) return null;
+  const user = store.getUser(row.user_id);
+  if (!user) return null;
+  const { plan, until } = planInForceUntil(store, user, at);
+  let validUntil = Math.min(at.getTime() + CACHE_TTL_MS, until);
+  for (const end of [row.expires_at, row.scheduled_revoke_at]) if (end) validUntil = Math.min(validUntil, Date.parse(end));
+  const scopes = row.scopes.split(',').filter((s): s is 'read' | 'download' => s === 'read' || s === 'download');
+  return {
+    // Frozen: one object is shared by every request of the key until the cache drops it.
+    principal: Object.freeze({ userId: user.id, email: user.email, keyId: row.id, plan, scopes: Object.freeze(scopes), authMethod: 'api_key' as const }),
+    keyId: row.id,
+    validUntil,
+    touchedAt: row.last_used_at ? Date.parse(row.last_used_at) : 0,
+  };
 }
 
 /** X-API-Key against the hashed keys in the state store. */
 export function keyAuthenticator(store: StateStore): Authenticator {
+  const cache = new Map<string, CachedKey>();
+  let stamp = '';
   return {
     async authenticate(req) {
       const key = req.header('x-api-key');
       // Bound the work an attacker can cause: real keys are short.
       if (!key || key.length > 200) return null;
-      const row = store.findLiveKey(key);
-      if (!row) return null;
-      const user = store.getUser(row.user_id);
-      if (!user) return null;
-      if (!row.last_used_at || Date.now() - Date.parse(row.last_used_at) >= TOUCH_EVERY_MS) store.touchKey(row.id);
-      return {
-        userId: user.id,
-        email: user.email,
-        keyId: row.id,
-        plan: planInForce(store, user),
-        scopes: row.scopes.split(',').filter((s): s is 'read' | 'download' => s === 'read' || s === 'download'),
-        authMethod: 'api_key',
-      };
+      const t = Date.now();
+      // Read before any row: a commit landing after this is seen by the next request's stamp.
+      const current = store.changeStamp();
+      if (current !== stamp) {
+        cache.clear();
+        stamp = current;
+      }
+      let hit = cache.get(key);
+      if (!hit || t >= hit.validUntil) {
+        cache.delete(key);
+        const fresh = resolveKey(store, key, new Date(t));
+        if (!fresh) return null;
+        if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+        cache.set(key, fresh);
+        hit = fresh;
+      }
+      if (t - hit.touchedAt >= TOUCH_EVERY_MS) {
+        store.touchKey(hit.keyId, new Date(t).toISOString());
+        hit.touchedAt = t;
+      }
+      return hit.principal;
     },
   };
 }

@@ -1,3 +1,4 @@
+import type { Response } from 'express';
 import { z } from 'zod';
 import { timeframeOf } from '../timeframe.js';
 import type { Route } from './route.js';
@@ -156,7 +157,8 @@ export const marketRoutes: Route[] = [
     handler: async (_req, res, ctx) => {
       const r = await resolveMarket(ctx, res.locals.params.market_id);
       res.locals.rows = 1;
-      return marketOut(r.market);
+      sendMarket(res, r.market);
+      return undefined;
     },
   },
   {
@@ -243,6 +245,29 @@ export const marketRoutes: Route[] = [
 ];
 
 const defaultTf = timeframeOf(3600);
+
+/**
+ * GET /v1/markets/{id} answers the same bytes until the catalogue changes, so the JSON and its ETag are built
+ * once per market row: stringifying and hashing them per request showed in the profile under load. Keyed by
+ * the row object, which ids.ts's resolution cache replaces when ingest rewrites the catalogue — a new row is
+ * a new entry, and the old one goes with its row.
+ */
+const marketBodies = new WeakMap<Row, { body: Buffer; etag: string | undefined }>();
+
+function sendMarket(res: Response, market: Row): void {
+  let hit = marketBodies.get(market);
+  if (!hit) {
+    const body = Buffer.from(JSON.stringify(marketOut(market)), 'utf8');
+    // The app's own ETag function (Express's default weak ETag unless configured), so answers match res.json's.
+    const etagFn = res.app.get('etag fn') as ((b: Buffer) => string) | undefined;
+    hit = { body, etag: typeof etagFn === 'function' ? etagFn(body) : undefined };
+    marketBodies.set(market, hit);
+  }
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  if (hit.etag) res.setHeader('ETag', hit.etag);
+  // res.send keeps Express's conditional GET (If-None-Match → 304) and HEAD handling.
+  res.send(hit.body);
+}
 
 /** Decimal sums of six-place values: round away binary noise from adding doubles. */
 function roundSum(xs: number[]): number {

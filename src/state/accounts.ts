@@ -24,12 +24,15 @@ const DAY_MS = 86_400_000;
 
 /** Keys a user can still see: not revoked (expired and rotated keys stay listed until revoked). */
 export function listKeys(store: StateStore, userId: string): ApiKeyRow[] {
+  // last_used_at is buffered in memory (StateStore.touchKey): show this process's latest.
+  store.flushTouches();
   return store.db
     .prepare('SELECT * FROM api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at DESC, id')
     .all(userId) as ApiKeyRow[];
 }
 
 export function getKey(store: StateStore, userId: string, keyId: string): ApiKeyRow | undefined {
+  store.flushTouches();
   return store.db.prepare('SELECT * FROM api_keys WHERE id = ? AND user_id = ?').get(keyId, userId) as ApiKeyRow | undefined;
 }
 
