@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # System packages the tests need that npm cannot provide: Debian's chromium for the browser tests of the
-# pages pmlake ships (/docs, the local checkout page). Installed once; a no-op when present.
+# pages pmlake ships (/docs, the local checkout page), and two independent ZIP readers (Info-ZIP's `unzip`,
+# Python's zipfile) that check the bulk download's archives. Installed once; a no-op when present.
 set -euo pipefail
-if ! command -v chromium >/dev/null 2>&1; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing Debian chromium for browser tests..." >&2
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    echo "warning: chromium not found and cannot be installed (need root + apt-get)" >&2
-  fi
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v unzip >/dev/null 2>&1 || missing+=(unzip)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing Debian packages for the tests: ${missing[*]}..." >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  echo "warning: ${missing[*]} not found and cannot be installed (need root + apt-get)" >&2
 fi

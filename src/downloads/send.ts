@@ -1,11 +1,10 @@
 import type { Request, Response } from 'express';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { AppContext } from '../http/context.js';
 import { NotFound } from '../http/errors.js';
 import type { PullRequest } from '../accounts/meter.js';
 import type { Query } from '../lake/duckdb.js';
-import { CONTENT_TYPES, startCopy, type CopyFormat } from '../lake/stream.js';
+import { CONTENT_TYPES, OutputClosed, startCopy, writeCopyTo, type CopyFormat } from '../lake/stream.js';
 
 /** Bytes held back before the headers go out: a small file gets an exact Content-Length this way. */
 const PREFLIGHT_BYTES = 256 * 1024;
@@ -134,18 +133,18 @@ export async function sendCopy(
   res.setHeader('Content-Type', CONTENT_TYPES[opts.format]);
   res.setHeader('Content-Disposition', contentDisposition(opts.fileName));
   res.setHeader('Cache-Control', 'no-store');
-  for (const chunk of head.chunks) res.write(chunk);
-  let sent = head.size;
+  let sent = 0;
   try {
-    if (head.ended) {
-      await new Promise<void>((resolve) => res.end(resolve));
-    } else {
-      c.stream.on('data', (b: Buffer) => {
-        sent += b.length;
-      });
-      await pipeline(c.stream, res);
-      rows = (await c.done).rows;
-    }
+    // Chunks go straight from the FIFO's pooled read buffers to the socket and back to the pool
+    // (writeCopyTo), paused while the socket is full.
+    await writeCopyTo(c, res, head.chunks, !head.ended, (b) => {
+      sent += b.length;
+    });
+    if (!head.ended) rows = (await c.done).rows;
+    await new Promise<void>((resolve, reject) => {
+      res.once('close', () => (res.writableFinished ? resolve() : reject(new OutputClosed())));
+      res.end(resolve);
+    });
   } catch (err) {
     await c.done.catch(() => {});
     res.off('close', onClose);

@@ -55,7 +55,14 @@ export const ohlcvRoutes: Route[] = [
           { token: token.token_id, outcome: token.outcome_index, timeframe: q.timeframe, start: q.start, end: q.end },
           q.limit,
         ),
-        { timestamps: ['timestamp'] },
+        {
+          timestamps: ['timestamp'],
+          // Prices are DECIMAL(10,6) and volume a sum of DECIMAL(18,6): as doubles they are the numbers a
+          // client parses from the exact text (see JsonShape.doubles).
+          doubles: ['open', 'high', 'low', 'close', 'volume'],
+          // The builder selects these two bound values first; every row carries the same ones.
+          constants: [['market_id', token.token_id], ['outcome', token.outcome_index]],
+        },
       );
       return sendJsonText(res, out);
     },

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
 import { NotFound } from './errors.js';
-import { isoFromMicros, lakeSources, runJsonArray, runOne, runQuery, type Row } from '../lake/runner.js';
+import { isoFromMicros, lakeSources, runJsonArray, runOne, runQuery, type Json, type Lake, type Row } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
-import { snapshotAtQuery, tapeAfterQuery, topOfBookPageQuery } from '../query/orderbook.js';
+import { bookOnDayQuery, foldTape, MAX_RAW_TAPE_ROWS, seqReceiveMicros, snapshotAtQuery, tapeAfterQuery, topOfBookPageQuery } from '../query/orderbook.js';
 import { DAY_MICROS, dateOf } from '../query/common.js';
 import { planOf } from '../accounts/plans.js';
 import { resolveMarket, selectTokens, type ResolvedMarket, type TokenRef } from './ids.js';
@@ -77,16 +77,7 @@ type Side = Map<string, { price: number; size: number }>;
 export async function bookAt(ctx: AppContext, r: ResolvedMarket, token: TokenRef, at: bigint, depth: number): Promise<Row> {
   const lake = lakeSources(ctx.config.lakeDir);
   const asset = token.token_id;
-  // A live book is snapshotted every cadence it changes: look at the day of `at` first, then the two days
-  // before, then everything. Each day's snapshot file is one row group, so every extra day read costs the
-  // decoding of that day's ts/seq columns (and the late-materialised bids/asks): measured on the bench lake,
-  // one day instead of three took the lookup from ~17 ms to ~11 ms.
-  const day = dateOf(at);
-  const snap =
-    (await runOne(ctx.db, snapshotAtQuery(lake, asset, at, day))) ??
-    (await runOne(ctx.db, snapshotAtQuery(lake, asset, at, dateOf(at - 2n * DAY_MICROS)))) ??
-    (await runOne(ctx.db, snapshotAtQuery(lake, asset, at, undefined)));
-  const tape = await runQuery(ctx.db, tapeAfterQuery(lake, asset, snap ? BigInt(snap.seq as string | number) : null, at));
+  const { snap, tape } = (await bookOnDay(ctx, lake, asset, at)) ?? (await bookAnyDay(ctx, lake, asset, at));
   const summary = tape.find((t) => t.side === null);
   const levels = tape.filter((t) => t.side !== null);
   const updates = Number(summary?.updates ?? 0);
@@ -117,7 +108,7 @@ export async function bookAt(ctx: AppContext, r: ResolvedMarket, token: TokenRef
     outcome: token.outcome_index,
     outcome_label: token.outcome_label,
     timestamp: isoFromMicros(at),
-    book_timestamp: [lastTape, snapTs].filter((x): x is string => x !== null).sort().pop() ?? null,
+    book_timestamp: later(lastTape, snapTs),
     snapshot_timestamp: reset ? null : snapTs,
     updates_applied: updates,
     bids: b.slice(0, depth),
@@ -129,6 +120,71 @@ export async function bookAt(ctx: AppContext, r: ResolvedMarket, token: TokenRef
     bid_levels: b.length,
     ask_levels: a.length,
   };
+}
+
+/** A stored snapshot row and the folded tape after it (rows of tapeAfterQuery). */
+type BookParts = { snap: Row | undefined; tape: Row[] };
+
+/**
+ * The common case in one statement (bookOnDayQuery): the day of `at` has a stored snapshot before `at` whose
+ * seq was received that day, and a short tape after it, folded here into the rows tapeAfterQuery would return.
+ * Undefined otherwise, and the caller takes the general path.
+ */
+async function bookOnDay(ctx: AppContext, lake: Lake, asset: string, at: bigint): Promise<BookParts | undefined> {
+  const rows = await runQuery(ctx.db, bookOnDayQuery(lake, asset, at, MAX_RAW_TAPE_ROWS));
+  const found = rows.find((t) => t.kind === 's');
+  if (!found) return undefined;
+  const levels = (v: Json | undefined): Json => (typeof v === 'string' ? (JSON.parse(v) as Json) : null);
+  const snap: Row = { ...found, bids: levels(found.bids_json), asks: levels(found.asks_json) };
+  const snapSeq = BigInt(snap.seq as string | number);
+  if (dateOf(seqReceiveMicros(snapSeq)) !== dateOf(at)) return undefined;
+  const raw = rows.filter((t) => t.kind === 't');
+  if (raw.length >= MAX_RAW_TAPE_ROWS) return undefined;
+  const f = foldTape(
+    raw.map((t) => ({
+      side: t.side as string | null,
+      price: t.price as number | null,
+      size: t.size as number | null,
+      seq: BigInt(t.seq as string | number),
+      level_idx: Number(t.level_idx),
+      is_snapshot: t.is_snapshot === true,
+      recv_us: Number(t.recv_us),
+    })),
+  );
+  const summary: Row = {
+    side: null,
+    reset_seq: f.resetSeq === null ? null : f.resetSeq.toString(),
+    last_ts: f.lastUs === null ? null : isoFromMicros(BigInt(f.lastUs)),
+    updates: f.updates,
+  };
+  return { snap, tape: [...f.levels, summary] };
+}
+
+/**
+ * The general path: the newest snapshot in the two days before `at`'s day too, then in all of the lake (a book
+ * quiet for longer), and the tape after it from the partition its seq was received in.
+ */
+async function bookAnyDay(ctx: AppContext, lake: Lake, asset: string, at: bigint): Promise<BookParts> {
+  const snap =
+    (await runOne(ctx.db, snapshotAtQuery(lake, asset, at, dateOf(at - 2n * DAY_MICROS)))) ??
+    (await runOne(ctx.db, snapshotAtQuery(lake, asset, at, undefined)));
+  const tape = await runQuery(ctx.db, tapeAfterQuery(lake, asset, snap ? BigInt(snap.seq as string | number) : null, at));
+  return { snap, tape };
+}
+
+/**
+ * The later of two ISO instants as the runner writes them. Not a text comparison: `…:00Z` sorts after
+ * `…:00.250Z` as text although it is earlier.
+ */
+export function later(a: string | null, b: string | null): string | null {
+  if (a === null || b === null) return a ?? b;
+  return isoMicros(a) >= isoMicros(b) ? a : b;
+}
+
+/** Microseconds of `YYYY-MM-DDTHH:MM:SS[.fff[fff]]Z`. */
+function isoMicros(iso: string): number {
+  const frac = /\.(\d{1,6})Z$/.exec(iso)?.[1] ?? '';
+  return Date.parse(`${iso.slice(0, 19)}Z`) * 1000 + Number(frac.padEnd(6, '0') || '0');
 }
 
 function round(x: number, d: number): number {

@@ -12,7 +12,7 @@ import {
   type DuckDBInstance,
   type DuckDBValue,
 } from '@duckdb/node-api';
-import { DATASETS, datasetGlob, type DatasetDef, type DatasetName } from './layout.js';
+import { DATASETS, datasetGlob, partitionDir, type DatasetDef, type DatasetName } from './layout.js';
 import { sqlIdent, sqlString, withConnection, type Query } from './duckdb.js';
 
 /**
@@ -47,24 +47,45 @@ export type JsonShape = {
   timestamps?: readonly string[];
   /** Columns sent as text (BIGINTs beyond 2^53, such as tape sequence numbers). */
   text?: readonly string[];
+  /**
+   * DECIMAL columns written from their DOUBLE value, as a JSON parser reads them anyway: exact for a scaled value
+   * below 2^53 (an integer over a power of ten is correctly rounded). to_json already does this for the
+   * int64-backed decimals; the explicit cast is cheaper, and for a HUGEINT-backed sum it replaces decimal text
+   * (`27956.270000`) with the same number (`27956.27`). Measured: to_json of an OHLCV row 2.6 → 1.8 µs.
+   */
+  doubles?: readonly string[];
+  /**
+   * Columns with one value for every row (bound parameters such as the token id), in select order and first:
+   * left out of the SQL and written by JavaScript in front of each row, so DuckDB does not serialise the same
+   * 78-digit token id 2,000 times and JavaScript decodes 40% fewer bytes. At least one column must remain.
+   */
+  constants?: ReadonlyArray<readonly [string, Json]>;
 };
 
 /**
  * Runs a query and returns its rows as one JSON array text, each row serialised by DuckDB (`to_json`), so the
  * values never become JavaScript objects: measured 2× faster than row objects + JSON.stringify for a 10,000
  * row trades page, and faster than a plain DuckDB client reading the same rows. Decimals keep their exact
- * decimal text (`0.280000`), which every JSON parser reads as the number.
+ * decimal text (`0.280000`), which every JSON parser reads as the number, unless listed in `doubles`.
  */
 export async function runJsonArray(db: DuckDBInstance, q: Query, shape: JsonShape = {}): Promise<{ json: string; rows: number }> {
   const replace = [
     ...(shape.timestamps ?? []).map((c) => `${isoSql(sqlIdent(c))} AS ${sqlIdent(c)}`),
     ...(shape.text ?? []).map((c) => `${sqlIdent(c)}::VARCHAR AS ${sqlIdent(c)}`),
+    ...(shape.doubles ?? []).map((c) => `${sqlIdent(c)}::DOUBLE AS ${sqlIdent(c)}`),
   ];
-  const inner = replace.length ? `SELECT * REPLACE (${replace.join(', ')}) FROM (${q.sql})` : q.sql;
+  const constants = shape.constants ?? [];
+  const exclude = constants.length ? ` EXCLUDE (${constants.map(([c]) => sqlIdent(c)).join(', ')})` : '';
+  const inner = replace.length || exclude ? `SELECT *${exclude}${replace.length ? ` REPLACE (${replace.join(', ')})` : ''} FROM (${q.sql})` : q.sql;
+  // `{"market_id":"…","outcome":0,` then each row's own text without its opening brace.
+  const head = constants.length ? `{${constants.map(([c, v]) => `${JSON.stringify(c)}:${JSON.stringify(v)}`).join(',')},` : '';
   return withConnection(db, async (conn) => {
     const reader = await conn.runAndReadAll(`SELECT to_json(_r)::VARCHAR AS j FROM (${inner}) _r`, q.params as Record<string, DuckDBValue>);
     const col = (reader.getColumns()[0] ?? []) as string[];
-    return { json: `[${col.join(',')}]`, rows: col.length };
+    if (!head) return { json: `[${col.join(',')}]`, rows: col.length };
+    const rows = new Array<string>(col.length);
+    for (let i = 0; i < col.length; i++) rows[i] = head + col[i]!.slice(1);
+    return { json: `[${rows.join(',')}]`, rows: col.length };
   });
 }
 
@@ -126,6 +147,12 @@ export type Lake = {
   from(name: DatasetName): string;
   /** Whether candles_1h covers every month candles_1m does (a lake ingested before it existed does not). */
   hourlyCandles?(): boolean;
+  /**
+   * Only these partitions' files (those that exist), listed explicitly. Builders still filter on the partition
+   * column, so the answer is the same as from `from`; what it saves is DuckDB expanding the data set's glob and
+   * filtering its Hive paths at bind time: ~1.3 ms per statement over 90 daily l2 partitions, ~0.15 ms for one file.
+   */
+  partitions?(name: DatasetName, values: readonly string[]): string;
 };
 
 /**
@@ -140,7 +167,22 @@ export function lakeSources(lakeDir: string): Lake {
       const hours = new Set(partitionValues(lakeDir, 'candles_1h'));
       return partitionValues(lakeDir, 'candles_1m').every((m) => hours.has(m));
     },
+    partitions: (name, values) => partitionSource(lakeDir, name, values),
   };
+}
+
+/** `read_parquet` over the given partitions' files that exist, with the same Hive column as the glob source. */
+export function partitionSource(lakeDir: string, name: DatasetName, values: readonly string[]): string {
+  const def: DatasetDef = DATASETS[name];
+  if (def.partition === 'none') return datasetSource(lakeDir, name);
+  // Values are partition names this code computed (dates, months); anything else names no partition.
+  const files = [...new Set(values)]
+    .filter((v) => /^[0-9]{4}-[0-9]{2}(-[0-9]{2})?$/.test(v))
+    .sort()
+    .map((v) => path.join(partitionDir(lakeDir, name, v), 'data.parquet'))
+    .filter((f) => fs.existsSync(f));
+  if (files.length === 0) return emptyRelation(def);
+  return `read_parquet([${files.map(sqlString).join(', ')}], hive_partitioning = true, hive_types_autocast = false)`;
 }
 
 export function datasetSource(lakeDir: string, name: DatasetName): string {

@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { sqlString, type Query } from './duckdb.js';
 
@@ -48,9 +48,88 @@ let root: string | null = null;
  */
 export function fifoRoot(): string {
   if (root && fs.existsSync(root)) return root;
-  root = fs.mkdtempSync(path.join(os.tmpdir(), `pmlake-fifo-${process.pid}-`));
-  fs.chmodSync(root, 0o700);
-  return root;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `pmlake-fifo-${process.pid}-`));
+  fs.chmodSync(dir, 0o700);
+  root = dir;
+  spare.length = 0;
+  return dir;
+}
+
+/** Where ready-made FIFOs wait (a sibling of the root, same file system: taking one is a rename). */
+function spareDir(): string {
+  const dir = `${fifoRoot()}.spare`;
+  if (!fs.existsSync(dir)) fs.mkdirSync(dir, { mode: 0o700 });
+  return dir;
+}
+process.once('exit', () => {
+  if (root) fs.rmSync(`${root}.spare`, { recursive: true, force: true });
+});
+
+/**
+ * FIFOs made ahead of time and reused. Node has no mkfifo(3), so a FIFO costs a `mkfifo` process, and
+ * spawning one forks this process — 800 MB of RSS once DuckDB has warmed up: spawnSync was up to ~100 ms of
+ * blocked event loop per download on the loaded box (once per bulk ZIP item, nothing flowing meanwhile), and
+ * even an asynchronous spawn blocks the loop for the fork. So: one `mkfifo` makes a batch, off the critical
+ * path, and a FIFO whose COPY finished cleanly goes back to the pool (see startCopy's cleanup: EOF on the read
+ * side means DuckDB has closed its write side, so nothing can still be attached to it).
+ */
+const FIFO_BATCH = 8;
+const MAX_SPARE = 16;
+const spare: string[] = [];
+let refilling: Promise<void> | null = null;
+
+function refill(): Promise<void> {
+  if (refilling) return refilling;
+  const batch = Array.from({ length: FIFO_BATCH }, () => path.join(spareDir(), `f-${randomTag()}`));
+  refilling = new Promise<void>((resolve, reject) => {
+    execFile('mkfifo', ['-m', '600', ...batch], (err) => {
+      refilling = null;
+      if (err) {
+        for (const f of batch) fs.rmSync(f, { force: true });
+        reject(err);
+      } else {
+        spare.push(...batch);
+        resolve();
+      }
+    });
+  });
+  return refilling;
+}
+
+/** A FIFO for one COPY, moved into its own directory: `<root>/c-…/out.<format>`. */
+async function takeFifo(format: CopyFormat): Promise<{ dir: string; fifo: string }> {
+  let made: string | undefined;
+  while (!made) {
+    made = spare.pop();
+    // A spare from a previous fifoRoot (removed meanwhile) is gone: take another.
+    if (made && !fs.existsSync(made)) made = undefined;
+    if (!made && spare.length === 0) await refill();
+  }
+  if (spare.length < 2) refill().catch(() => {}); // the next startCopy reports a persistent failure
+  const dir = fs.mkdtempSync(path.join(fifoRoot(), 'c-'));
+  const fifo = path.join(dir, `out.${format}`);
+  try {
+    fs.renameSync(made, fifo);
+  } catch (err) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(made, { force: true });
+    throw err;
+  }
+  return { dir, fifo };
+}
+
+/** Puts the FIFO of a cleanly finished COPY back into the pool (or removes it), and removes its directory. */
+function returnFifo(dir: string, fifo: string, reusable: boolean): void {
+  if (reusable && spare.length < MAX_SPARE) {
+    try {
+      const to = path.join(spareDir(), `f-${randomTag()}`);
+      fs.renameSync(fifo, to);
+      spare.push(to);
+    } catch {
+      // removed below
+    }
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
 }
 
 let active = 0;
@@ -60,8 +139,14 @@ export function activeCopies(): number {
 }
 
 export type CopyStream = {
-  /** The bytes DuckDB writes, with back-pressure. Errors if the COPY fails. */
+  /**
+   * The bytes DuckDB writes, with back-pressure. Errors if the COPY fails. Its chunks are views into pooled
+   * read buffers: a consumer that is done with a chunk (its write completed) may hand it back with
+   * `release`, and one that keeps chunks simply never does (see the read-buffer pool below).
+   */
   readonly stream: Readable;
+  /** Returns a chunk of `stream` to the read-buffer pool. Only once its bytes are no longer needed. */
+  release(chunk: Buffer): void;
   /** Bytes that came out of the pipe so far. */
   bytes(): number;
   /** Settles after the COPY ended and every byte was read: the COPY's row count, or the failure. */
@@ -69,14 +154,6 @@ export type CopyStream = {
   /** Stops the query (client went away, upload failed): interrupts DuckDB and removes the FIFO. */
   cancel(reason: string): void;
 };
-
-class Counter extends Transform {
-  count = 0;
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    this.count += chunk.length;
-    cb(null, chunk);
-  }
-}
 
 /** Thrown (through `done`) when the stream was cancelled by its consumer. */
 export class CopyCancelled extends Error {
@@ -86,21 +163,75 @@ export class CopyCancelled extends Error {
 }
 
 /**
+ * Read buffers for the FIFOs, reused. A plain net.Socket allocates a fresh 64 KiB buffer per read; at a few
+ * hundred MB/s that external memory made V8 run a mark-compact every ~25 MB ("external memory pressure" in
+ * --trace-gc: ~40 full GCs per GB streamed, 10–40 ms each on the busy 2-core box). With the socket's `onread`
+ * option the bytes land in buffers from this pool, and a consumer that wrote a chunk out hands its buffer
+ * back once the write completed (`release`). A buffer goes out to one read at a time: `lent` says which are
+ * out, so releasing twice (or releasing a chunk that is not the pool's) cannot put one buffer in two places.
+ * Chunks nobody releases are ordinary garbage.
+ */
+const READ_BUFFER = 64 * 1024; // a pipe holds 64 KiB: one read never returns more
+const MAX_FREE = 64;
+const free: ArrayBuffer[] = [];
+const lent = new WeakSet<ArrayBuffer>();
+
+function lendBuffer(): Buffer {
+  const ab = free.pop();
+  const b = ab ? Buffer.from(ab) : Buffer.allocUnsafeSlow(READ_BUFFER);
+  lent.add(b.buffer as ArrayBuffer);
+  return b;
+}
+
+export function releaseChunk(chunk: Buffer): void {
+  const ab = chunk.buffer as ArrayBuffer;
+  if (ab.byteLength === READ_BUFFER && lent.delete(ab) && free.length < MAX_FREE) free.push(ab);
+}
+
+/** The consumer's side of a FIFO: pushes the socket's chunks, resumes the socket when asked for more. */
+class FifoReadable extends Readable {
+  constructor(private readonly more: () => void) {
+    // A few reads' worth of slack before the socket is paused: fewer readStop/readStart toggles.
+    super({ highWaterMark: 4 * READ_BUFFER });
+  }
+
+  override _read(): void {
+    this.more();
+  }
+}
+
+/**
  * Starts `COPY (query) TO fifo (format)` on its own connection and returns the read side.
  * `query.sql` is a SELECT from a builder; its values stay `$name` parameters.
  */
 export async function startCopy(db: DuckDBInstance, query: Query, format: CopyFormat): Promise<CopyStream> {
-  const dir = fs.mkdtempSync(path.join(fifoRoot(), 'c-'));
-  const fifo = path.join(dir, `out.${format}`);
+  const { dir, fifo } = await takeFifo(format);
   let conn: DuckDBConnection | null = null;
   let socket: net.Socket | null = null;
+  let count = 0;
+  let discard = false;
+  let out: FifoReadable | null = null;
   try {
-    execFileSync('mkfifo', ['-m', '600', fifo]);
     // O_NONBLOCK: opening the read side must not wait for the writer (that would hold a libuv thread-pool
     // thread, and a handful of concurrent downloads would dead-lock the pool). On Linux a non-blocking reader
     // that has never seen a writer gets no EOF from epoll, so the socket simply waits for DuckDB's first write.
     const fd = fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-    socket = new net.Socket({ fd, readable: true, writable: false });
+    // `onread` is accepted by the Socket constructor too (Node ≥ 12; @types/node lists it for connect() only).
+    const opts: net.SocketConstructorOpts & { onread: net.OnReadOpts } = {
+      fd,
+      readable: true,
+      writable: false,
+      onread: {
+        buffer: lendBuffer,
+        // Returning false pauses the socket (readStop) until FifoReadable._read asks for more.
+        callback: (n: number, buf: Uint8Array): boolean => {
+          count += n;
+          if (discard || !out || out.destroyed) return true;
+          return out.push(Buffer.from(buf.buffer, buf.byteOffset, n));
+        },
+      },
+    };
+    socket = new net.Socket(opts);
     conn = await db.connect();
   } catch (err) {
     socket?.destroy();
@@ -109,9 +240,11 @@ export async function startCopy(db: DuckDBInstance, query: Query, format: CopyFo
   }
   const sock = socket;
   const c = conn;
-  const counter = new Counter();
+  const stream = new FifoReadable(() => sock.resume());
+  out = stream;
   let cancelled: string | null = null;
   let finished = false;
+  let clean = false;
   active += 1;
 
   const cleanup = (): void => {
@@ -124,29 +257,32 @@ export async function startCopy(db: DuckDBInstance, query: Query, format: CopyFo
     } catch {
       // already closed
     }
-    fs.rmSync(dir, { recursive: true, force: true });
+    returnFifo(dir, fifo, clean);
   };
 
   const copy = c.run(`COPY (${query.sql}) TO ${sqlString(fifo)} (${copyOptions(format)})`, { ...query.params });
-  sock.pipe(counter);
 
   const ended = new Promise<void>((resolve, reject) => {
-    counter.once('end', resolve);
-    counter.once('error', reject);
-    sock.once('error', reject);
+    stream.once('end', resolve);
+    stream.once('error', reject);
   });
   // Nothing may go unhandled: consumers await `done` (or not, on early exits).
   ended.catch(() => {});
+  sock.once('end', () => stream.push(null));
+  sock.once('error', (err) => stream.destroy(err));
 
   const done = (async () => {
     try {
       const res = await copy;
+      // DuckDB closed the FIFO: the socket sees EOF, and the stream ends once its consumer has read it all.
       await ended;
       if (cancelled) throw new CopyCancelled(cancelled);
-      return { rows: Number(res.rowsChanged), bytes: counter.count };
+      // The COPY returned and the read side saw EOF: no writer is left on the FIFO, it can be reused.
+      clean = true;
+      return { rows: Number(res.rowsChanged), bytes: count };
     } catch (err) {
       const e = cancelled ? new CopyCancelled(cancelled) : err instanceof Error ? err : new Error(String(err));
-      if (!counter.destroyed) counter.destroy(e);
+      if (!stream.destroyed) stream.destroy(e);
       throw e;
     } finally {
       cleanup();
@@ -155,8 +291,9 @@ export async function startCopy(db: DuckDBInstance, query: Query, format: CopyFo
   done.catch(() => {});
 
   return {
-    stream: counter,
-    bytes: () => counter.count,
+    stream,
+    release: releaseChunk,
+    bytes: () => count,
     done,
     cancel(reason: string) {
       if (cancelled || finished) return;
@@ -165,12 +302,96 @@ export async function startCopy(db: DuckDBInstance, query: Query, format: CopyFo
       // writer blocked in write(2) wakes up and sees the interrupt instead of hanging on a full pipe, and so a
       // writer that has not opened the FIFO yet does not block forever in open(2) for want of a reader.
       c.interrupt();
-      sock.unpipe(counter);
-      sock.on('data', () => {});
+      discard = true;
       sock.resume();
-      counter.destroy(new CopyCancelled(reason));
+      stream.destroy(new CopyCancelled(reason));
     },
   };
+}
+
+/** `out` closed (client went away) before everything was written to it. */
+export class OutputClosed extends Error {
+  constructor() {
+    super('output closed before the end of the stream');
+  }
+}
+
+/**
+ * Writes `head` (chunks already read from the copy, e.g. by a preflight) and then, unless `rest` is false,
+ * the remainder of `copy.stream` to `out` as the chunks arrive, pausing the stream while `out` is full (the
+ * back-pressure pipe() gives). Each chunk goes back to the read-buffer pool when its write has completed.
+ * `onChunk` sees every chunk before it is written (byte counts, CRC, hashes). Resolves at the stream's end;
+ * rejects when the stream fails (cancelled, COPY error) or `out` closes first.
+ */
+export function writeCopyTo(
+  copy: Pick<CopyStream, 'stream' | 'release'>,
+  out: Writable,
+  head: readonly Buffer[],
+  rest: boolean,
+  onChunk?: (b: Buffer) => void,
+): Promise<void> {
+  const src = copy.stream;
+  return new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const finish = (err?: Error): void => {
+      if (settled) return;
+      settled = true;
+      src.off('data', onData);
+      src.off('end', onEnd);
+      src.off('error', finish);
+      src.off('close', onSrcClose);
+      out.off('drain', onDrain);
+      out.off('close', onOutClose);
+      out.off('error', onOutClose);
+      if (err) reject(err);
+      else resolve();
+    };
+    const put = (chunk: Buffer): boolean => {
+      onChunk?.(chunk);
+      return out.write(chunk, () => copy.release(chunk));
+    };
+    const onData = (chunk: Buffer): void => {
+      if (!put(chunk)) src.pause();
+    };
+    let waitingHead = false;
+    const onDrain = (): void => {
+      if (waitingHead) {
+        waitingHead = false;
+        next();
+      } else src.resume();
+    };
+    const onEnd = (): void => finish();
+    // Destroyed without an error or an 'end': it will never finish.
+    const onSrcClose = (): void => finish(new Error('stream closed before its end'));
+    const onOutClose = (): void => {
+      src.pause();
+      finish(new OutputClosed());
+    };
+    if (out.destroyed || out.writableEnded) {
+      finish(new OutputClosed());
+      return;
+    }
+    out.on('drain', onDrain);
+    out.on('close', onOutClose);
+    out.on('error', onOutClose);
+    let i = 0;
+    const next = (): void => {
+      while (i < head.length) {
+        if (!put(head[i++]!)) {
+          waitingHead = true;
+          return;
+        }
+      }
+      // An 'end' already emitted (the preflight read everything just before EOF) will not come again.
+      if (!rest || src.readableEnded) return finish();
+      src.on('end', onEnd);
+      src.on('error', finish);
+      src.on('close', onSrcClose);
+      src.on('data', onData);
+      src.resume();
+    };
+    next();
+  });
 }
 
 /** A short random name part for files and objects. */

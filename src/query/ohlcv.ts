@@ -51,6 +51,19 @@ export function ohlcvSelect(lake: Lake, r: OhlcvRequest, order: 'asc' | 'desc' =
     // 60× fewer rows than candles_1m, when the lake has it for every month.
     const source = isHourMultiple(r.timeframe) && lake.hourlyCandles?.() === true ? 'candles_1h' : 'candles_1m';
     const where = ['token_id = $token', ...windowWhere('bucket', ohlcvWindow(r), params, { column: 'month' })];
+    if (r.timeframe.seconds === STORED_SECONDS[source] && r.timeframe.originSeconds % r.timeframe.seconds === 0) {
+      // The stored candles are already these buckets (one row per token and bucket, the natural key): no
+      // rollup. The hash aggregate over 2,160 one-row groups cost 5.9 of a 15 ms query on the bench lake.
+      // Same columns and types as the rollup below (sum() widens volume to DECIMAL(38,6)).
+      return query(
+        `SELECT $token::VARCHAR AS market_id, $outcome::INTEGER AS outcome, bucket AS "timestamp",
+  open, high, low, close, volume::DECIMAL(38,6) AS volume, trade_count::BIGINT AS trade_count
+FROM ${lake.from(source)}
+WHERE ${where.join(' AND ')}
+ORDER BY "timestamp" ${dir}`,
+        params,
+      );
+    }
     return query(
       `SELECT $token::VARCHAR AS market_id, $outcome::INTEGER AS outcome, ${bucketExpr('bucket', r.timeframe)} AS "timestamp",
   arg_min(open, bucket) AS open, max(high) AS high, min(low) AS low, arg_max(close, bucket) AS close,
@@ -74,6 +87,9 @@ ORDER BY "timestamp" ${dir}`,
     params,
   );
 }
+
+/** Bucket length of the stored candle data sets. */
+const STORED_SECONDS = { candles_1m: 60, candles_1h: 3600 } as const;
 
 /** The API page: newest bucket first (as the anchor serves it), at most `limit` bars. */
 export function ohlcvPageQuery(lake: Lake, r: OhlcvRequest, limit: number): Query {

@@ -1,9 +1,12 @@
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDownloadsLake, parseCsv, type DlLake } from '../helpers/downloads-lake.js';
 import { readZip } from '../helpers/zip.js';
+import { activeCopies } from '../../src/lake/stream.js';
 
 /**
  * Every /v1/download/* endpoint over a lake built by the real generator and ingest, through the real server.
@@ -286,6 +289,104 @@ describe('series and bulk', () => {
     const ohlcv = await parquetRows(zip.get(manifest.items[1]!.file)!);
     expect(ohlcv.length).toBe(manifest.items[1]!.rows);
     expect(JSON.parse(zip.get(manifest.items[3]!.file)!.toString())).toHaveLength(50);
+  });
+
+  it('bulk ZIP passes independent readers: `unzip -t` and Python zipfile verify every CRC-32; contents match the manifest', async () => {
+    const res = await L.fetch('/v1/download/bulk', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        items: [
+          { kind: 'trades', market_id: market.id, format: 'csv' },
+          { kind: 'trades', market_id: market.id, start: '2001-01-01T00:00:00Z', end: '2001-01-02T00:00:00Z' },
+          { kind: 'ohlcv', market_id: market.id, timeframe: '1m', format: 'json' },
+          { kind: 'trades', market_id: market.id, format: 'parquet' },
+        ],
+      }),
+    });
+    expect(res.status).toBe(200);
+    const body = Buffer.from(await res.arrayBuffer());
+    const file = path.join(L.dir, `bulk-${crypto.randomBytes(4).toString('hex')}.zip`);
+    fs.writeFileSync(file, body);
+    // Info-ZIP's own test of the archive: it reads every entry and checks its CRC against the central directory.
+    const unzip = spawnSync('unzip', ['-t', file], { encoding: 'utf8' });
+    expect(unzip.status, unzip.stdout + unzip.stderr).toBe(0);
+    expect(unzip.stdout).toMatch(/No errors detected/);
+    // Python's zipfile: testzip() returns the first member whose CRC does not match (None when all do); each
+    // member's size, CRC-32 and SHA-256 as it computes them.
+    const py = spawnSync(
+      'python3',
+      [
+        '-c',
+        [
+          'import sys, json, zipfile, hashlib, zlib',
+          'z = zipfile.ZipFile(sys.argv[1])',
+          'bad = z.testzip()',
+          'out = {"bad": bad, "members": [{"name": i.filename, "size": i.file_size, "crc": i.CRC, "stored": i.compress_type == zipfile.ZIP_STORED,',
+          '  "sha256": hashlib.sha256(z.read(i.filename)).hexdigest(), "crc_of_data": zlib.crc32(z.read(i.filename))} for i in z.infolist()]}',
+          'print(json.dumps(out))',
+        ].join('\n'),
+        file,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(py.status, py.stderr).toBe(0);
+    const got = JSON.parse(py.stdout) as { bad: string | null; members: { name: string; size: number; crc: number; stored: boolean; sha256: string; crc_of_data: number }[] };
+    expect(got.bad).toBeNull();
+    const manifest = JSON.parse(readZip(body).get('manifest.json')!.toString()) as { items: { file: string; bytes: number; sha256: string; status: string }[] };
+    expect(got.members.map((m) => m.name)).toEqual([...manifest.items.map((i) => i.file), 'manifest.json']);
+    for (const m of got.members) {
+      expect(m.stored, m.name).toBe(true);
+      expect(m.crc_of_data, m.name).toBe(m.crc);
+    }
+    for (const [i, it] of manifest.items.entries()) {
+      expect(got.members[i]!.sha256, it.file).toBe(it.sha256);
+      if (it.status === 'ok') expect(got.members[i]!.size, it.file).toBe(it.bytes);
+    }
+    expect(manifest.items.map((i) => i.status)).toEqual(['ok', 'empty', 'ok', 'ok']);
+  });
+
+  it('bulk: a client that stops reading holds the COPY back; when it disconnects the COPY is interrupted and only what was sent is charged', async () => {
+    // 15 items of the market's normalized L2 tape as JSON: more than the loopback socket buffers hold, so a
+    // client that stops reading leaves the server blocked mid-bundle with a COPY open. The second user: the
+    // first one's 20-downloads-a-minute burst is spent by the other tests in this file.
+    const N = 15;
+    const item = { kind: 'raw', data_type: 'polymarket_l2_deltas', shape: 'normalized', market_id: market.id, format: 'json', limit: 2_000_000 };
+    const body = JSON.stringify({ items: Array.from({ length: N }, () => item) });
+    const url = new URL(`${L.srv.url}/v1/download/bulk`);
+    const got = await new Promise<{ req: http.ClientRequest; res: http.IncomingMessage }>((resolve, reject) => {
+      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': L.otherKey } }, (res) => resolve({ req, res }));
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(got.res.statusCode).toBe(200);
+    got.res.pause();
+    // Wait until the server is stuck: a COPY open and no progress for a while.
+    let last = -1;
+    for (let stable = 0; stable < 5; ) {
+      await new Promise((r) => setTimeout(r, 50));
+      const now = got.res.readableLength;
+      stable = now === last ? stable + 1 : 0;
+      last = now;
+    }
+    expect(activeCopies()).toBe(1);
+    got.req.destroy();
+    got.res.destroy();
+    for (let i = 0; i < 200 && activeCopies() > 0; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(activeCopies()).toBe(0);
+    // The history: a bundle that ended early records the bytes that left the server, not all 25 items' worth.
+    await new Promise((r) => setTimeout(r, 50));
+    const h = L.srv.ctx.state.db
+      .prepare(
+        `SELECT p.status, p.bytes FROM pulls p JOIN users u ON u.id = p.user_id WHERE u.email = 'other@example.com' AND p.description LIKE 'bulk:%'`,
+      )
+      .all() as { status: string; bytes: number | null }[];
+    expect(h.length).toBe(N);
+    expect(h.filter((r) => r.status === 'pending')).toEqual([]);
+    const charged = h.filter((r) => r.status === 'completed');
+    expect(charged.length).toBeGreaterThan(0);
+    expect(charged.length).toBeLessThan(N);
+    expect(charged.reduce((a, r) => a + (r.bytes ?? 0), 0)).toBeGreaterThan(0);
   });
 
   it('bulk validation: 1..25 items, ids required per kind', async () => {

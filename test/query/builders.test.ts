@@ -8,7 +8,7 @@ import { lakeSources, runQuery, type Lake } from '../../src/lake/runner.js';
 import { listMarketsQuery, marketByIdQuery, marketByTokenListQuery, marketByTokenQuery, marketBookStatsQuery, marketTradeStatsQuery, seriesExistsQuery } from '../../src/query/markets.js';
 import { recentTradesQuery, tradesPageQuery, tradesSelect } from '../../src/query/trades.js';
 import { ohlcvPageQuery, ohlcvSelect } from '../../src/query/ohlcv.js';
-import { bookSnapshotsSelect, snapshotAtQuery, tapeAfterQuery, topOfBookPageQuery, topOfBookSelect } from '../../src/query/orderbook.js';
+import { bookOnDayQuery, bookSnapshotsSelect, datesBetween, foldTape, MAX_RAW_TAPE_ROWS, snapshotAtQuery, tapeAfterQuery, topOfBookPageQuery, topOfBookSelect } from '../../src/query/orderbook.js';
 import { estimateRowsQuery, seriesRowsQuery } from '../../src/query/estimate.js';
 import { seriesQuery } from '../../src/query/series.js';
 import { containsPattern } from '../../src/query/common.js';
@@ -91,6 +91,12 @@ LIMIT $limit`);
       expect(ohlcvSelect(partial, r(tf)).sql).toContain('FROM src_candles_1m');
       expect(ohlcvSelect(fake, r(tf)).sql).toContain('FROM src_candles_1m');
     }
+    // The stored bucket itself (1h from candles_1h, 1m from candles_1m) is read as stored: no rollup.
+    expect(ohlcvSelect(hourly, r(3600)).sql).not.toContain('GROUP BY');
+    expect(ohlcvSelect(fake, r(60)).sql).not.toContain('GROUP BY');
+    expect(ohlcvSelect(fake, r(60)).sql).toContain('bucket AS "timestamp"');
+    expect(ohlcvSelect(partial, r(3600)).sql).toContain('GROUP BY "timestamp"');
+    expect(ohlcvSelect(hourly, r(7200)).sql).toContain('GROUP BY "timestamp"');
     // 90 minutes is whole minutes but not whole hours: its buckets start on half hours.
     expect(ohlcvSelect(hourly, r(5400)).sql).toContain('FROM src_candles_1m');
     expect(ohlcvSelect(hourly, r(30)).sql).toContain('FROM src_trades');
@@ -114,6 +120,47 @@ LIMIT 1`);
     expect(topOfBookPageQuery(fake, ['A'], {}, { limit: 10, offset: 0 }).sql).toContain('ORDER BY ts, asset_id, seq\nLIMIT $limit OFFSET $offset');
   });
 
+  it('order book: the one-day statement reads that day only, and named partitions replace globs for short ranges', () => {
+    const q = bookOnDayQuery(fake, 'A', T0 + 5_000_000n);
+    expect(q.params).toEqual({ asset: 'A', at: timestampValue(T0 + 5_000_000n), day: '2025-09-16', max_rows: MAX_RAW_TAPE_ROWS });
+    expect(q.sql).toContain('FROM src_book_snapshots\n  WHERE asset_id = $asset AND ts <= $at AND date = $day');
+    expect(q.sql).toContain('WHERE asset_id = $asset AND recv_ts <= $at AND date = $day AND seq > (SELECT seq FROM snap)\n  LIMIT $max_rows');
+    // A lake that lists partitions gets exactly the partitions each statement needs.
+    const asked: string[] = [];
+    const listing: Lake = { from: (n) => `src_${n}`, partitions: (n, v) => (asked.push(`${n}:${v.join(',')}`), `parts_${n}`) };
+    expect(bookOnDayQuery(listing, 'A', T0).sql).toContain('FROM parts_l2');
+    expect(snapshotAtQuery(listing, 'A', T0, '2025-09-14').sql).toContain('FROM parts_book_snapshots');
+    expect(snapshotAtQuery(listing, 'A', T0, undefined).sql).toContain('FROM src_book_snapshots');
+    const seq = (T0 - 86_400_000_000n) / 1000n * 1_000_000n + 7n;
+    expect(tapeAfterQuery(listing, 'A', seq, T0).sql).toContain('FROM parts_l2');
+    expect(tapeAfterQuery(listing, 'A', 42n, T0).sql).toContain('FROM src_l2'); // 1970 onwards: the glob
+    expect(asked).toEqual([
+      'book_snapshots:2025-09-16', 'l2:2025-09-16', 'book_snapshots:2025-09-14,2025-09-15,2025-09-16', 'l2:2025-09-15,2025-09-16',
+    ]);
+    expect(datesBetween('2025-02-27', '2025-03-02', 31)).toEqual(['2025-02-27', '2025-02-28', '2025-03-01', '2025-03-02']);
+    expect(datesBetween('2025-03-02', '2025-03-01', 31)).toEqual([]);
+    expect(datesBetween('2025-01-01', '2025-03-01', 31)).toBeNull();
+  });
+
+  it('order book: foldTape is the SQL fold (last size per level since the last book message, in seq then level order)', () => {
+    const t = (seq: number, idx: number, side: string | null, price: number | null, size: number | null, snap = false, us = seq) =>
+      ({ side, price, size, seq: BigInt(seq) * 1_000_000_000_000n, level_idx: idx, is_snapshot: snap, recv_us: us });
+    // Out of order on purpose: the statement returns tape rows unordered.
+    const plain = foldTape([t(3, 0, 'bid', 0.5, 0), t(1, 0, 'bid', 0.5, 10), t(2, 1, 'ask', 0.6, 7), t(2, 0, 'ask', 0.6, 3), t(1, 1, 'bid', 0.4, 2)]);
+    expect(plain).toEqual({
+      levels: [{ side: 'bid', price: 0.5, size: 0 }, { side: 'bid', price: 0.4, size: 2 }, { side: 'ask', price: 0.6, size: 7 }],
+      resetSeq: null, updates: 5, lastUs: 3,
+    });
+    // A book message (is_snapshot rows sharing a seq) at seq 5: only it and what follows count as levels; an
+    // empty-book marker (side NULL) counts as an update but is no level.
+    const reset = foldTape([t(4, 0, 'bid', 0.3, 1), t(5, 0, 'bid', 0.2, 4, true), t(5, 1, 'ask', 0.9, 1, true), t(6, 0, null, null, null), t(7, 0, 'ask', 0.9, 2, false, 70)]);
+    expect(reset.resetSeq).toBe(5_000_000_000_000n);
+    expect(reset.levels).toEqual([{ side: 'bid', price: 0.2, size: 4 }, { side: 'ask', price: 0.9, size: 2 }]);
+    expect(reset.updates).toBe(5);
+    expect(reset.lastUs).toBe(70);
+    expect(foldTape([])).toEqual({ levels: [], resetSeq: null, updates: 0, lastUs: null });
+  });
+
   it('no user value ever reaches the SQL text', () => {
     for (const h of HOSTILE) {
       const qs: Query[] = [
@@ -121,7 +168,7 @@ LIMIT 1`);
         marketByIdQuery(fake, h), marketByTokenQuery(fake, h), marketByTokenListQuery(fake, h), seriesExistsQuery(fake, h),
         marketTradeStatsQuery(fake, [h, h]), marketBookStatsQuery(fake, [h]),
         tradesPageQuery(fake, { tokens: [h] }, { limit: 1, offset: 0 }), ohlcvPageQuery(fake, { token: h, outcome: 0, timeframe: timeframeOf(60) }, 1),
-        snapshotAtQuery(fake, h, T0, undefined), tapeAfterQuery(fake, h, null, T0), topOfBookSelect(fake, [h], {}), bookSnapshotsSelect(fake, [h], {}),
+        snapshotAtQuery(fake, h, T0, undefined), tapeAfterQuery(fake, h, null, T0), bookOnDayQuery(fake, h, T0), topOfBookSelect(fake, [h], {}), bookSnapshotsSelect(fake, [h], {}),
         estimateRowsQuery(fake, 'trades', [h], {}), estimateRowsQuery(fake, 'ohlcv', [h], {}, timeframeOf(3600)), seriesRowsQuery(fake, 'raw', h, {}),
         seriesQuery(fake, h),
       ];
@@ -150,6 +197,21 @@ describe('SQL builders on a real DuckDB', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('ohlcv: the stored-bucket select has the rollup\'s column names and types (downloads write them)', async () => {
+    const types = async (q: Query): Promise<string[]> => {
+      const conn = await db.connect();
+      try {
+        const r = await conn.runAndReadAll(`SELECT * FROM (${q.sql}) LIMIT 0`, q.params as never);
+        return r.columnNames().map((n, i) => `${n} ${r.columnType(i).toString()}`);
+      } finally {
+        conn.closeSync();
+      }
+    };
+    const r = (tf: number) => ({ token: 't', outcome: 0, timeframe: timeframeOf(tf), start: T0, end: T0 + 86_400_000_000n });
+    expect(ohlcvSelect(lake, r(60)).sql).not.toContain('GROUP BY');
+    expect(await types(ohlcvSelect(lake, r(60)))).toEqual(await types(ohlcvSelect(lake, r(120))));
+  });
+
   it('every builder runs with hostile values and answers empty', async () => {
     for (const h of HOSTILE.filter((x) => !x.includes('\u0000'))) {
       const qs: Query[] = [
@@ -167,6 +229,8 @@ describe('SQL builders on a real DuckDB', () => {
         const rows = await runQuery(db, q);
         expect(rows.length <= 1).toBe(true);
       }
+      // The one-day statement on a day with no files: no snapshot row, no tape row.
+      expect(await runQuery(db, bookOnDayQuery(lake, h, T0))).toEqual([]);
       const tape = await runQuery(db, tapeAfterQuery(lake, h, 1n, T0));
       expect(tape).toEqual([{ reset_seq: null, side: null, price: null, size: null, last_ts: null, updates: 0 }]);
       expect(await runQuery(db, estimateRowsQuery(lake, 'trades', [h], {}))).toEqual([{ rows: 0, tokens: 0 }]);
