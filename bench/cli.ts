@@ -227,9 +227,11 @@ export async function benchCommand(args: string[]): Promise<number> {
         db.closeSync();
       }
     })();
-    // A partial run (--only) must not replace the committed table of a full run.
+    // Only a full run at the default scale replaces the committed table: a partial run (--only) or a smaller
+    // scale (a harness check) writes beside it in the temp directory.
+    const full = !only && scaleName === 'default';
     const outFile = path.resolve(
-      values.out ?? (only ? path.join(os.tmpdir(), 'pmlake-bench-partial.json') : path.join(REPO, 'bench/results/latest.json')),
+      values.out ?? (full ? path.join(REPO, 'bench/results/latest.json') : path.join(os.tmpdir(), `pmlake-bench-${only ? 'partial' : scaleName}.json`)),
     );
     writeResults(outFile, {
       generatedAt: new Date().toISOString(),
