@@ -101,6 +101,18 @@ export function summarize(samples: Sample[]): SideSummary {
 export type SideBySide = { pmlake: SideSummary; baseline: SideSummary; ratio: number };
 
 /**
+ * Short queries (tens of ms): the steady state of a long-running server is what a user meets, so both sides
+ * get three unmeasured rounds (the server's first requests on a path run before V8 has optimised it: the
+ * first 1h OHLCV request after start-up took 110 ms, the tenth 19 ms), and more measured rounds, because a
+ * median of five 20 ms samples on a shared 2-core machine moves by a third between runs.
+ */
+export const QUERY_ROUNDS = { warmups: 3, minReps: 15 } as const;
+
+export function queryReps(reps: number): number {
+  return Math.max(reps, QUERY_ROUNDS.minReps);
+}
+
+/**
  * Runs both sides: warm-up, then `reps` alternating rounds. `rep` is passed so a scenario can vary its input
  * per round (a different random instant) while both sides of a round see the same one.
  */
@@ -108,9 +120,10 @@ export async function sideBySide(
   reps: number,
   pmlake: (rep: number) => Promise<Sample>,
   baseline: (rep: number) => Promise<Sample>,
-  opts: { warmup?: boolean } = {},
+  opts: { warmup?: boolean; warmups?: number } = {},
 ): Promise<SideBySide> {
-  if (opts.warmup !== false) {
+  const warmups = opts.warmup === false ? 0 : (opts.warmups ?? 1);
+  for (let w = 0; w < warmups; w++) {
     await pmlake(-1);
     await baseline(-1);
   }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { qs, requestJson } from '../http.js';
-import { NotAvailable, sideBySide, timed, type BenchContext, type Scenario, type ScenarioRow } from '../runner.js';
+import { NotAvailable, QUERY_ROUNDS, queryReps, sideBySide, timed, type BenchContext, type Scenario, type ScenarioRow } from '../runner.js';
 import { peakTracker } from '../proc.js';
 import { atLeast } from '../stats.js';
 import { addDays, baselineQuery, src, ts, withBaselineDb } from './common.js';
@@ -69,7 +69,7 @@ function scenario(spec: Spec): Scenario {
 
       const rows: ScenarioRow[] = [];
       await withBaselineDb(async (db) => {
-        const raw = await sideBySide(ctx.reps, pmlake, () => baselineQuery(db, rawTradesSql(ctx.lake.lakeDir, spec.seconds), params));
+        const raw = await sideBySide(queryReps(ctx.reps), pmlake, () => baselineQuery(db, rawTradesSql(ctx.lake.lakeDir, spec.seconds), params), QUERY_ROUNDS);
         const rawRatioMin = spec.rawTarget;
         rows.push({
           scenario: spec.name,
@@ -87,7 +87,7 @@ function scenario(spec: Spec): Scenario {
           ],
           notes: [note, `baseline rows ${raw.baseline.rows}`],
         });
-        const c1m = await sideBySide(ctx.reps, pmlake, () => baselineQuery(db, candlesSql(ctx.lake.lakeDir, spec.seconds), params));
+        const c1m = await sideBySide(queryReps(ctx.reps), pmlake, () => baselineQuery(db, candlesSql(ctx.lake.lakeDir, spec.seconds), params), QUERY_ROUNDS);
         const stored = candleSource(ctx.lake.lakeDir, spec.seconds);
         rows.push({
           scenario: `${spec.name} (vs ${stored === 'candles_1h' ? 'c1h' : 'c1m'})`,

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { partitionDir } from '../../src/lake/layout.js';
 import { sqlString } from '../../src/lake/duckdb.js';
 import { qs, requestJson } from '../http.js';
-import { NotAvailable, sideBySide, timed, type BenchContext, type Scenario, type ScenarioRow } from '../runner.js';
+import { NotAvailable, QUERY_ROUNDS, queryReps, sideBySide, timed, type BenchContext, type Scenario, type ScenarioRow } from '../runner.js';
 import { peakTracker } from '../proc.js';
 import { atLeast, atMost, seededRandom } from '../stats.js';
 import { baselineQuery, ts, withBaselineDb } from './common.js';
@@ -23,7 +23,7 @@ export const bookAtInstant: Scenario = {
     const to = Date.parse(b.to);
     const rnd = seededRandom(20250915);
     // One instant per round (warm-up included), drawn up front so both sides see the same ones.
-    const instants = Array.from({ length: ctx.reps + 1 }, () => new Date(from + Math.floor(rnd() * (to - from))).toISOString());
+    const instants = Array.from({ length: queryReps(ctx.reps) + 1 }, () => new Date(from + Math.floor(rnd() * (to - from))).toISOString());
     const at = (rep: number): string => instants[rep + 1]!;
 
     const replaySql = (file: string): string => `
@@ -43,7 +43,7 @@ export const bookAtInstant: Scenario = {
 
     return withBaselineDb(async (db) => {
       const r = await sideBySide(
-        ctx.reps,
+        queryReps(ctx.reps),
         async (rep) => {
           const url = `${ctx.server.url}/v1/orderbook/snapshot?${qs({ market_id: b.marketId, outcome: b.outcome, at: at(rep) })}`;
           const peak = peakTracker(ctx.server.pid);
@@ -58,6 +58,7 @@ export const bookAtInstant: Scenario = {
           if (!fs.existsSync(file)) return { seconds: Number.NaN, rows: 0 };
           return baselineQuery(db, replaySql(file), { asset: b.assetId, at: ts(at(rep)) });
         },
+        QUERY_ROUNDS,
       );
       return [
         {
