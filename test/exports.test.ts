@@ -205,7 +205,7 @@ describe('exports: S3 stopped mid-upload', () => {
     expect(done.status).toBe('failed');
     expect(done.error).toMatch(/^export failed: object storage upload failed: .+; nothing was charged$/);
     expect(done.completed_at).toEqual(expect.any(String));
-    // It shows how far it got: at least the part the store had acknowledged (lib-storage parts are 8 MiB).
+    // It shows how far it got: at least the part the store had acknowledged (parts are 8 MiB).
     expect(done.progress.bytes_written).toBeGreaterThan(8 * 1024 * 1024);
     expect(done.progress.rows_written).toBeGreaterThan(0);
     // The COPY was stopped and its FIFO removed, not left blocked on a pipe nobody reads.
@@ -228,8 +228,8 @@ describe('exports: S3 stopped mid-upload', () => {
     const client = makeS3Client({ endpoint: B.s3.endpoint, bucket: 'pmlake-exports', region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' });
     await expect(client.send(new HeadObjectCommand({ Bucket: 'pmlake-exports', Key: key! }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 404 } });
 
-    // Orphaned parts. On real S3 the service's AbortMultipartUpload (and lib-storage's own, leavePartsOnError
-    // false) removes them, and ListMultipartUploads would list none. s3rver cannot show that: it answers 501
+    // Orphaned parts. On real S3 the service's AbortMultipartUpload (and MultipartUpload's own, sent once on
+    // failure) removes them, and ListMultipartUploads would list none. s3rver cannot show that: it answers 501
     // to ListMultipartUploads and 405 to AbortMultipartUpload, so parts it received stay in its directory for
     // good. What is checked instead: the parts on disk are exactly one upload, never completed into an object,
     // and the job keeps that upload id (the store was unreachable when the job tried to abort), so the

@@ -1,14 +1,13 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { PassThrough, Transform, type TransformCallback } from 'node:stream';
 import { AbortMultipartUploadCommand, DeleteObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import PQueue from 'p-queue';
 import type { Principal } from '../http/auth.js';
 import type { AppContext } from '../http/context.js';
 import { HttpError } from '../http/errors.js';
 import { CONTENT_TYPES, startCopy, type CopyFormat, type CopyStream } from '../lake/stream.js';
 import { planDownload, type DownloadKind } from '../downloads/plan.js';
+import { MultipartUpload } from './multipart.js';
 import { ensureBucket, makeS3Client, presignGet } from '../s3/client.js';
 import { startLocalS3, type LocalS3 } from '../s3/local.js';
 import {
@@ -28,8 +27,8 @@ import { parseTimeframe } from '../timeframe.js';
 
 /**
  * Asynchronous exports: a job is a DuckDB COPY whose bytes go through a FIFO straight into an S3 multipart
- * upload (@aws-sdk/lib-storage) — no temporary copy on local disk; the only buffers are the upload's parts
- * (partSize × queueSize). Jobs run in a p-queue (PMLAKE_EXPORT_CONCURRENCY at a time); their state lives in
+ * upload (./multipart.ts) — no temporary copy on local disk; the only buffers are the upload's reused parts
+ * (partSize × (queueSize + 1)). Jobs run in a p-queue (PMLAKE_EXPORT_CONCURRENCY at a time); their state lives in
  * the state store, so a restart re-queues interrupted jobs (up to MAX_ATTEMPTS) or fails them with a reason.
  *
  * Money: nothing is charged at submit. When the file is complete in object storage the job asks the meter
@@ -58,18 +57,15 @@ const PROGRESS_FIRST_MS = 1000;
 const PROGRESS_MS = 5000;
 
 /** Counts bytes, and rows for the line-per-row formats (CSV minus its header, JSON array one record a line). */
-class Progress extends Transform {
+class Progress {
   bytes = 0;
   lines = 0;
-  constructor(private readonly countLines: boolean) {
-    super();
-  }
+  constructor(private readonly countLines: boolean) {}
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+  add(chunk: Buffer): void {
     this.bytes += chunk.length;
     // Parquet has no lines: scanning its bytes for 0x0A would count nothing useful.
     if (this.countLines) for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) this.lines += 1;
-    cb(null, chunk);
   }
 
   /** Rows so far: lines minus the CSV header / the JSON array's opening line; Parquet has no lines to count. */
@@ -106,7 +102,7 @@ export class ExportService {
   private readonly queue: PQueue;
   private s3: Promise<{ client: S3Client; bucket: string }> | null = null;
   private local: LocalS3 | null = null;
-  private readonly running = new Map<string, { copy: CopyStream | null; upload: Upload | null }>();
+  private readonly running = new Map<string, { copy: CopyStream | null; upload: MultipartUpload | null }>();
   private janitor: NodeJS.Timeout | null = null;
   private closed = false;
 
@@ -215,9 +211,9 @@ export class ExportService {
     const log = this.ctx.log.child({ export_job: id });
     const spec = JSON.parse(job.spec) as ExportSpec;
     const principal = this.principalOf(job.user_id);
-    const slot: { copy: CopyStream | null; upload: Upload | null; body: PassThrough | null } = { copy: null, upload: null, body: null };
+    const slot: { copy: CopyStream | null; upload: MultipartUpload | null } = { copy: null, upload: null };
     this.running.set(id, slot);
-    let upload: Upload | null = null;
+    let upload: MultipartUpload | null = null;
     let timer: NodeJS.Timeout | null = null;
     let progress: Progress | null = null;
     const started = Date.now();
@@ -240,21 +236,10 @@ export class ExportService {
       slot.copy = copy;
       const counted = new Progress(spec.format !== 'parquet');
       progress = counted;
-      // lib-storage needs a plain PassThrough as Body: given the FIFO-backed stream itself it sees no length
-      // and uploads zero bytes (stack-notes.md).
-      const body = new PassThrough();
-      slot.body = body;
-      copy.stream.pipe(counted).pipe(body);
-      upload = new Upload({
-        client,
-        params: { Bucket: bucket, Key: key, Body: body, ContentType: CONTENT_TYPES[spec.format] },
-        partSize: PART_SIZE,
-        queueSize: 2,
-        leavePartsOnError: false,
-      });
+      upload = new MultipartUpload(client, { Bucket: bucket, Key: key, ContentType: CONTENT_TYPES[spec.format] }, PART_SIZE, 2);
       slot.upload = upload;
       const up = upload;
-      const tick = (): void => recordProgress(this.ctx.state, id, counted.rows(spec.format), counted.bytes, uploadIdOf(up));
+      const tick = (): void => recordProgress(this.ctx.state, id, counted.rows(spec.format), counted.bytes, up.uploadId);
       timer = setTimeout(() => {
         tick();
         timer = setInterval(tick, PROGRESS_MS);
@@ -262,7 +247,7 @@ export class ExportService {
       // A storage failure is named as such in the job's `error` (the SDK's own message is only e.g.
       // "connect ECONNREFUSED …"). The upload rejecting first also cancels the COPY, so Promise.all below
       // reports the storage error, not the resulting "copy cancelled".
-      const uploadDone = up.done().catch((err: unknown) => {
+      const uploadDone = up.run(copy, (b) => counted.add(b)).catch((err: unknown) => {
         throw new StorageError(err);
       });
       uploadDone.catch(() => copy.cancel('upload failed'));
@@ -305,10 +290,7 @@ export class ExportService {
     } catch (err) {
       if (timer) clearInterval(timer);
       slot.copy?.cancel('export failed');
-      // Cancelling the COPY destroys only its own stream; end the pipeline behind it too, or (when the COPY
-      // failed first and the upload was aborted) lib-storage's part readers wait forever on a body that never
-      // ends, holding their buffered parts.
-      slot.body?.destroy();
+      void slot.upload?.abort();
       // The job shows how far it got (a failure often lands before the first progress tick).
       if (progress) recordProgress(this.ctx.state, id, progress.rows(spec.format), progress.bytes, null);
       const orphan = upload ? await this.abortUpload(upload, key) : null;
@@ -325,12 +307,12 @@ export class ExportService {
   }
 
   /**
-   * Makes sure a failed multipart upload leaves no parts behind. lib-storage already sent
-   * AbortMultipartUpload (leavePartsOnError false); send it again in case that one was lost. When the store
+   * Makes sure a failed multipart upload leaves no parts behind. MultipartUpload already sent
+   * AbortMultipartUpload once; send it again in case that one was lost. When the store
    * refuses (s3rver answers 405) or cannot be reached, the upload id is kept on the job so start-up can retry.
    */
-  private async abortUpload(upload: Upload, key: string): Promise<string | null> {
-    const uploadId = uploadIdOf(upload);
+  private async abortUpload(upload: MultipartUpload, key: string): Promise<string | null> {
+    const uploadId = upload.uploadId;
     if (!uploadId) return null;
     try {
       const { client, bucket } = await this.storage();
@@ -379,8 +361,3 @@ function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
   });
 }
 
-/** lib-storage keeps the multipart upload id in a field its type declarations do not expose. */
-function uploadIdOf(upload: Upload): string | null {
-  const id = (upload as unknown as { uploadId?: string }).uploadId;
-  return typeof id === 'string' && id ? id : null;
-}
