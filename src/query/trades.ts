@@ -32,7 +32,7 @@ ORDER BY ts ${dir}, block_number ${dir}, log_index ${dir}, id ${dir}`,
 }
 
 /** The filtered trade rows (one scan per token when tokens are given), extra conditions pushed into each scan. */
-function tradeSource(lake: Lake, f: TradeFilter, params: Params, extra: readonly string[]): string {
+function tradeSource(lake: Lake, f: TradeFilter, params: Params, extra: readonly string[], columns: string = SCAN_COLUMNS): string {
   const where = windowWhere('ts', f, params, { column: 'month' });
   if (f.side !== undefined) {
     // Stored lower-case; the anchor accepts BUY/SELL too, so the handler lower-cases before binding.
@@ -45,14 +45,40 @@ function tradeSource(lake: Lake, f: TradeFilter, params: Params, extra: readonly
   }
   where.push(...extra);
   return f.tokens === undefined
-    ? `(SELECT ${SCAN_COLUMNS} FROM ${lake.from('trades')}${where.length ? ` WHERE ${where.join(' AND ')}` : ''})`
-    : perToken(lake.from('trades'), 'token_id', f.tokens, SCAN_COLUMNS, where, params);
+    ? `(SELECT ${columns} FROM ${lake.from('trades')}${where.length ? ` WHERE ${where.join(' AND ')}` : ''})`
+    : perToken(lake.from('trades'), 'token_id', f.tokens, columns, where, params);
 }
 
-/** One API page of trades: the plain SELECT plus LIMIT/OFFSET. */
-export function tradesPageQuery(lake: Lake, f: TradeFilter, page: { limit: number; offset: number }): Query {
+/** From this many rows skipped, a page is found on the narrow key columns first (see tradesPageQuery). */
+export const DEEP_PAGE_OFFSET = 10_000;
+
+/**
+ * One API page of trades: the plain SELECT plus LIMIT/OFFSET. A deep page (offset ≥ DEEP_PAGE_OFFSET) is found
+ * in two steps: the page's keys from the five narrow sort columns (the top-N sort then holds offset + limit
+ * narrow rows instead of wide ones with hashes, addresses and token ids), then the page's full rows from a
+ * second scan limited to the keys' time range (row groups outside it are skipped by their statistics) and
+ * joined on (id, token_id). Same rows, same order. Measured on the bench lake, offset 500,000 of a 6.3M-trade
+ * market: 1.75 → 0.9 s, peak RSS 3.5 → 2.4 GB.
+ */
+export function tradesPageQuery(lake: Lake, f: TradeFilter, page: { limit: number; offset: number }, deepFrom = DEEP_PAGE_OFFSET): Query {
   const base = tradesSelect(lake, f, 'desc');
-  return query(`${base.sql}\nLIMIT $limit OFFSET $offset`, { ...base.params, limit: page.limit, offset: page.offset });
+  const pageParams = { limit: page.limit, offset: page.offset };
+  if (page.offset < deepFrom) return query(`${base.sql}\nLIMIT $limit OFFSET $offset`, { ...base.params, ...pageParams });
+  const params: Params = { ...pageParams };
+  const keys = tradeSource(lake, f, params, [], 'id, token_id, ts, block_number, log_index');
+  const rows = tradeSource(lake, f, params, ['ts >= (SELECT min(ts) FROM page_keys)', 'ts <= (SELECT max(ts) FROM page_keys)']);
+  return query(
+    `WITH page_keys AS MATERIALIZED (
+  SELECT id, token_id, ts FROM ${keys} k
+  ORDER BY ts DESC, block_number DESC, log_index DESC, id DESC
+  LIMIT $limit OFFSET $offset
+)
+SELECT ${TRADE_COLUMNS}
+FROM ${rows} t
+WHERE (t.id, t.token_id) IN (SELECT (id, token_id) FROM page_keys)
+ORDER BY ts DESC, block_number DESC, log_index DESC, id DESC`,
+    params,
+  );
 }
 
 /**
