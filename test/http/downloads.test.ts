@@ -240,6 +240,7 @@ describe('raw tape', () => {
 });
 
 describe('series and bulk', () => {
+  const postBulk = (body: unknown) => L.fetch('/v1/download/bulk', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   it('series: every market of a series in one file', async () => {
     const s = (await L.rows(
       `SELECT m.series_id, list(t.token_id) AS toks FROM read_parquet(${catalog('markets')}) m, unnest(m.outcome_token_ids) AS t(token_id)
@@ -259,17 +260,13 @@ describe('series and bulk', () => {
   });
 
   it('bulk: one ZIP, a file per item, manifest with rows/bytes/sha256, an empty item reported empty', async () => {
-    const res = await L.fetch('/v1/download/bulk', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        items: [
-          { kind: 'trades', market_id: market.id, format: 'csv' },
-          { kind: 'ohlcv', market_id: market.id, timeframe: '1h', format: 'parquet' },
-          { kind: 'trades', market_id: market.id, start: '2001-01-01T00:00:00Z', end: '2001-01-02T00:00:00Z' },
-          { kind: 'options', series_id: 'deribit:btc-options', data_type: 'greeks', format: 'json', limit: 50 },
-        ],
-      }),
+    const res = await postBulk({
+      items: [
+        { kind: 'trades', market_id: market.id, format: 'csv' },
+        { kind: 'ohlcv', market_id: market.id, timeframe: '1h', format: 'parquet' },
+        { kind: 'trades', market_id: market.id, start: '2001-01-01T00:00:00Z', end: '2001-01-02T00:00:00Z' },
+        { kind: 'options', series_id: 'deribit:btc-options', data_type: 'greeks', format: 'json', limit: 50 },
+      ],
     });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/zip');
@@ -292,17 +289,13 @@ describe('series and bulk', () => {
   });
 
   it('bulk ZIP passes independent readers: `unzip -t` and Python zipfile verify every CRC-32; contents match the manifest', async () => {
-    const res = await L.fetch('/v1/download/bulk', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        items: [
-          { kind: 'trades', market_id: market.id, format: 'csv' },
-          { kind: 'trades', market_id: market.id, start: '2001-01-01T00:00:00Z', end: '2001-01-02T00:00:00Z' },
-          { kind: 'ohlcv', market_id: market.id, timeframe: '1m', format: 'json' },
-          { kind: 'trades', market_id: market.id, format: 'parquet' },
-        ],
-      }),
+    const res = await postBulk({
+      items: [
+        { kind: 'trades', market_id: market.id, format: 'csv' },
+        { kind: 'trades', market_id: market.id, start: '2001-01-01T00:00:00Z', end: '2001-01-02T00:00:00Z' },
+        { kind: 'ohlcv', market_id: market.id, timeframe: '1m', format: 'json' },
+        { kind: 'trades', market_id: market.id, format: 'parquet' },
+      ],
     });
     expect(res.status).toBe(200);
     const body = Buffer.from(await res.arrayBuffer());
@@ -390,10 +383,9 @@ describe('series and bulk', () => {
   });
 
   it('bulk validation: 1..25 items, ids required per kind', async () => {
-    const post = (body: unknown) => L.fetch('/v1/download/bulk', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    expect((await post({ items: [] })).status).toBe(422);
-    expect((await post({ items: Array.from({ length: 26 }, () => ({ kind: 'trades', market_id: market.id })) })).status).toBe(422);
-    const r = await post({ items: [{ kind: 'trades', market_id: market.id }, { kind: 'trades' }] });
+    expect((await postBulk({ items: [] })).status).toBe(422);
+    expect((await postBulk({ items: Array.from({ length: 26 }, () => ({ kind: 'trades', market_id: market.id })) })).status).toBe(422);
+    const r = await postBulk({ items: [{ kind: 'trades', market_id: market.id }, { kind: 'trades' }] });
     expect(r.status).toBe(400);
     expect(((await r.json()) as { detail: { code: string; item_index: number } }).detail).toMatchObject({ code: 'missing_market_id', item_index: 1 });
   });
