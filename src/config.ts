@@ -34,8 +34,33 @@ const EnvSchema = z.object({
   PMLAKE_JWKS_FILE: z.string().min(1).optional(),
   /** Public base URL used in links the service hands out (checkout pages). */
   PMLAKE_PUBLIC_URL: z.string().url().optional(),
+  /**
+   * Host headers trusted to name this service in links (comma list of `host` or `host:port`). Empty: links
+   * never come from a request header (a spoofed Host would otherwise become the checkout link).
+   */
+  PMLAKE_ALLOWED_HOSTS: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^([a-z0-9-]+(\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(:\d{1,5})?$/, 'host or host:port'))),
+  /**
+   * Who takes payments. 'none' (default): checkout answers 503. 'local' is the built-in test provider whose
+   * page confirms without any payment: only for demos and tests. 'paddle': Paddle Billing.
+   */
+  PMLAKE_PAYMENT_PROVIDER: z.enum(['none', 'local', 'paddle']).default('none'),
+  PMLAKE_PADDLE_API_URL: z.string().url().default('https://api.paddle.com'),
+  PMLAKE_PADDLE_API_KEY: z.string().min(8).optional(),
+  /** The notification destination's secret key: enables POST /v1/billing/webhook/paddle. */
+  PMLAKE_PADDLE_WEBHOOK_SECRET: z.string().min(16).optional(),
+  /** Accepted age of a Paddle-Signature timestamp (Paddle's SDKs use 5 s). */
+  PMLAKE_PADDLE_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
   /** Request rate limiting (60/min per key, 5/min orders). 'off' only for load tests on a private host. */
   PMLAKE_RATE_LIMITS: z.enum(['on', 'off']).default('on'),
+}).superRefine((e, ctx) => {
+  if (e.PMLAKE_PAYMENT_PROVIDER !== 'paddle') return;
+  for (const k of ['PMLAKE_PADDLE_API_KEY', 'PMLAKE_PADDLE_WEBHOOK_SECRET'] as const) {
+    if (!e[k]) ctx.addIssue({ code: 'custom', path: [k], message: 'required when PMLAKE_PAYMENT_PROVIDER=paddle' });
+  }
 });
 
 export type Config = {
@@ -61,6 +86,11 @@ export type Config = {
   jwtSecret: string | undefined;
   jwksFile: string | undefined;
   publicUrl: string | undefined;
+  allowedHosts: readonly string[];
+  payments: {
+    provider: 'none' | 'local' | 'paddle';
+    paddle: { apiUrl: string; apiKey: string | undefined; webhookSecret: string | undefined; toleranceSeconds: number };
+  };
   rateLimits: boolean;
 };
 
@@ -96,6 +126,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtSecret: e.PMLAKE_JWT_SECRET,
     jwksFile: e.PMLAKE_JWKS_FILE,
     publicUrl: e.PMLAKE_PUBLIC_URL,
+    allowedHosts: Object.freeze(e.PMLAKE_ALLOWED_HOSTS),
+    payments: Object.freeze({
+      provider: e.PMLAKE_PAYMENT_PROVIDER,
+      paddle: Object.freeze({
+        apiUrl: e.PMLAKE_PADDLE_API_URL,
+        apiKey: e.PMLAKE_PADDLE_API_KEY,
+        webhookSecret: e.PMLAKE_PADDLE_WEBHOOK_SECRET,
+        toleranceSeconds: e.PMLAKE_PADDLE_WEBHOOK_TOLERANCE_SECONDS,
+      }),
+    }),
     rateLimits: e.PMLAKE_RATE_LIMITS === 'on',
   });
 }

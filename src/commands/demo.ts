@@ -16,7 +16,9 @@ const DEMO_GENERATOR = { markets: 40, days: 14, seed: 20250915, busy: 2, options
 /**
  * `make demo`: builds the demo lake (the real venue captures in test/fixtures/venue plus generated history),
  * starts an embedded S3-compatible server when no PMLAKE_S3_ENDPOINT is set, creates a professional and a free
- * API key, serves on $PORT and prints how to call it. Re-running is cheap: the generator output is kept and
+ * API key, turns on the local payment provider (its checkout page confirms without any payment: a demo
+ * convenience that a plain `serve` never has unless PMLAKE_PAYMENT_PROVIDER says so), serves on $PORT and
+ * prints how to call it. Re-running is cheap: the generator output is kept and
  * the ingest ledger skips inputs it has already landed.
  */
 export async function demoCommand(_args: string[]): Promise<number> {
@@ -41,12 +43,15 @@ export async function demoCommand(_args: string[]): Promise<number> {
     `ingest: ${report.ingested} files landed, ${report.skipped} already in the lake, ${report.issues.length} issues, ${report.seconds.toFixed(1)} s\n`,
   );
 
-  let config: Config = base;
+  // The demo sells credits through the local test provider unless the operator chose one explicitly.
+  let config: Config = process.env.PMLAKE_PAYMENT_PROVIDER
+    ? base
+    : Object.freeze({ ...base, payments: Object.freeze({ ...base.payments, provider: 'local' as const }) });
   let closeS3: (() => Promise<void>) | undefined;
   if (!base.s3.endpoint) {
     const s3 = await startLocalS3({ directory: path.join(base.stateDir, 's3'), buckets: [base.s3.bucket] });
     closeS3 = () => s3.close();
-    config = Object.freeze({ ...base, s3: Object.freeze({ ...base.s3, endpoint: s3.endpoint }) });
+    config = Object.freeze({ ...config, s3: Object.freeze({ ...base.s3, endpoint: s3.endpoint }) });
     out.write(`embedded S3-compatible server (s3rver) on ${s3.endpoint}, bucket ${base.s3.bucket}\n`);
   }
 
@@ -61,6 +66,7 @@ export async function demoCommand(_args: string[]): Promise<number> {
   out.write(`\npmlake listening on ${running.url}\n`);
   out.write(`  professional key: ${proKey}\n  free key:         ${freeKey}\n`);
   out.write(`  docs:             ${running.url}/docs\n`);
+  out.write(`  payments:         ${config.payments.provider}${config.payments.provider === 'local' ? ' (test provider: its checkout page credits without payment)' : ''}\n`);
   if (market) {
     out.write(
       `  candles:          curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/trades/ohlcv?market_id=${market}&timeframe=1h&limit=5'\n`,

@@ -1,19 +1,16 @@
-import type { Request } from 'express';
 import { z } from 'zod';
 import { entitlementOf } from '../accounts/entitlements.js';
 import { BYTES_PER_ROW, LEGACY_MINIMUM_ORDER_USD, PLANS, planOf, REFERENCE_RATE_PER_MB } from '../accounts/plans.js';
-import type { Config } from '../config.js';
-import { localProvider } from '../payments/local.js';
 import { activeSubscription, cancelSubscription, type SubscriptionRow } from '../state/accounts.js';
-import { createCheckout, getCreditAccount, listLedger, redeemSubscription, type LedgerRow } from '../state/billing.js';
-import { newId } from '../state/store.js';
+import { getCreditAccount, listLedger, redeemSubscription, type LedgerRow } from '../state/billing.js';
 import { Conflict, NotFound, PaymentRequired, Unauthorized } from './errors.js';
 import type { Route } from './route.js';
 import { BalanceResponse, CheckoutResponse, TransactionResponse } from './account-schemas.js';
+import { openCheckout } from './checkout-start.js';
 
 /**
  * /v1/billing/*: subscription, credit balance and ledger, pricing, and checkout through the payment provider
- * (the built-in local one). Shapes follow the anchor's Billing schemas; money is cents inside, USD outside.
+ * configured by the operator (none by default: checkout answers 503). Shapes follow the anchor's Billing schemas; money is cents inside, USD outside.
  */
 
 export const MIN_CHECKOUT_USD = 10;
@@ -44,11 +41,6 @@ const TransactionsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(50),
   offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
 });
-
-/** Where links handed to the caller point: the configured public URL, else the host the caller used. */
-export function publicBase(req: Request, config: Config): string {
-  return config.publicUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`;
-}
 
 export function priceCents(tier: string, period: 'monthly' | 'annual'): number {
   const plan = planOf(tier);
@@ -178,27 +170,20 @@ export const billingRoutes: Route[] = [
     auth: 'key',
     limit: 'orders',
     tag: 'Billing',
-    summary: 'Start a checkout to buy credits (10–10,000 USD); credits land when the provider webhook arrives',
+    summary: 'Start a checkout to buy credits (10–10,000 USD); credits land when the provider webhook arrives (503 when no payment provider is configured)',
     body: CheckoutBody,
     response: CheckoutResponse,
     handler: async (req, res, ctx) => {
       const b = res.locals.body as z.infer<typeof CheckoutBody>;
-      const provider = localProvider(ctx.config.webhookSecret);
-      const session = createCheckout(ctx.state, {
-        id: newId('chk'),
-        user_id: req.principal!.userId,
-        provider: provider.name,
+      const { session, url } = await openCheckout(req, ctx, {
         kind: 'credits',
         amount_cents: cents(b.amount),
         tier: null,
         billing_period: null,
         success_url: b.success_url,
         cancel_url: b.cancel_url,
-        status: 'open',
-        created_at: new Date().toISOString(),
-        completed_at: null,
       });
-      return { checkout_id: session.id, checkout_url: provider.checkoutUrl(session, publicBase(req, ctx.config)), amount: usd(session.amount_cents) };
+      return { checkout_id: session.id, checkout_url: url, amount: usd(session.amount_cents) };
     },
   },
   {
@@ -215,30 +200,23 @@ export const billingRoutes: Route[] = [
     auth: 'key',
     limit: 'orders',
     tag: 'Billing',
-    summary: 'Start a checkout for a subscription; 409 when one is already active',
+    summary: 'Start a checkout for a subscription; 409 when one is already active (503 when no payment provider is configured)',
     body: SubCheckoutBody,
     handler: async (req, res, ctx) => {
       const b = res.locals.body as z.infer<typeof SubCheckoutBody>;
       const userId = req.principal!.userId;
       if (activeSubscription(ctx.state, userId)) throw new Conflict('A subscription is already active');
-      const provider = localProvider(ctx.config.webhookSecret);
-      const session = createCheckout(ctx.state, {
-        id: newId('chk'),
-        user_id: userId,
-        provider: provider.name,
+      const { session, url } = await openCheckout(req, ctx, {
         kind: 'subscription',
         amount_cents: priceCents(b.tier, b.billing_period),
         tier: b.tier,
         billing_period: b.billing_period,
         success_url: b.success_url,
         cancel_url: b.cancel_url,
-        status: 'open',
-        created_at: new Date().toISOString(),
-        completed_at: null,
       });
       return {
         checkout_id: session.id,
-        checkout_url: provider.checkoutUrl(session, publicBase(req, ctx.config)),
+        checkout_url: url,
         tier: b.tier,
         billing_period: b.billing_period,
         amount: usd(session.amount_cents),

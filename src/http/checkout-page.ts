@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from './context.js';
-import { deliverWebhook, LOCAL_WEBHOOK_PATH, newEvent } from '../payments/local.js';
+import { deliverWebhook, LOCAL_PROVIDER, LOCAL_WEBHOOK_PATH, newEvent } from '../payments/local.js';
 import { cancelCheckout, getCheckout, type CheckoutRow } from '../state/billing.js';
 import { NotFound } from './errors.js';
 import type { Route } from './route.js';
@@ -9,7 +9,8 @@ import type { Route } from './route.js';
 /**
  * The local provider's hosted checkout page. The checkout id in the URL is the credential (24 random hex
  * digits, like a hosted provider's session URL); the page never moves money itself. "Pay" makes the provider
- * side deliver a signed webhook to pmlake over HTTP, and only that webhook credits or activates.
+ * side deliver a signed webhook to pmlake over HTTP, and only that webhook credits or activates. The page
+ * confirms without taking any money, so it exists only when PMLAKE_PAYMENT_PROVIDER=local (404 otherwise).
  */
 const Params = z.object({ checkout_id: z.string().regex(/^chk_[0-9a-f]{24}$/, 'not a checkout id') });
 
@@ -37,9 +38,11 @@ function what(co: CheckoutRow): string {
 }
 
 function load(ctx: AppContext, res: Response): CheckoutRow {
+  if (ctx.config.payments.provider !== LOCAL_PROVIDER) throw new NotFound('Not Found');
   const { checkout_id } = res.locals.params as z.infer<typeof Params>;
   const co = getCheckout(ctx.state, checkout_id);
-  if (!co) throw new NotFound('Checkout not found');
+  // Only the local provider's own sessions have a page here (a Paddle checkout is paid on Paddle's page).
+  if (!co || co.provider !== LOCAL_PROVIDER) throw new NotFound('Checkout not found');
   return co;
 }
 

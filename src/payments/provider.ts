@@ -1,21 +1,38 @@
 import type { CheckoutRow } from '../state/billing.js';
 
 /**
- * A payment provider: where a checkout session sends the customer, and how its webhooks are verified. pmlake
- * ships the local provider (src/payments/local.ts); a hosted one (Paddle, Stripe) implements the same two
- * calls and gets its own webhook route.
+ * A payment provider: where a checkout session sends the customer. Each provider verifies its own webhooks on
+ * its own route (src/http/webhooks.ts): the local one (src/payments/local.ts) and Paddle Billing
+ * (src/payments/paddle.ts). Which one takes payments is the operator's choice (PMLAKE_PAYMENT_PROVIDER);
+ * with none configured there is no checkout at all.
  */
-export type ProviderEvent = {
-  id: string;
-  type: 'checkout.completed' | 'checkout.canceled';
-  checkout_id: string;
-  created_at: string;
+export type ProviderName = 'local' | 'paddle';
+
+/** What a provider needs to open its side of a checkout: the session pmlake is about to store. */
+export type CheckoutIntent = Omit<CheckoutRow, 'provider' | 'provider_ref' | 'status' | 'completed_at'>;
+
+export type OpenedCheckout = {
+  /** Where the customer pays. */
+  url: string;
+  /** The provider's id for this payment (null when pmlake itself is the provider). */
+  providerRef: string | null;
 };
 
 export interface PaymentProvider {
-  readonly name: string;
-  /** The hosted page for a stored, open checkout session. */
-  checkoutUrl(session: CheckoutRow, baseUrl: string): string;
-  /** The event in a webhook request, or null when its signature or shape is not valid. */
-  verifyWebhook(rawBody: Buffer, signatureHeader: string | undefined, at?: Date): ProviderEvent | null;
+  readonly name: ProviderName;
+  /**
+   * Opens the provider's side of a checkout. `baseUrl` is pmlake's own public base (src/http/public-url.ts),
+   * for providers whose page pmlake serves. Throws when the provider refuses or cannot be reached.
+   */
+  open(intent: CheckoutIntent, baseUrl: string): Promise<OpenedCheckout>;
+}
+
+/** Raised when a hosted provider could not open a checkout; the message is for logs, not for callers. */
+export class ProviderError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null = null,
+  ) {
+    super(message);
+  }
 }

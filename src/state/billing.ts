@@ -45,6 +45,8 @@ export type CheckoutRow = {
   status: 'open' | 'completed' | 'canceled';
   created_at: string;
   completed_at: string | null;
+  /** The hosted provider's id for this checkout (Paddle: txn_…); null for the local provider. */
+  provider_ref: string | null;
 };
 
 export function getCreditAccount(store: StateStore, userId: string): CreditAccount {
@@ -134,8 +136,8 @@ export function ledgerSum(store: StateStore, userId: string): number {
 export function createCheckout(store: StateStore, row: CheckoutRow): CheckoutRow {
   store.db
     .prepare(
-      `INSERT INTO checkouts (id, user_id, provider, kind, amount_cents, tier, billing_period, success_url, cancel_url, status, created_at, completed_at)
-       VALUES (@id, @user_id, @provider, @kind, @amount_cents, @tier, @billing_period, @success_url, @cancel_url, @status, @created_at, @completed_at)`,
+      `INSERT INTO checkouts (id, user_id, provider, kind, amount_cents, tier, billing_period, success_url, cancel_url, status, created_at, completed_at, provider_ref)
+       VALUES (@id, @user_id, @provider, @kind, @amount_cents, @tier, @billing_period, @success_url, @cancel_url, @status, @created_at, @completed_at, @provider_ref)`,
     )
     .run(row);
   return row;
@@ -149,15 +151,35 @@ export function cancelCheckout(store: StateStore, id: string): boolean {
   return store.db.prepare(`UPDATE checkouts SET status = 'canceled' WHERE id = ? AND status = 'open'`).run(id).changes === 1;
 }
 
-export type WebhookOutcome = 'credited' | 'subscription_activated' | 'duplicate' | 'already_completed' | 'unknown_checkout' | 'canceled';
+export type WebhookOutcome =
+  | 'credited'
+  | 'subscription_activated'
+  | 'duplicate'
+  | 'already_completed'
+  | 'unknown_checkout'
+  | 'canceled'
+  | 'provider_ref_mismatch';
+
+export type CheckoutEvent = {
+  provider: string;
+  eventId: string;
+  type: 'checkout.completed' | 'checkout.canceled';
+  checkoutId: string;
+  /** The provider's own event type, as recorded (default: `type`). */
+  providerType?: string;
+  /** The provider's id of the paid transaction; must equal the checkout's provider_ref when it has one. */
+  providerRef?: string;
+};
 
 /**
  * Applies a verified provider event exactly once. The event id is recorded in the same transaction as its
  * effect, so a replay (same id) is a no-op; a different event for an already completed checkout is one too.
+ * A hosted provider's event must name the transaction pmlake opened: its custom data (which a customer's
+ * browser can set on a checkout of its own) names the checkout, the transaction id proves which payment it is.
  */
 export function applyCheckoutEvent(
   store: StateStore,
-  ev: { provider: string; eventId: string; type: 'checkout.completed' | 'checkout.canceled'; checkoutId: string },
+  ev: CheckoutEvent,
   at: Date = new Date(),
 ): { outcome: WebhookOutcome; ledger?: LedgerRow; subscription?: SubscriptionRow } {
   return store.db
@@ -167,7 +189,7 @@ export function applyCheckoutEvent(
           `INSERT INTO webhook_events (provider, event_id, type, outcome, received_at) VALUES (?, ?, ?, 'pending', ?)
            ON CONFLICT (provider, event_id) DO NOTHING`,
         )
-        .run(ev.provider, ev.eventId, ev.type, at.toISOString()).changes;
+        .run(ev.provider, ev.eventId, ev.providerType ?? ev.type, at.toISOString()).changes;
       if (inserted === 0) return { outcome: 'duplicate' as const };
       const record = (outcome: WebhookOutcome) =>
         store.db.prepare('UPDATE webhook_events SET outcome = ? WHERE provider = ? AND event_id = ?').run(outcome, ev.provider, ev.eventId);
@@ -175,6 +197,10 @@ export function applyCheckoutEvent(
       if (!co || co.provider !== ev.provider) {
         record('unknown_checkout');
         return { outcome: 'unknown_checkout' as const };
+      }
+      if (co.provider_ref !== null && ev.providerRef !== co.provider_ref) {
+        record('provider_ref_mismatch');
+        return { outcome: 'provider_ref_mismatch' as const };
       }
       if (ev.type === 'checkout.canceled') {
         cancelCheckout(store, co.id);

@@ -185,4 +185,13 @@ export const MIGRATIONS: { id: number; name: string; sql: string }[] = [
       CREATE INDEX export_jobs_status ON export_jobs(status);
     `,
   },
+  {
+    // A hosted provider's own id for a checkout (Paddle's txn_…): its webhook must name the same transaction.
+    id: 101,
+    name: 'checkouts: provider reference',
+    sql: `
+      ALTER TABLE checkouts ADD COLUMN provider_ref TEXT;
+      CREATE UNIQUE INDEX checkouts_provider_ref ON checkouts(provider, provider_ref) WHERE provider_ref IS NOT NULL;
+    `,
+  },
 ];

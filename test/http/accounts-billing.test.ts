@@ -33,7 +33,7 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
   const stateDir = `${tmp.dir}/state`;
   let srv: RunningServer;
   beforeAll(async () => {
-    srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: stateDir, PMLAKE_WEBHOOK_SECRET: SECRET }));
+    srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: stateDir, PMLAKE_WEBHOOK_SECRET: SECRET, PMLAKE_PAYMENT_PROVIDER: 'local' }));
   });
   afterAll(async () => {
     await srv.close();
@@ -245,6 +245,6 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
     } finally {
       reopened.close();
     }
-    srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: stateDir, PMLAKE_WEBHOOK_SECRET: SECRET }));
+    srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: stateDir, PMLAKE_WEBHOOK_SECRET: SECRET, PMLAKE_PAYMENT_PROVIDER: 'local' }));
   });
 });
