@@ -3,6 +3,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import type { AppContext } from './context.js';
 import { errorHandler, Forbidden, notFoundHandler, parse, Unauthorized } from './errors.js';
 import type { Route } from './route.js';
+import { assertJsonDepth } from './body-limits.js';
 import { routes } from './routes.js';
 import { createRateLimiters, type Limiter, type RateLimiters } from './ratelimit.js';
 import { requestCounterFor, type RequestCounter } from '../accounts/requests.js';
@@ -46,11 +47,10 @@ export function createApp(ctx: AppContext, table: Route[] = routes): Express {
   const json = express.json({
     limit: '1mb',
     verify: (req, _res, buf) => {
+      assertJsonDepth(buf);
       if ((req as Request).url?.startsWith('/v1/billing/webhook/')) (req as Request).rawBody = Buffer.from(buf);
     },
   });
-  // No route reads a GET or HEAD body: skip the parser's checks on the hot path.
-  app.use((req: Request, res: Response, next: NextFunction) => (req.method === 'GET' || req.method === 'HEAD' ? next() : json(req, res, next)));
 
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok', version: '1.0.0' });
@@ -58,7 +58,10 @@ export function createApp(ctx: AppContext, table: Route[] = routes): Express {
 
   const limiters = ctx.config.rateLimits ? createRateLimiters() : null;
   for (const route of table) {
-    app[route.method](route.path, gate(ctx, limitsFor(limiters, route), route), handlerFor(ctx, route));
+    // The body is read after the gate: a refused body (malformed, too deep, too large) is then counted
+    // against the caller's limits like any other 4xx, and no route reads a GET body at all.
+    const steps = route.method === 'get' ? [] : [json];
+    app[route.method](route.path, gate(ctx, limitsFor(limiters, route), route), ...steps, handlerFor(ctx, route));
   }
 
   app.use(notFoundHandler);

@@ -15,7 +15,8 @@ export class HttpError extends Error {
     readonly detail: Detail,
     readonly headers: Record<string, string> = {},
   ) {
-    super(typeof detail === 'string' ? detail : JSON.stringify(detail));
+    // Not JSON.stringify(detail): a detail may carry (bounded) echoes of input; the message is for logs.
+    super(typeof detail === 'string' ? detail : Array.isArray(detail) ? `${detail.length} validation issue(s)` : detail.message);
   }
 }
 
@@ -79,11 +80,43 @@ export function fromZod(where: 'query' | 'path' | 'body' | 'header', err: z.ZodE
       let value: unknown = input;
       for (const p of i.path) value = value && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[p] : undefined;
       const issue: ValidationIssue = { loc, msg: i.message, type: i.code };
-      // Echo short inputs only: a hostile megabyte string is named, not reflected.
-      if (value !== undefined && (typeof value !== 'string' || value.length <= 200)) issue.input = value;
+      if (value !== undefined && isSmallEcho(value)) issue.input = value;
       return issue;
     }),
   );
+}
+
+/**
+ * Whether an input is small enough to echo in a validation error. Hostile input is named, not reflected: a
+ * megabyte string, a 100,000-element array or a deeply nested value would make the answer as large as the
+ * request (and walking a deep one recursively overflowed the stack). Iterative, with a budget, so the check
+ * itself is cheap whatever it is given.
+ */
+const ECHO_MAX_NODES = 64;
+const ECHO_MAX_DEPTH = 4;
+const ECHO_MAX_CHARS = 200;
+
+export function isSmallEcho(value: unknown): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  let nodes = 0;
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (++nodes > ECHO_MAX_NODES || depth > ECHO_MAX_DEPTH) return false;
+    if (typeof v === 'string') {
+      if (v.length > ECHO_MAX_CHARS) return false;
+    } else if (Array.isArray(v)) {
+      if (v.length > ECHO_MAX_NODES) return false;
+      for (const x of v) stack.push([x, depth + 1]);
+    } else if (v !== null && typeof v === 'object') {
+      const keys = Object.keys(v);
+      if (keys.length > ECHO_MAX_NODES) return false;
+      for (const k of keys) {
+        if (k.length > ECHO_MAX_CHARS) return false;
+        stack.push([(v as Record<string, unknown>)[k], depth + 1]);
+      }
+    } else if (typeof v === 'bigint' || typeof v === 'function' || typeof v === 'symbol') return false;
+  }
+  return true;
 }
 
 /** Parses a request part with a zod schema or throws a 422 naming the parameter. */
@@ -97,6 +130,20 @@ export const notFoundHandler: RequestHandler = (_req, _res, next) => next(new No
 
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   void _next;
+  try {
+    sendError(err, req, res);
+  } catch (failed) {
+    // Formatting the error failed (it never should): still a JSON answer, never Express's HTML stack page.
+    req.log?.error({ err: failed, cause: err }, 'error while answering an error');
+    if (res.headersSent) res.destroy();
+    else res.status(500).type('application/json').end('{"detail":"Internal server error"}');
+  }
+};
+
+type Req = Parameters<ErrorRequestHandler>[1];
+type Res = Parameters<ErrorRequestHandler>[2];
+
+function sendError(err: unknown, req: Req, res: Res): void {
   if (res.headersSent) {
     // A stream already started: the only honest signal left is to cut the connection.
     req.log?.error({ err }, 'error after headers were sent');
@@ -109,12 +156,13 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     return;
   }
   // express.json() failures carry a status; report them without internals.
-  const status = typeof err?.status === 'number' && err.status >= 400 && err.status < 500 ? err.status : 500;
+  const e = (err ?? {}) as { status?: unknown; type?: unknown; expose?: unknown; message?: unknown };
+  const status = typeof e.status === 'number' && e.status >= 400 && e.status < 500 ? e.status : 500;
   if (status < 500) {
-    const detail = err?.type === 'entity.parse.failed' ? 'Malformed JSON body' : String(err?.expose ? err.message : 'Bad request');
+    const detail = e.type === 'entity.parse.failed' ? 'Malformed JSON body' : String(e.expose ? e.message : 'Bad request');
     res.status(status === 400 ? 422 : status).json({ detail: status === 400 ? [{ loc: ['body'], msg: detail, type: 'json_invalid' }] : detail });
     return;
   }
   req.log?.error({ err }, 'unhandled error');
   res.status(500).json({ detail: 'Internal server error' });
-};
+}

@@ -32,8 +32,13 @@ export function parseIsoMicros(text: string): bigint | null {
   const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', tz] = m;
   const Y = Number(y), M = Number(mo), D = Number(d), H = Number(h), MI = Number(mi), S = Number(s);
   if (M < 1 || M > 12 || D < 1 || D > 31 || H > 23 || MI > 59 || S > 59) return null;
-  const ms = Date.UTC(Y, M - 1, D, H, MI, S);
-  const check = new Date(ms);
+  // Not Date.UTC(Y, …): it maps years 0–99 to 1900–1999 (the two-digit-year rule), so "0001-01-01" became
+  // 1901. setUTCFullYear takes the year as given; years 0000–0099 are read exactly (proleptic Gregorian, as
+  // ISO 8601 and DuckDB count them).
+  const check = new Date(0);
+  check.setUTCFullYear(Y, M - 1, D);
+  check.setUTCHours(H, MI, S, 0);
+  const ms = check.getTime();
   if (check.getUTCDate() !== D || check.getUTCMonth() !== M - 1) return null;
   let offsetMin = 0;
   if (tz && tz !== 'Z' && tz !== 'z') {

@@ -52,6 +52,30 @@ describe('ISO 8601 input and JSON output', () => {
     }
   });
 
+  it('reads years 0000–0099 exactly (not as 1900–1999)', () => {
+    // Independent of Date: days from 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's
+    // days_from_civil), so the check does not share Date.UTC's two-digit-year rule.
+    const daysFromCivil = (y: number, m: number, d: number): number => {
+      y -= m <= 2 ? 1 : 0;
+      const era = Math.floor(y / 400);
+      const yoe = y - era * 400;
+      const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
+      const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+      return era * 146097 + doe - 719468;
+    };
+    const micros = (y: number, m: number, d: number, h = 0, mi = 0, s = 0) =>
+      (BigInt(daysFromCivil(y, m, d)) * 86_400n + BigInt(h * 3600 + mi * 60 + s)) * 1_000_000n;
+    expect(parseIsoMicros('0001-01-01T00:00:00Z')).toBe(micros(1, 1, 1));
+    expect(parseIsoMicros('0000-02-29')).toBe(micros(0, 2, 29)); // year 0 is a leap year
+    expect(parseIsoMicros('0099-12-31T23:59:59Z')).toBe(micros(99, 12, 31, 23, 59, 59));
+    expect(parseIsoMicros('0050-06-15T12:00:00+01:00')).toBe(micros(50, 6, 15, 11));
+    expect(parseIsoMicros('0100-01-01')).toBe(micros(100, 1, 1));
+    expect(parseIsoMicros('1999-12-31')).toBe(micros(1999, 12, 31));
+    expect(parseIsoMicros('0001-02-29')).toBeNull(); // year 1 is not
+    expect(parseIsoMicros('0100-02-29')).toBeNull(); // nor is 100
+    expect(isoFromMicros(micros(1, 1, 1))).toBe('0001-01-01T00:00:00Z');
+  });
+
   it('writes timestamps as ISO 8601 with Z, decimals exactly, big integers as text', () => {
     expect(isoFromMicros(us('2025-03-02T09:27:55Z'))).toBe('2025-03-02T09:27:55Z');
     expect(isoFromMicros(us('2025-03-02T09:27:55.42Z'))).toBe('2025-03-02T09:27:55.420Z');
