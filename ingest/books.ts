@@ -1,10 +1,10 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { DuckDBListValue, type DuckDBConnection } from '@duckdb/node-api';
 import { DATASETS, datasetGlob, type DatasetName } from '../src/lake/layout.js';
 import type { BatchContext } from './types.js';
 import { runSqlFile } from './ws/common.js';
+import { makeScratchDir } from './scratch.js';
 
 /**
  * Book replay: turns the batch's level updates (stg_l2) into book_snapshots and top_of_book.
@@ -232,7 +232,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
   stats.seededTokens = Number((await conn.runAndReadAll('SELECT count(*) FROM _bk_seed')).getRows()[0]?.[0] ?? 0);
   await runSqlFile(conn, 'books_input.sql');
 
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-books-'));
+  const dir = makeScratchDir(lakeDir, 'books');
   try {
     const topOut = new OutFile(dir, 'top.psv');
     const snapOut = new OutFile(dir, 'snap.psv');

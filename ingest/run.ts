@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { openLakeDb, sqlIdent } from '../src/lake/duckdb.js';
@@ -12,6 +11,7 @@ import { mergeIntoPartitions, sweepTempFiles } from './partitions.js';
 import type { BatchContext, IngestIssue, SourceHandler, SourceKind } from './types.js';
 import type { TapeBatchContext } from './ws/common.js';
 import { wsHandlers } from './ws/index.js';
+import { makeScratchDir, sweepScratch } from './scratch.js';
 
 /**
  * The ingest orchestrator. One run: sweep temp files a killed run left, lock the lake, open a disk-backed
@@ -138,12 +138,15 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       report.phase_seconds[phase] = Math.round(((report.phase_seconds[phase] ?? 0) + s) * 100) / 100;
     }
   };
-  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-ingest-'));
+  let workDir: string | undefined;
   let progressTimer: NodeJS.Timeout | undefined;
   let hasher: FileHasher | undefined;
   try {
     // Only under the lock: another running ingest's temp files are not leftovers.
     sweepTempFiles(lakeDir);
+    const swept = sweepScratch(lakeDir);
+    if (swept > 0) log.info({ bytes: swept }, 'removed scratch files a killed ingest left');
+    workDir = makeScratchDir(lakeDir, 'run');
     const { files, missing } = expandInputs(paths);
     for (const m of missing) report.issues.push({ file: m, message: 'no such file or directory' });
     report.files = files.length;
@@ -180,6 +183,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       threads: opts.threads ?? 2,
       memoryLimit: opts.memoryLimit,
       path: path.join(workDir, 'stage.duckdb'),
+      tempDirectory: path.join(workDir, 'spill'),
       lock: false,
     });
     const conn = await instance.connect();
@@ -289,7 +293,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
   } finally {
     if (progressTimer) clearInterval(progressTimer);
     await hasher?.close();
-    fs.rmSync(workDir, { recursive: true, force: true });
+    if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
     release();
   }
   report.seconds = Math.round((performance.now() - t0) / 10) / 100;

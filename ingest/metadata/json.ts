@@ -1,10 +1,9 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import crypto from 'node:crypto';
 import { sqlIdent } from '../../src/lake/duckdb.js';
 import type { BatchContext } from '../types.js';
+import { makeScratchDir } from '../scratch.js';
 
 /**
  * Loads every top-level JSON object of a file (a JSON array, one object, or JSON lines; .gz transparently)
@@ -67,7 +66,8 @@ async function loadLineByLine(ctx: BatchContext, file: string, t: string, duckMe
     }
   });
   if (good.length === 0) return false;
-  const tmp = path.join(os.tmpdir(), `pmlake-jsonl-${process.pid}-${crypto.randomBytes(4).toString('hex')}.jsonl`);
+  const dir = makeScratchDir(ctx.lakeDir, 'jsonl');
+  const tmp = path.join(dir, 'good.jsonl');
   fs.writeFileSync(tmp, good.join('\n'));
   try {
     await ctx.conn.run(
@@ -77,7 +77,7 @@ async function loadLineByLine(ctx: BatchContext, file: string, t: string, duckMe
       { tmp },
     );
   } finally {
-    fs.rmSync(tmp, { force: true });
+    fs.rmSync(dir, { recursive: true, force: true });
   }
   return true;
 }

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { BatchContext, SourceHandler } from '../types.js';
 import { bump, finishTape, NO_CARRY, runSqlFile, type Carry, type TapeBatchContext } from './common.js';
+import { makeScratchDir } from '../scratch.js';
 
 /**
  * Websocket captures in every JSON layout seen in the wild — a file holding an array of frames, an array of
@@ -52,7 +52,7 @@ async function stageJson(ctx: TapeBatchContext, file: string): Promise<void> {
     await stagePart(ctx, file, file, isLines ? 0 : null, NO_CARRY);
     return;
   }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-chunks-'));
+  const dir = makeScratchDir(ctx.lakeDir, 'chunks');
   try {
     let carry = NO_CARRY;
     for (const chunk of splitLines(file, dir, bytes)) {
@@ -191,7 +191,7 @@ function salvageLines(
   for (const line of bad.slice(0, 20)) ctx.issues.push({ file, line, message: 'malformed JSON line skipped' });
   if (bad.length > 20) ctx.issues.push({ file, message: `${bad.length - 20} more malformed JSON lines skipped` });
   bump(ctx, 'malformed_lines', bad.length);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-salvage-'));
+  const dir = makeScratchDir(ctx.lakeDir, 'salvage');
   const out = path.join(dir, 'good.jsonl');
   fs.writeFileSync(out, good.join('\n') + '\n');
   return { path: out, lines, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };

@@ -15,6 +15,8 @@ export type LakeDbOptions = {
   path?: string;
   /** Ingest needs to write temp files and create tables; the service only reads. */
   lock?: boolean;
+  /** Where DuckDB spills; ingest passes its scratch directory under the lake (see ingest/scratch.ts). */
+  tempDirectory?: string;
 };
 
 /**
@@ -28,10 +30,20 @@ process.once('exit', () => {
   for (const dir of spillDirs) fs.rmSync(dir, { recursive: true, force: true });
 });
 
+const SPILL_PREFIX = 'pmlake-duckdb-spill-';
+
 export async function openLakeDb(opts: LakeDbOptions): Promise<DuckDBInstance> {
   const extDir = path.join(os.tmpdir(), 'pmlake-duckdb-ext');
   fs.mkdirSync(extDir, { recursive: true });
-  const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-duckdb-spill-'));
+  let tempDir: string;
+  if (opts.tempDirectory) {
+    tempDir = opts.tempDirectory;
+    fs.mkdirSync(tempDir, { recursive: true });
+  } else {
+    // A killed process skips the 'exit' hook: its folder is named by pid and removed by the next one.
+    sweepDeadSpillDirs();
+    tempDir = fs.mkdtempSync(path.join(os.tmpdir(), `${SPILL_PREFIX}${process.pid}-`));
+  }
   spillDirs.add(tempDir);
   const options: Record<string, string> = {
     autoinstall_known_extensions: 'false',
@@ -58,6 +70,27 @@ export async function openLakeDb(opts: LakeDbOptions): Promise<DuckDBInstance> {
     conn.closeSync();
   }
   return instance;
+}
+
+/** Removes spill folders of processes that no longer run (`pmlake-duckdb-spill-<pid>-*`). */
+export function sweepDeadSpillDirs(root: string = os.tmpdir()): number {
+  let removed = 0;
+  for (const name of fs.readdirSync(root)) {
+    const m = name.startsWith(SPILL_PREFIX) ? /^(\d+)-/.exec(name.slice(SPILL_PREFIX.length)) : null;
+    if (!m || processAlive(Number(m[1]))) continue;
+    fs.rmSync(path.join(root, name), { recursive: true, force: true });
+    removed++;
+  }
+  return removed;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** A string literal for the few statements (SET, COPY targets) that cannot take parameters. */

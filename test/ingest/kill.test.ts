@@ -1,8 +1,10 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { datasetRows, datasetsOf, listing, runCli } from './lakeutil.js';
 import { lakeRows, tempDir } from './oracle.js';
+import { sweepDeadSpillDirs } from '../../src/lake/duckdb.js';
 
 const FIX = path.resolve('test/fixtures/venue');
 const tmp = tempDir('pmlake-kill-');
@@ -17,13 +19,22 @@ describe('an ingest killed midway', () => {
     // The test hook pauses after each data set's partitions are renamed into place and says so on stderr;
     // SIGKILL arrives after l2 is written and before raw, the derived sets, the catalogue and the ledger.
     let sent = false;
-    const run = await runCli(['ingest', ...inputs], { PMLAKE_LAKE: killed, PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS: '2000' }, (err, kill) => {
+    // A private TMPDIR: what the killed ingest leaves in the system temp directory is visible (item 6 of
+    // issue 11: 388 MB of pmlake-ingest-*, pmlake-books-*, pmlake-duckdb-spill-* after one kill).
+    const sysTmp = path.join(tmp.dir, 'systmp');
+    fs.mkdirSync(sysTmp);
+    const run = await runCli(['ingest', ...inputs], { PMLAKE_LAKE: killed, PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS: '2000', TMPDIR: sysTmp }, (err, kill) => {
       if (!sent && err.includes('pmlake-test: merged l2')) {
         sent = true;
         kill();
       }
     });
     expect(run.signal).toBe('SIGKILL');
+    // Scratch lives under the lake's _ingest/tmp, nothing of the ingest's in TMPDIR (the DuckDB extension
+    // folder is a fixed, empty path every process shares, not scratch).
+    expect(fs.readdirSync(sysTmp).filter((n) => n.startsWith('pmlake-') && n !== 'pmlake-duckdb-ext')).toEqual([]);
+    const scratch = path.join(killed, '_ingest', 'tmp');
+    expect(fs.readdirSync(scratch).length).toBeGreaterThan(0);
     const files = Object.keys(listing(killed));
     expect(files.filter((f) => f.includes('.tmp-'))).toEqual([]);
     expect(files.some((f) => f.startsWith('l2/'))).toBe(true);
@@ -36,8 +47,11 @@ describe('an ingest killed midway', () => {
     }
 
     // The stale lock (a dead pid) is taken over; the re-run completes the lake.
-    const rerun = await runCli(['ingest', ...inputs], { PMLAKE_LAKE: killed });
+    const rerun = await runCli(['ingest', ...inputs], { PMLAKE_LAKE: killed, TMPDIR: sysTmp });
     expect(rerun.code, rerun.stderr).toBe(0);
+    // The re-run, holding the lock, swept what the killed one left, and left nothing itself.
+    expect(fs.readdirSync(scratch)).toEqual([]);
+    expect(fs.readdirSync(sysTmp).filter((n) => n.startsWith('pmlake-') && n !== 'pmlake-duckdb-ext')).toEqual([]);
     const full = await runCli(['ingest', ...inputs], { PMLAKE_LAKE: clean });
     expect(full.code, full.stderr).toBe(0);
 
@@ -50,5 +64,23 @@ describe('an ingest killed midway', () => {
       expect(ra.length, ds).toBe(rb.length);
       expect(ra, ds).toEqual(rb);
     }
+  });
+});
+
+describe('spill folders of killed service processes', () => {
+  it('are removed by the next process; a running one keeps its own', async () => {
+    const root = path.join(tmp.dir, 'spillroot');
+    fs.mkdirSync(root);
+    // A pid that surely ended: a child that already exited.
+    const dead = await new Promise<number>((resolve) => {
+      const c = spawn(process.execPath, ['-e', '0']);
+      c.on('exit', () => resolve(c.pid!));
+    });
+    fs.mkdirSync(path.join(root, `pmlake-duckdb-spill-${dead}-abc`));
+    fs.writeFileSync(path.join(root, `pmlake-duckdb-spill-${dead}-abc`, 'duckdb_temp_block'), 'x');
+    fs.mkdirSync(path.join(root, `pmlake-duckdb-spill-${process.pid}-def`));
+    fs.mkdirSync(path.join(root, 'pmlake-duckdb-spill-legacy'));
+    expect(sweepDeadSpillDirs(root)).toBe(1);
+    expect(fs.readdirSync(root).sort()).toEqual([`pmlake-duckdb-spill-${process.pid}-def`, 'pmlake-duckdb-spill-legacy']);
   });
 });
