@@ -9,7 +9,8 @@ import { StateStore } from '../src/state/store.js';
 import { createBenchKeys, REPO, startPmlakeServer, type ChildServer } from './server.js';
 import { machineInfo, renderMarkdown, renderText, writeResults } from './table.js';
 import { ohlcvScenarios } from './scenarios/ohlcv.js';
-import { tradesPageDeep } from './scenarios/trades.js';
+import { tradesPage1k, tradesPageDeep, tradesPageFirst } from './scenarios/trades.js';
+import { mixedLoad } from './scenarios/mixed.js';
 import { bookAtInstant } from './scenarios/orderbook.js';
 import { ingestWs } from './scenarios/ingest.js';
 import { httpSmall } from './scenarios/http.js';
@@ -24,15 +25,15 @@ import { freshDuckDb } from './scenarios/common.js';
  * the exit code says whether the benchmark itself could run.
  */
 
-type Scale = { gen: GenOptions; httpSeconds: number; ingestReps: number; ingestMarkets: number; note: string };
+type Scale = { gen: GenOptions; httpSeconds: number; mixedSeconds: number; ingestReps: number; ingestMarkets: number; note: string };
 
 export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
   // The issue's scale: ≥20M trades and ≥100M L2 level updates over 90 days across 2,000 markets, two of them
   // very busy. --rate 0.53 gives ≈107M level updates (0.6 gave 122M); --maker-fills 5 (a taker order fills ≈5
   // resting orders instead of ≈2.9) gives ≈21M trades without adding book messages. About 27 GB of source JSON.
-  default: { gen: { markets: 2000, days: 90, seed: 20250915, busy: 2, rate: 0.53, makerFills: 5 }, httpSeconds: 8, ingestReps: 3, ingestMarkets: 200, note: 'the issue scale' },
-  small: { gen: { markets: 300, days: 30, seed: 20250915, busy: 2, rate: 0.1 }, httpSeconds: 5, ingestReps: 3, ingestMarkets: 100, note: 'a few minutes' },
-  tiny: { gen: { markets: 40, days: 5, seed: 20250915, busy: 2, rate: 1 }, httpSeconds: 2, ingestReps: 1, ingestMarkets: 40, note: 'seconds; harness check' },
+  default: { gen: { markets: 2000, days: 90, seed: 20250915, busy: 2, rate: 0.53, makerFills: 5 }, httpSeconds: 8, mixedSeconds: 20, ingestReps: 3, ingestMarkets: 200, note: 'the issue scale' },
+  small: { gen: { markets: 300, days: 30, seed: 20250915, busy: 2, rate: 0.1 }, httpSeconds: 5, mixedSeconds: 10, ingestReps: 3, ingestMarkets: 100, note: 'a few minutes' },
+  tiny: { gen: { markets: 40, days: 5, seed: 20250915, busy: 2, rate: 1 }, httpSeconds: 2, mixedSeconds: 4, ingestReps: 1, ingestMarkets: 40, note: 'seconds; harness check' },
 };
 
 const USAGE = `usage: pmlake bench [--scale default|small|tiny] [--reps N] [--only a,b] [--lake DIR] [--data DIR]
@@ -44,11 +45,14 @@ function allScenarios(scale: Scale): Scenario[] {
   return [
     ...ohlcvScenarios,
     tradesPageDeep,
+    tradesPageFirst,
+    tradesPage1k,
     bookAtInstant,
     ...downloadScenarios,
     exportL2Month,
     ingestWs(scale.ingestReps, scale.ingestMarkets),
     httpSmall(scale.httpSeconds),
+    mixedLoad(scale.mixedSeconds),
   ];
 }
 

@@ -1,7 +1,7 @@
 import { qs, requestJson } from '../http.js';
-import { NotAvailable, sideBySide, timed, type BenchContext, type Scenario, type ScenarioRow } from '../runner.js';
+import { NotAvailable, QUERY_ROUNDS, queryReps, sideBySide, timed, type BenchContext, type Scenario, type ScenarioRow } from '../runner.js';
 import { peakTracker } from '../proc.js';
-import { atLeast } from '../stats.js';
+import { atLeast, atMost } from '../stats.js';
 import { baselineQuery, src, withBaselineDb } from './common.js';
 
 /**
@@ -13,7 +13,7 @@ import { baselineQuery, src, withBaselineDb } from './common.js';
 const LIMIT = 10_000;
 const OFFSET = 500_000;
 
-const COLS = `id, token_id, condition_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label,
+export const COLS = `id, token_id, condition_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label,
   side, price, size, usd_value, maker, taker, fee, collateral`;
 
 export const tradesPageDeep: Scenario = {
@@ -24,11 +24,7 @@ export const tradesPageDeep: Scenario = {
     // Smaller lakes have fewer trades than the issue's offset: go as deep as the market allows.
     const offset = Math.max(0, Math.min(OFFSET, bm.trades - LIMIT));
     const url = `${ctx.server.url}/v1/trades?${qs({ market_id: bm.marketId, limit: LIMIT, offset })}`;
-    const union = bm.tokens
-      .map((_, i) => `SELECT ${COLS} FROM ${src(ctx.lake.lakeDir, 'trades')} WHERE token_id = $t${i}`)
-      .join(' UNION ALL ');
-    const sql = `SELECT * FROM (${union}) ORDER BY ts DESC, block_number DESC, log_index DESC, id DESC LIMIT ${LIMIT} OFFSET ${offset}`;
-    const params = Object.fromEntries(bm.tokens.map((t, i) => [`t${i}`, t]));
+    const { sql, params } = baselinePage(ctx.lake.lakeDir, bm.tokens, LIMIT, offset);
     return withBaselineDb(async (db) => {
       const r = await sideBySide(
         ctx.reps,
@@ -57,3 +53,60 @@ export const tradesPageDeep: Scenario = {
     });
   },
 };
+
+/** The page a DuckDB user would select: one scan per token (UNION ALL), newest first, LIMIT/OFFSET. */
+export function baselinePage(lakeDir: string, tokens: readonly string[], limit: number, offset: number): { sql: string; params: Record<string, string> } {
+  const union = tokens.map((_, i) => `SELECT ${COLS} FROM ${src(lakeDir, 'trades')} WHERE token_id = $t${i}`).join(' UNION ALL ');
+  return {
+    sql: `SELECT * FROM (${union}) ORDER BY ts DESC, block_number DESC, log_index DESC, id DESC LIMIT ${limit} OFFSET ${offset}`,
+    params: Object.fromEntries(tokens.map((t, i) => [`t${i}`, t])),
+  };
+}
+
+/**
+ * trades-page-first and trades-page-1k: the pages clients ask for most — `limit=100` at offset 0 and 1,000 of the
+ * busiest market — against the same page selected by DuckDB directly. Target ≤20 ms (issue 11): served from
+ * the newest partitions the page lands in, never a top-N over the whole market.
+ */
+function tradesPage(name: string, offset: number): Scenario {
+  const limit = 100;
+  return {
+    name,
+    async run(ctx: BenchContext): Promise<ScenarioRow[]> {
+      const bm = ctx.lake.facts.busiestMarket;
+      if (!bm.marketId || bm.tokens.length === 0) throw new NotAvailable('no market with trades in the bench lake');
+      const url = `${ctx.server.url}/v1/trades?${qs({ market_id: bm.marketId, limit, offset })}`;
+      const { sql, params } = baselinePage(ctx.lake.lakeDir, bm.tokens, limit, offset);
+      return withBaselineDb(async (db) => {
+        const r = await sideBySide(
+          queryReps(ctx.reps),
+          async () => {
+            const peak = peakTracker(ctx.server.pid);
+            const { seconds, value } = await timed(() => requestJson<unknown[]>(url, ctx.key));
+            if (!Array.isArray(value.json)) throw new Error(`trades answered ${JSON.stringify(value.json).slice(0, 200)}`);
+            return { seconds, rows: value.json.length, bytes: value.bytes, peakRss: peak.stop() };
+          },
+          () => baselineQuery(db, sql, params),
+          { warmups: QUERY_ROUNDS.warmups },
+        );
+        return [
+          {
+            scenario: name,
+            status: 'ok',
+            pmlakeDoes: `GET /v1/trades limit ${limit} offset ${offset}`,
+            baselineDoes: 'DuckDB: the same page (ORDER BY ts DESC … LIMIT/OFFSET) directly',
+            rows: r.pmlake.rows ?? 0,
+            pmlake: r.pmlake,
+            baseline: r.baseline,
+            ratio: r.ratio,
+            targets: [atMost('≤20 ms', r.pmlake.seconds * 1000, 20)],
+            notes: [`market ${bm.marketId} (${bm.trades} trades), offset ${offset}`],
+          },
+        ];
+      });
+    },
+  };
+}
+
+export const tradesPageFirst = tradesPage('trades-page-first', 0);
+export const tradesPage1k = tradesPage('trades-page-1k', 1000);
