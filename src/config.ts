@@ -20,7 +20,7 @@ const EnvSchema = z.object({
   /** DuckDB resources: a 2-core machine by default. */
   PMLAKE_DUCKDB_THREADS: z.coerce.number().int().min(1).max(256).optional(),
   PMLAKE_DUCKDB_MEMORY: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i).default('4GB'),
-  /** S3-compatible object storage for exports; unset → an embedded local server in demo mode. */
+  /** S3-compatible object storage for exports; unset → files under PMLAKE_STATE/exports behind pmlake's own signed links. */
   PMLAKE_S3_ENDPOINT: z.string().url().optional(),
   PMLAKE_S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/).default('pmlake-exports'),
   PMLAKE_S3_REGION: z.string().min(1).default('us-east-1'),
@@ -28,6 +28,10 @@ const EnvSchema = z.object({
   PMLAKE_S3_SECRET_ACCESS_KEY: z.string().min(1).default('S3RVER'),
   PMLAKE_EXPORT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
   PMLAKE_EXPORT_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24 * 7),
+  /** Unfinished export uploads untouched this long are swept (parts of interrupted exports). */
+  PMLAKE_EXPORT_STALE_UPLOAD_HOURS: z.coerce.number().min(1).max(24 * 30).default(24),
+  /** HMAC secret of pmlake's own export links (default store); unset → generated once into PMLAKE_STATE. */
+  PMLAKE_LINK_SECRET: z.string().min(32).optional(),
   /** HMAC secret for the built-in payment provider's webhooks and for dashboard JWTs. */
   PMLAKE_WEBHOOK_SECRET: z.string().min(16).default('pmlake-local-webhook-secret-change-me'),
   PMLAKE_JWT_SECRET: z.string().min(16).optional(),
@@ -82,6 +86,8 @@ export type Config = {
   };
   exportConcurrency: number;
   exportRetentionHours: number;
+  exportStaleUploadHours: number;
+  linkSecret: string | undefined;
   webhookSecret: string;
   jwtSecret: string | undefined;
   jwksFile: string | undefined;
@@ -122,6 +128,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     exportConcurrency: e.PMLAKE_EXPORT_CONCURRENCY,
     exportRetentionHours: e.PMLAKE_EXPORT_RETENTION_HOURS,
+    exportStaleUploadHours: e.PMLAKE_EXPORT_STALE_UPLOAD_HOURS,
+    linkSecret: e.PMLAKE_LINK_SECRET,
     webhookSecret: e.PMLAKE_WEBHOOK_SECRET,
     jwtSecret: e.PMLAKE_JWT_SECRET,
     jwksFile: e.PMLAKE_JWKS_FILE,

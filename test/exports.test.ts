@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AbortMultipartUploadCommand, HeadObjectCommand, ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activeCopies, fifoRoot } from '../src/lake/stream.js';
 import { makeS3Client } from '../src/s3/client.js';
@@ -10,7 +11,7 @@ import { buildDownloadsLake, type DlLake } from './helpers/downloads-lake.js';
 /**
  * Exports end to end against a real s3rver on loopback: submit, poll, fetch the presigned link twice without
  * an API key, read the Parquet back with DuckDB and compare with the lake; idempotency; ownership; 409/410;
- * and S3 stopped mid-export → failed with a clear error, no object, nothing charged.
+ * and S3 stopped mid-export → failed saying what failed, no object, nothing charged, parts swept.
  */
 let L: DlLake;
 let marketId: string;
@@ -135,7 +136,7 @@ describe('exports', () => {
 });
 
 /**
- * S3 stopped while a multipart upload is genuinely in flight. The shared lake above exports in well under one
+ * S3 stopped while a multipart upload is genuinely in flight (a configured PMLAKE_S3_ENDPOINT; s3rver stands in). The shared lake above exports in well under one
  * part, so this block builds its own, busier lake (generator rate 10: ~39 MB of raw frames, a raw-tape CSV of
  * several 8 MiB parts), waits until s3rver has stored the upload's first part while the DuckDB COPY is still
  * producing, and only then stops the store.
@@ -169,10 +170,13 @@ describe('exports: S3 stopped mid-upload', () => {
       }));
   }
 
-  it('S3 stopped mid-export → failed with a clear error, no object left, nothing charged', async () => {
+  it('S3 stopped mid-export → failed saying what failed (not where), no object, nothing charged; the sweep removes the parts', async () => {
     const exportPulls = () => B.srv.ctx.state.db.prepare(`SELECT id, status FROM pulls WHERE user_id = ? AND kind = 'export'`).all(B.userId);
     const usage = async () => (await (await B.fetch('/v1/user/usage')).json()) as { total_bytes: number; total_downloads: number };
     const history = async () => (await (await B.fetch('/v1/user/downloads')).json()) as unknown[];
+    // The service's log, kept in memory (the test logger is silent): the full error must land here.
+    const logged: Record<string, any>[] = [];
+    B.srv.ctx.log = pino({ level: 'warn' }, { write: (l: string) => void logged.push(JSON.parse(l)) });
     const usageBefore = await usage();
     const historyBefore = await history();
     expect(exportPulls()).toEqual([]);
@@ -203,7 +207,14 @@ describe('exports: S3 stopped mid-upload', () => {
 
     const done = await poll(job.id, B);
     expect(done.status).toBe('failed');
-    expect(done.error).toMatch(/^export failed: object storage upload failed: .+; nothing was charged$/);
+    // What failed, not where (issue 11 item 9): no address, port, host name or socket error reaches the user…
+    expect(done.error).toBe('export failed: object storage unavailable; nothing was charged');
+    expect(done.error).not.toMatch(/\d+\.\d+\.\d+\.\d+|localhost|127\.|:\d{2,5}|\bE[A-Z]{4,}\b|socket|connect|http/);
+    expect(done.error).not.toContain(String(B.s3.port));
+    // …the whole error is in the log, on the job's line.
+    const line = logged.find((l) => l.export_job === job.id && l.msg === 'export failed');
+    expect(line, JSON.stringify(logged)).toBeDefined();
+    expect(JSON.stringify(line!.err)).toMatch(/ECONN|EPIPE|socket|connect/i);
     expect(done.completed_at).toEqual(expect.any(String));
     // It shows how far it got: at least the part the store had acknowledged (parts are 8 MiB).
     expect(done.progress.bytes_written).toBeGreaterThan(8 * 1024 * 1024);
@@ -228,20 +239,24 @@ describe('exports: S3 stopped mid-upload', () => {
     const client = makeS3Client({ endpoint: B.s3.endpoint, bucket: 'pmlake-exports', region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' });
     await expect(client.send(new HeadObjectCommand({ Bucket: 'pmlake-exports', Key: key! }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 404 } });
 
-    // Orphaned parts. On real S3 the service's AbortMultipartUpload (and MultipartUpload's own, sent once on
-    // failure) removes them, and ListMultipartUploads would list none. s3rver cannot show that: it answers 501
-    // to ListMultipartUploads and 405 to AbortMultipartUpload, so parts it received stay in its directory for
-    // good. What is checked instead: the parts on disk are exactly one upload, never completed into an object,
-    // and the job keeps that upload id (the store was unreachable when the job tried to abort), so the
-    // service's start-up retries the abort — which s3rver, once back, still refuses with 405.
-    await expect(client.send(new ListMultipartUploadsCommand({ Bucket: 'pmlake-exports' }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 501 } });
+    // Orphaned parts (issue 11 item 5). The store was down when the job failed, so the job keeps its upload
+    // id; the parts it had acknowledged are still on s3rver's disk, never completed into an object.
+    const row = () => B.srv.ctx.state.db.prepare('SELECT upload_id FROM export_jobs WHERE id = ?').get(job.id) as { upload_id: string | null };
     const leftovers = uploadsFor(key!);
     expect(leftovers).toHaveLength(1);
     expect(leftovers[0]!.parts[0]).toBe(1);
-    const row = B.srv.ctx.state.db.prepare('SELECT upload_id FROM export_jobs WHERE id = ?').get(job.id) as { upload_id: string | null };
-    expect(row.upload_id).toBe(leftovers[0]!.id);
+    expect(row().upload_id).toBe(leftovers[0]!.id);
+    // s3rver refuses AbortMultipartUpload (405) and cannot list uploads (501): the sweep's discard goes
+    // through what it does allow (complete-then-delete, src/s3/store.ts) for the upload the job recorded.
     await expect(
-      client.send(new AbortMultipartUploadCommand({ Bucket: 'pmlake-exports', Key: key!, UploadId: row.upload_id! })),
+      client.send(new AbortMultipartUploadCommand({ Bucket: 'pmlake-exports', Key: key!, UploadId: row().upload_id! })),
     ).rejects.toMatchObject({ $metadata: { httpStatusCode: 405 } });
+    await expect(client.send(new ListMultipartUploadsCommand({ Bucket: 'pmlake-exports' }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 501 } });
+    await B.srv.ctx.exports.sweep();
+    expect(uploadsFor(key!)).toEqual([]);
+    expect(fs.readdirSync(uploadsDir())).toEqual([]);
+    expect(row().upload_id).toBeNull();
+    await expect(client.send(new HeadObjectCommand({ Bucket: 'pmlake-exports', Key: key! }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 404 } });
+    client.destroy();
   });
 });

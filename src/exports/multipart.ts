@@ -1,14 +1,9 @@
-import {
-  AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
-  CreateMultipartUploadCommand,
-  UploadPartCommand,
-  type S3Client,
-} from '@aws-sdk/client-s3';
 import type { CopyStream } from '../lake/stream.js';
+import type { ObjectStore, StoredPart } from './store.js';
 
 /**
- * An S3 multipart upload fed by a COPY's FIFO stream, with reused part buffers.
+ * A multipart upload into an ObjectStore (./store.ts: local files or S3) fed by a COPY's FIFO stream, with
+ * reused part buffers.
  *
  * It replaces @aws-sdk/lib-storage's Upload on the export path. lib-storage keeps every 64 KiB chunk it is
  * given until a part is full and then `Buffer.concat`s them into a fresh part, so the FIFO's pooled read
@@ -20,9 +15,10 @@ import type { CopyStream } from '../lake/stream.js';
  *
  * Back-pressure: at most `queueSize` parts are in flight; when all part buffers are busy the stream is paused
  * (and with it, through the FIFO, DuckDB) until a part has been stored.
- * Failure: the first error (the COPY's stream, a refused part, an unreachable store) rejects `run`, pauses
- * the stream and sends AbortMultipartUpload once (best effort; the caller retries it and keeps `uploadId`
- * when the store refuses).
+ * Failure: the first error (the COPY's stream, a refused part, an unreachable store) rejects `run` after
+ * `abort()`: no further part is sent, the parts in flight are waited for (a part landing after the discard
+ * would be left behind), and the store discards the upload. `abort()` resolves true when the parts are gone,
+ * false when the store could not be reached (the caller keeps `uploadId` to retry).
  */
 
 /** Part buffers kept for the next parts and exports (each is `partSize` bytes). */
@@ -39,15 +35,21 @@ function giveBuffer(b: Buffer): void {
   pool.set(b.length, list);
 }
 
-export type MultipartParams = { Bucket: string; Key: string; ContentType: string };
+export type MultipartParams = { key: string; contentType: string };
+
+/** How long a discard waits for parts still in flight (a wedged store must not keep a failed job running). */
+const IN_FLIGHT_WAIT_MS = 10_000;
 
 export class MultipartUpload {
-  /** The store's id for this upload, once CreateMultipartUpload answered (kept on the job for a later abort). */
+  /** The store's id for this upload, once createUpload answered (kept on the job for a later discard). */
   uploadId: string | null = null;
-  private aborted = false;
+  private stopped = false;
+  private discarded: Promise<boolean> | null = null;
+  /** Part requests not yet answered (a discard waits for them). */
+  private readonly sending = new Set<Promise<unknown>>();
 
   constructor(
-    private readonly client: S3Client,
+    private readonly store: ObjectStore,
     private readonly params: MultipartParams,
     private readonly partSize: number,
     private readonly queueSize: number,
@@ -56,44 +58,46 @@ export class MultipartUpload {
   }
 
   /**
-   * Uploads everything `copy.stream` yields and completes the upload. `onChunk` sees each chunk before it is
-   * copied (progress counters); the chunk is released to the FIFO pool right after.
+   * Uploads everything `copy.stream` yields and completes the upload. `onCreated` hears the upload id as soon
+   * as the store gave it (the job records it, so even a crash leaves a discardable id behind); `onChunk` sees
+   * each chunk before it is copied (progress counters); the chunk is released to the FIFO pool right after.
    */
-  async run(copy: Pick<CopyStream, 'stream' | 'release'>, onChunk: (b: Buffer) => void): Promise<void> {
-    const created = await this.client.send(new CreateMultipartUploadCommand({ ...this.params }));
-    if (!created.UploadId) throw new Error('CreateMultipartUpload returned no upload id');
-    this.uploadId = created.UploadId;
-    if (this.aborted) throw new Error('upload aborted');
+  async run(copy: Pick<CopyStream, 'stream' | 'release'>, onChunk: (b: Buffer) => void, onCreated: (uploadId: string) => void = () => {}): Promise<void> {
+    this.uploadId = await this.store.createUpload(this.params.key, this.params.contentType);
+    onCreated(this.uploadId);
     try {
+      if (this.stopped) throw new Error('upload aborted');
       const parts = await this.feed(copy, onChunk);
-      await this.client.send(
-        new CompleteMultipartUploadCommand({
-          Bucket: this.params.Bucket,
-          Key: this.params.Key,
-          UploadId: this.uploadId,
-          MultipartUpload: { Parts: parts },
-        }),
-      );
+      await this.store.completeUpload(this.params.key, this.uploadId, parts);
     } catch (err) {
       await this.abort();
       throw err;
     }
   }
 
-  /** Stops the upload: no further part is sent, and the store is asked once to drop the parts it has. */
-  async abort(): Promise<void> {
-    if (this.aborted) return;
-    this.aborted = true;
-    if (!this.uploadId) return;
-    await this.client
-      .send(new AbortMultipartUploadCommand({ Bucket: this.params.Bucket, Key: this.params.Key, UploadId: this.uploadId }))
-      .catch(() => undefined);
+  /**
+   * Stops the upload and discards its parts (once; later calls return the same answer). Resolves true when
+   * nothing is left in the store, false when the store refused or could not be reached.
+   */
+  abort(): Promise<boolean> {
+    this.stopped = true;
+    // Not created yet: nothing to discard now, and run() discards the upload as soon as the store creates it.
+    const uploadId = this.uploadId;
+    if (!uploadId) return Promise.resolve(true);
+    this.discarded ??= (async () => {
+      await settleWithin(Promise.allSettled([...this.sending]), IN_FLIGHT_WAIT_MS);
+      return this.store.discardUpload(this.params.key, uploadId).then(
+        () => true,
+        () => false,
+      );
+    })();
+    return this.discarded;
   }
 
   /** Reads the stream into parts; resolves with every stored part once the stream ended and all parts are in. */
-  private feed(copy: Pick<CopyStream, 'stream' | 'release'>, onChunk: (b: Buffer) => void): Promise<{ ETag: string; PartNumber: number }[]> {
+  private feed(copy: Pick<CopyStream, 'stream' | 'release'>, onChunk: (b: Buffer) => void): Promise<StoredPart[]> {
     const src = copy.stream;
-    const done: { ETag: string; PartNumber: number }[] = [];
+    const done: StoredPart[] = [];
     return new Promise((resolve, reject) => {
       let cur: Buffer | null = null;
       let used = 0;
@@ -113,37 +117,30 @@ export class MultipartUpload {
         reject(err instanceof Error ? err : new Error(String(err)));
       };
       const send = (buf: Buffer, len: number): void => {
+        // Stopped by abort(): a part sent now could land after the discard and be left behind.
+        if (this.stopped) return fail(new Error('upload aborted'));
         const partNumber = nextPart++;
         inFlight += 1;
-        this.client
-          .send(
-            new UploadPartCommand({
-              Bucket: this.params.Bucket,
-              Key: this.params.Key,
-              UploadId: this.uploadId!,
-              PartNumber: partNumber,
-              Body: buf.subarray(0, len),
-              ContentLength: len,
-            }),
-          )
-          .then(
-            (r) => {
-              inFlight -= 1;
-              if (failed) return;
-              if (!r.ETag) return fail(new Error(`part ${partNumber} stored without an ETag`));
-              done.push({ ETag: r.ETag, PartNumber: partNumber });
-              // The request is over: its body buffer is free for the next part.
-              giveBuffer(buf);
-              free += 1;
-              if (this.aborted) return fail(new Error('upload aborted'));
-              if (pending) drainPending();
-              maybeFinish();
-            },
-            (err: unknown) => {
-              inFlight -= 1;
-              fail(err);
-            },
-          );
+        const req = this.store.uploadPart(this.params.key, this.uploadId!, partNumber, buf.subarray(0, len));
+        this.sending.add(req);
+        void req.finally(() => this.sending.delete(req)).catch(() => {});
+        req.then(
+          (etag) => {
+            inFlight -= 1;
+            if (failed) return;
+            done.push({ ETag: etag, PartNumber: partNumber });
+            // The request is over: its body buffer is free for the next part.
+            giveBuffer(buf);
+            free += 1;
+            if (this.stopped) return fail(new Error('upload aborted'));
+            if (pending) drainPending();
+            maybeFinish();
+          },
+          (err: unknown) => {
+            inFlight -= 1;
+            fail(err);
+          },
+        );
       };
       /** Copies `chunk[off..]` into parts; returns where it stopped (chunk.length when all of it fit). */
       const copyIn = (chunk: Buffer, off: number): number => {
@@ -223,4 +220,16 @@ export class MultipartUpload {
       src.resume();
     });
   }
+}
+
+/** Waits for `p` to settle (either way), at most `ms`. */
+export function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    const done = (): void => {
+      clearTimeout(t);
+      resolve();
+    };
+    p.then(done, done);
+  });
 }

@@ -5,10 +5,12 @@ import type { AppContext } from './context.js';
 import { Conflict, Gone, NotFound, Unprocessable } from './errors.js';
 import { isoDateTime, marketIdParam, timeframeParam } from './params.js';
 import type { Route } from './route.js';
+import { exportFileRoutes } from './export-file.js';
 
 /**
- * /v1/exports: submit (202, the job itself), list ({data, meta}), poll, and a fresh presigned link per call
- * ({data: {download_url, expires_in, …job}}). These are the wire shapes the anchor's client checks.
+ * /v1/exports: submit (202, the job itself), list ({data, meta}), poll, and a fresh signed link per call
+ * ({data: {download_url, expires_in, …job}}). These are the wire shapes the anchor's client checks. The link
+ * is the S3 store's presigned GET when PMLAKE_S3_ENDPOINT is set, else pmlake's own (./export-file.ts).
  * Another caller's job is answered exactly like an unknown one: 404 "Export job not found".
  */
 const CreateExport = z
@@ -130,7 +132,7 @@ export const exportRoutes: Route[] = [
     path: '/v1/exports/:job_id/url',
     auth: 'key',
     tag: 'Exports',
-    summary: 'A fresh presigned GET link to a finished export (re-usable until it expires; no API key needed)',
+    summary: 'A fresh signed GET link to a finished export (re-usable until it expires; no API key needed)',
     params: JobParams,
     query: UrlQuery,
     handler: async (req, res, ctx) => {
@@ -138,8 +140,9 @@ export const exportRoutes: Route[] = [
       const { ttl } = res.locals.query as z.infer<typeof UrlQuery>;
       if (job.status === 'expired') throw new Gone('Export has expired; submit it again');
       if (job.status !== 'succeeded') throw new Conflict(`Export is not ready (status: ${job.status})`);
-      const url = await service(ctx).presign(job, ttl);
+      const url = await service(ctx).downloadUrl(job, ttl);
       return { data: { ...jobView(job), download_url: url, expires_in: ttl, url_expires_at: new Date(Date.now() + ttl * 1000).toISOString() } };
     },
   },
+  ...exportFileRoutes,
 ];

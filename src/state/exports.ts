@@ -122,6 +122,7 @@ export function expireExport(store: StateStore, id: string): void {
   store.db.prepare(`UPDATE export_jobs SET status = 'expired' WHERE id = ? AND status = 'succeeded'`).run(id);
 }
 
-export function clearUploadId(store: StateStore, id: string): void {
-  store.db.prepare('UPDATE export_jobs SET upload_id = NULL WHERE id = ?').run(id);
+/** Forgets an upload once its parts are gone; guarded by the id, so a newer attempt's upload is never forgotten. */
+export function clearUploadId(store: StateStore, id: string, uploadId: string): void {
+  store.db.prepare('UPDATE export_jobs SET upload_id = NULL WHERE id = ? AND upload_id = ?').run(id, uploadId);
 }

@@ -28,7 +28,14 @@ export type DlLake = {
 };
 
 export async function buildDownloadsLake(
-  opts: { markets?: number; days?: number; seed?: number; env?: Record<string, string>; /** generator activity (default 0.3) */ rate?: number } = {},
+  opts: {
+    markets?: number;
+    days?: number;
+    seed?: number;
+    env?: Record<string, string>;
+    /** generator activity (default 0.3) */ rate?: number;
+    /** exports go to the default local store (no PMLAKE_S3_ENDPOINT); the s3rver still runs, unused */ defaultStore?: boolean;
+  } = {},
 ): Promise<DlLake> {
   const tmp = tempDir('pmlake-dl-');
   const lakeDir = path.join(tmp.dir, 'lake');
@@ -38,7 +45,7 @@ export async function buildDownloadsLake(
   fs.rmSync(gen, { recursive: true, force: true });
   const s3 = await startLocalS3({ directory: path.join(tmp.dir, 's3'), buckets: ['pmlake-exports'] });
   const srv = await startTestServer(
-    testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state'), PMLAKE_S3_ENDPOINT: s3.endpoint, ...(opts.env ?? {}) }),
+    testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state'), ...(opts.defaultStore ? {} : { PMLAKE_S3_ENDPOINT: s3.endpoint }), ...(opts.env ?? {}) }),
   );
   const mk = (email: string) => {
     const store = srv.ctx.state;

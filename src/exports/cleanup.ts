@@ -1,0 +1,49 @@
+import type { AppContext } from '../http/context.js';
+import { clearUploadId, jobsWithStatus } from '../state/exports.js';
+import type { Slot } from './run.js';
+import type { ObjectStore } from './store.js';
+
+/**
+ * Uploads nobody will finish must not keep their parts (issue 11 item 5: 0.8–3 GB per interrupted export
+ * stayed in s3rver). A failing job discards its own upload at once; what is left is handled here:
+ *  - uploads recorded on failed jobs (the store was unreachable when the job failed, or a restart failed a
+ *    job after MAX_ATTEMPTS) are discarded again, and the record cleared once that worked;
+ *  - any upload under `exports/` untouched for longer than the bound (PMLAKE_EXPORT_STALE_UPLOAD_HOURS) and
+ *    not in progress is discarded: the local store's part directories by age; an S3 store's
+ *    ListMultipartUploads → discard (AbortMultipartUpload, or its fallback in ../s3/store.ts) of uploads
+ *    initiated before the bound. s3rver cannot list uploads (501): there only the recorded ones are found.
+ * Runs at start-up and every 15 minutes; re-queued jobs discard their previous attempt's upload themselves.
+ */
+type Job = { id: string; object_key: string | null; upload_id: string | null };
+
+export async function discardRecordedUpload(ctx: AppContext, store: () => Promise<ObjectStore>, job: Job): Promise<boolean> {
+  if (!job.upload_id) return true;
+  try {
+    // Without a key (never the case for a claimed job) there is nothing to address; the age sweep remains.
+    if (job.object_key) await (await store()).discardUpload(job.object_key, job.upload_id);
+    clearUploadId(ctx.state, job.id, job.upload_id);
+    return true;
+  } catch (err) {
+    ctx.log.warn({ err, job: job.id, upload_id: job.upload_id }, 'upload of an export not discarded yet; the sweep retries');
+    return false;
+  }
+}
+
+export async function sweepExports(ctx: AppContext, store: () => Promise<ObjectStore>, running: Map<string, Slot>, olderThanHours: number): Promise<void> {
+  let recorded = 0;
+  for (const job of jobsWithStatus(ctx.state, 'failed')) {
+    if (job.upload_id && (await discardRecordedUpload(ctx, store, job))) recorded += 1;
+  }
+  // In progress here, or (another process on this state) recorded on a running job: never swept.
+  const keep = new Set<string>();
+  for (const slot of running.values()) if (slot.upload?.uploadId) keep.add(slot.upload.uploadId);
+  for (const job of jobsWithStatus(ctx.state, 'running')) if (job.upload_id) keep.add(job.upload_id);
+  let stale: number | null = null;
+  try {
+    stale = await (await store()).sweepUploads('exports/', new Date(Date.now() - olderThanHours * 3_600_000), keep);
+  } catch (err) {
+    ctx.log.warn({ err }, 'export upload sweep failed; retried at the next sweep');
+  }
+  if (recorded > 0 || (stale ?? 0) > 0) ctx.log.info({ recorded, stale }, 'export uploads discarded');
+  if (stale === null) ctx.log.debug('the export store cannot list its uploads; only recorded ones were discarded');
+}
