@@ -60,6 +60,17 @@ const EnvSchema = z.object({
   PMLAKE_PADDLE_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
   /** Request rate limiting (60/min per key, 5/min orders). 'off' only for load tests on a private host. */
   PMLAKE_RATE_LIMITS: z.enum(['on', 'off']).default('on'),
+  /**
+   * Load shedding (src/http/admission.ts): requests of each cost class in flight at once, 0 = unbounded.
+   * Defaults for 2 cores: DuckDB scans ('query') and downloads ('stream') bounded, lookups ('cheap') not.
+   */
+  PMLAKE_CHEAP_CONCURRENCY: z.coerce.number().int().min(0).max(10_000).default(0),
+  PMLAKE_QUERY_CONCURRENCY: z.coerce.number().int().min(0).max(256).default(3),
+  PMLAKE_STREAM_CONCURRENCY: z.coerce.number().int().min(0).max(256).default(4),
+  /** A request waiting longer than this for its class is answered 503 with Retry-After. */
+  PMLAKE_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(5000),
+  /** Requests allowed to wait per class; one more is answered 503 at once. */
+  PMLAKE_QUEUE_MAX: z.coerce.number().int().min(0).max(100_000).default(256),
 }).superRefine((e, ctx) => {
   if (e.PMLAKE_PAYMENT_PROVIDER !== 'paddle') return;
   for (const k of ['PMLAKE_PADDLE_API_KEY', 'PMLAKE_PADDLE_WEBHOOK_SECRET'] as const) {
@@ -98,6 +109,10 @@ export type Config = {
     paddle: { apiUrl: string; apiKey: string | undefined; webhookSecret: string | undefined; toleranceSeconds: number };
   };
   rateLimits: boolean;
+  admission: {
+    classes: Readonly<Record<'cheap' | 'query' | 'stream', { concurrency: number; maxQueue: number }>>;
+    queueTimeoutMs: number;
+  };
 };
 
 export class ConfigError extends Error {}
@@ -145,5 +160,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       }),
     }),
     rateLimits: e.PMLAKE_RATE_LIMITS === 'on',
+    admission: Object.freeze({
+      classes: Object.freeze({
+        cheap: { concurrency: e.PMLAKE_CHEAP_CONCURRENCY, maxQueue: e.PMLAKE_QUEUE_MAX },
+        query: { concurrency: e.PMLAKE_QUERY_CONCURRENCY, maxQueue: e.PMLAKE_QUEUE_MAX },
+        stream: { concurrency: e.PMLAKE_STREAM_CONCURRENCY, maxQueue: e.PMLAKE_QUEUE_MAX },
+      }),
+      queueTimeoutMs: e.PMLAKE_QUEUE_TIMEOUT_MS,
+    }),
   });
 }

@@ -4,6 +4,7 @@ import type { AppContext } from './context.js';
 import { errorHandler, Forbidden, notFoundHandler, parse, Unauthorized } from './errors.js';
 import type { Route } from './route.js';
 import { assertJsonDepth } from './body-limits.js';
+import { Admission } from './admission.js';
 import { routes } from './routes.js';
 import { createRateLimiters, type Limiter, type RateLimiters } from './ratelimit.js';
 import { requestCounterFor, type RequestCounter } from '../accounts/requests.js';
@@ -57,11 +58,14 @@ export function createApp(ctx: AppContext, table: Route[] = routes): Express {
   });
 
   const limiters = ctx.config.rateLimits ? createRateLimiters() : null;
+  const admission = new Admission(ctx.config.admission);
+  // For operators' introspection and the tests: slots in use and requests queued per class.
+  app.locals.admission = admission;
   for (const route of table) {
     // The body is read after the gate: a refused body (malformed, too deep, too large) is then counted
     // against the caller's limits like any other 4xx, and no route reads a GET body at all.
     const steps = route.method === 'get' ? [] : [json];
-    app[route.method](route.path, gate(ctx, limitsFor(limiters, route), route), ...steps, handlerFor(ctx, route));
+    app[route.method](route.path, gate(ctx, limitsFor(limiters, route), route, admission), ...steps, handlerFor(ctx, route));
   }
 
   app.use(notFoundHandler);
@@ -107,9 +111,10 @@ function requestLog(ctx: AppContext, counter: RequestCounter) {
 /**
  * Everything before a route's handler, in one middleware (each Express layer costs a dispatch): resolve the
  * credentials when any are sent, so the rate limiter can key on them (bad ones count per IP); the rate
- * limits; then authorization; then mark the request to be counted in the caller's usage.
+ * limits; then authorization; then admission into the route's cost class (a slot, or a wait in its queue, or
+ * 503: src/http/admission.ts); then mark the request to be counted in the caller's usage.
  */
-function gate(ctx: AppContext, limits: Limiter[], route: Route) {
+function gate(ctx: AppContext, limits: Limiter[], route: Route, admission: Admission) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (req.headers['x-api-key'] !== undefined || req.headers.authorization !== undefined) {
       req.principal = (await ctx.auth.authenticate(req)) ?? undefined;
@@ -120,6 +125,8 @@ function gate(ctx: AppContext, limits: Limiter[], route: Route) {
       if (allowed === false || (allowed !== true && !(await allowed))) return;
     }
     authorize(route, req);
+    // False: the client left while it waited for a slot; nothing to answer.
+    if (!(await admission.admit(route.cost, req, res))) return;
     res.locals.countRequest = true;
     next();
   };

@@ -108,6 +108,7 @@ export const billingRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/billing/pricing',
+    cost: 'cheap',
     auth: 'public',
     tag: 'Billing',
     summary: 'Plans, the per-MB reference rates and the legacy minimum order',
@@ -130,6 +131,7 @@ export const billingRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/billing/balance',
+    cost: 'cheap',
     auth: 'key',
     tag: 'Billing',
     summary: 'Credit balance (legacy credits: orders and subscription redemption)',
@@ -154,6 +156,7 @@ export const billingRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/billing/transactions',
+    cost: 'cheap',
     auth: 'key',
     tag: 'Billing',
     summary: 'The credit ledger, newest first (append-only)',
@@ -167,6 +170,7 @@ export const billingRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/billing/checkout',
+    cost: 'cheap',
     auth: 'key',
     limit: 'orders',
     tag: 'Billing',
@@ -189,6 +193,7 @@ export const billingRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/billing/subscription',
+    cost: 'cheap',
     auth: 'key',
     tag: 'Billing',
     summary: 'The active subscription, or the Free placeholder',
@@ -197,6 +202,7 @@ export const billingRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/billing/subscription/checkout',
+    cost: 'cheap',
     auth: 'key',
     limit: 'orders',
     tag: 'Billing',
@@ -226,6 +232,7 @@ export const billingRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/billing/subscription/redeem',
+    cost: 'cheap',
     auth: 'key',
     // It spends credits: the same permission as a paid pull.
     scope: 'download',
@@ -257,6 +264,7 @@ export const billingRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/billing/subscription/cancel',
+    cost: 'cheap',
     auth: 'key',
     tag: 'Billing',
     summary: 'Cancel at period end: the plan stays in force until current_period_end',

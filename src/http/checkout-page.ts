@@ -64,6 +64,7 @@ export const checkoutPageRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/billing/checkout/local/:checkout_id',
+    cost: 'cheap',
     auth: 'public',
     tag: 'Billing',
     summary: 'Hosted checkout page of the local payment provider',
@@ -90,6 +91,7 @@ export const checkoutPageRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/billing/checkout/local/:checkout_id/confirm',
+    cost: 'cheap',
     auth: 'public',
     tag: 'Billing',
     summary: 'Confirm a local checkout: the provider sends its signed webhook, then returns to success_url',
@@ -114,6 +116,7 @@ export const checkoutPageRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/billing/checkout/local/:checkout_id/cancel',
+    cost: 'cheap',
     auth: 'public',
     tag: 'Billing',
     summary: 'Abandon a local checkout and return to cancel_url',

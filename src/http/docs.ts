@@ -180,6 +180,7 @@ export const docsRoutes: Route[] = [
   {
     method: 'get',
     path: '/docs',
+    cost: 'cheap',
     auth: 'public',
     limit: 'none',
     tag: 'meta',

@@ -134,6 +134,7 @@ function fileRoute<S extends z.ZodType>(path: string, summary: string, q: S, toS
   return {
     method: 'get',
     path,
+    cost: 'stream',
     auth: 'key',
     scope: 'download',
     limit: 'download',
@@ -171,6 +172,7 @@ export const downloadRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/download/raw/datasets',
+    cost: 'cheap',
     auth: 'key',
     limit: 'download',
     tag: 'Download',
@@ -204,6 +206,7 @@ export const downloadRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/download/raw/estimate',
+    cost: 'query',
     auth: 'key',
     limit: 'download',
     tag: 'Download',
@@ -250,6 +253,7 @@ export const downloadRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/download/bulk',
+    cost: 'stream',
     auth: 'key',
     scope: 'download',
     limit: 'download',

@@ -23,6 +23,7 @@ export const exportFileRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/exports/:job_id/file',
+    cost: 'stream',
     auth: 'public',
     tag: 'Exports',
     summary: 'Download a finished export through the signed link from /v1/exports/{job_id}/url (no API key; Range supported)',

@@ -78,6 +78,7 @@ export const exportRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/exports',
+    cost: 'cheap',
     auth: 'key',
     scope: 'download',
     tag: 'Exports',
@@ -108,6 +109,7 @@ export const exportRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/exports',
+    cost: 'cheap',
     auth: 'key',
     tag: 'Exports',
     summary: "The caller's export jobs, newest first",
@@ -121,6 +123,7 @@ export const exportRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/exports/:job_id',
+    cost: 'cheap',
     auth: 'key',
     tag: 'Exports',
     summary: 'One export job: status, progress, record_count, size_bytes, error, timestamps',
@@ -130,6 +133,7 @@ export const exportRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/exports/:job_id/url',
+    cost: 'cheap',
     auth: 'key',
     tag: 'Exports',
     summary: 'A fresh signed GET link to a finished export (re-usable until it expires; no API key needed)',

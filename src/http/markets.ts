@@ -135,6 +135,7 @@ export const marketRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/markets',
+    cost: 'cheap',
     auth: 'key',
     tag: 'markets',
     summary: 'List markets',
@@ -149,6 +150,7 @@ export const marketRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/markets/:market_id',
+    cost: 'cheap',
     auth: 'key',
     tag: 'markets',
     summary: 'Get one market (numeric id or an outcome token id)',
@@ -164,6 +166,7 @@ export const marketRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/markets/:market_id/stats',
+    cost: 'query',
     auth: 'key',
     tag: 'markets',
     summary: 'Trade count, volume, first/last trade and price range per outcome, book snapshot count',
@@ -218,6 +221,7 @@ export const marketRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/markets/:market_id/estimate',
+    cost: 'query',
     auth: 'key',
     tag: 'markets',
     summary: 'Size of a market pull (rows and bytes counted in the lake) and what it means on your plan',

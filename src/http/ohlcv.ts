@@ -38,6 +38,7 @@ export const ohlcvRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/trades/ohlcv',
+    cost: 'query',
     auth: 'key',
     tag: 'trades',
     summary: 'OHLCV candles at any timeframe, newest first; empty buckets omitted',

@@ -155,6 +155,7 @@ export const openapiRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/openapi.json',
+    cost: 'cheap',
     auth: 'public',
     limit: 'none',
     tag: 'meta',

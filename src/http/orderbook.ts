@@ -200,6 +200,7 @@ export const orderbookRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/orderbook/snapshot',
+    cost: 'query',
     auth: 'key',
     tag: 'orderbook',
     summary: 'The order book of one outcome at any instant (stored snapshot + tape replay), best price first',
@@ -221,6 +222,7 @@ export const orderbookRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/orderbook/top_of_book',
+    cost: 'query',
     auth: 'key',
     tag: 'orderbook',
     summary: 'Every change of best bid/ask of one outcome in a window, oldest first',

@@ -82,6 +82,7 @@ export const orderRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/orders/estimate',
+    cost: 'cheap',
     auth: 'key',
     tag: 'Orders',
     summary: 'Constants for a live order-cost estimate: rate per MB, bytes per row, minimum order',
@@ -90,6 +91,7 @@ export const orderRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/orders',
+    cost: 'cheap',
     auth: 'key',
     tag: 'Orders',
     summary: "The caller's orders, newest first",
@@ -103,6 +105,7 @@ export const orderRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/orders',
+    cost: 'cheap',
     auth: 'key',
     scope: 'download',
     limit: 'orders',

@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { AppContext } from './context.js';
+import type { CostClass } from './admission.js';
 
 /**
  * One endpoint: its method, path, who may call it and the zod schemas its handler parses with. The same
@@ -20,6 +21,12 @@ export type Route = {
   credentials?: 'any' | 'jwt';
   /** Scope a key needs beyond 'read' (downloads and exports need 'download'). */
   scope?: 'read' | 'download';
+  /**
+   * Cost class for load shedding (src/http/admission.ts): 'cheap' = catalogue, account and metadata lookups
+   * that never scan big Parquet (unbounded by default); 'query' = scans of the lake (trades, OHLCV, books,
+   * estimates); 'stream' = downloads and other long responses. Bounded classes queue FIFO, then answer 503.
+   */
+  cost: CostClass;
   /** Rate-limit family; defaults to the general request limit. */
   limit?: 'default' | 'download' | 'orders' | 'none';
   tag: string;

@@ -66,6 +66,7 @@ export const seriesRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/series',
+    cost: 'cheap',
     auth: 'public',
     tag: 'series',
     summary: 'The series catalogue (no key needed)',
@@ -79,6 +80,7 @@ export const seriesRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/series/:series_id',
+    cost: 'cheap',
     auth: 'public',
     tag: 'series',
     summary: 'One series (no key needed)',
@@ -89,6 +91,7 @@ export const seriesRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/series/:series_id/estimate',
+    cost: 'query',
     auth: 'public',
     tag: 'series',
     summary: 'Size of a pull over every market of a series (rows and bytes counted in the lake)',

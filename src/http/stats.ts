@@ -66,6 +66,7 @@ export const statsRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/stats',
+    cost: 'cheap',
     auth: 'public',
     limit: 'none',
     tag: 'System',

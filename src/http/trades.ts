@@ -53,6 +53,7 @@ export const tradeRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/trades',
+    cost: 'query',
     auth: 'key',
     tag: 'trades',
     summary: 'Trades, newest first (any window length; start inclusive, end exclusive)',
@@ -82,6 +83,7 @@ export const tradeRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/trades/recent',
+    cost: 'query',
     auth: 'key',
     tag: 'trades',
     summary: 'Newest trades across all markets',

@@ -106,6 +106,7 @@ export const userRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/user/me',
+    cost: 'cheap',
     auth: 'key',
     tag: 'User',
     summary: 'The caller: user, plan, credential, permissions, limits',
@@ -147,6 +148,7 @@ export const userRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/user/keys',
+    cost: 'cheap',
     auth: 'key',
     tag: 'User',
     summary: 'List API keys (prefix only; the plaintext is shown once, at creation)',
@@ -156,6 +158,7 @@ export const userRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/user/keys',
+    cost: 'cheap',
     auth: 'key',
     tag: 'User',
     summary: 'Create an API key',
@@ -178,6 +181,7 @@ export const userRoutes: Route[] = [
   {
     method: 'delete',
     path: '/v1/user/keys/:key_id',
+    cost: 'cheap',
     auth: 'key',
     tag: 'User',
     summary: 'Revoke an API key (effective on the very next request)',
@@ -193,6 +197,7 @@ export const userRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/user/keys/:key_id/rotate',
+    cost: 'cheap',
     auth: 'key',
     tag: 'User',
     summary: 'Rotate an API key: a new key now, the old one stops after a 7-day grace window',
@@ -209,6 +214,7 @@ export const userRoutes: Route[] = [
   {
     method: 'post',
     path: '/v1/user/provision',
+    cost: 'cheap',
     auth: 'key',
     credentials: 'jwt',
     tag: 'User',
@@ -229,6 +235,7 @@ export const userRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/user/usage',
+    cost: 'cheap',
     auth: 'key',
     tag: 'User',
     summary: 'Usage: requests, bytes and MB over a period (default: the current fair-use month), per day',
@@ -293,6 +300,7 @@ export const userRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/user/downloads',
+    cost: 'cheap',
     auth: 'key',
     tag: 'User',
     summary: 'Download history: every download and export with rows, bytes and status, newest first',

@@ -15,6 +15,7 @@ export const webhookRoutes: Route[] = [
   {
     method: 'post',
     path: LOCAL_WEBHOOK_PATH,
+    cost: 'cheap',
     auth: 'public',
     // A provider retries on failure; throttling it would only delay money.
     limit: 'none',
@@ -35,6 +36,7 @@ export const webhookRoutes: Route[] = [
   {
     method: 'post',
     path: PADDLE_WEBHOOK_PATH,
+    cost: 'cheap',
     auth: 'public',
     limit: 'none',
     tag: 'Billing',

@@ -19,12 +19,13 @@ const PullQuery = z.object({
   fail: z.coerce.number().default(0),
 });
 const testRoutes: Route[] = [
-  { method: 'get', path: '/test/ok', auth: 'key', tag: 't', summary: 'ok', handler: async () => ({ ok: true }) },
-  { method: 'get', path: '/test/public', auth: 'public', tag: 't', summary: 'public', handler: async () => ({ ok: true }) },
-  { method: 'get', path: '/test/unlimited', auth: 'public', limit: 'none', tag: 't', summary: 'none', handler: async () => ({ ok: true }) },
+  { method: 'get', path: '/test/ok', cost: 'cheap', auth: 'key', tag: 't', summary: 'ok', handler: async () => ({ ok: true }) },
+  { method: 'get', path: '/test/public', cost: 'cheap', auth: 'public', tag: 't', summary: 'public', handler: async () => ({ ok: true }) },
+  { method: 'get', path: '/test/unlimited', cost: 'cheap', auth: 'public', limit: 'none', tag: 't', summary: 'none', handler: async () => ({ ok: true }) },
   {
     method: 'get',
     path: '/test/boom',
+    cost: 'cheap',
     auth: 'key',
     tag: 't',
     summary: 'fails',
@@ -32,10 +33,11 @@ const testRoutes: Route[] = [
       throw new Error('simulated failure');
     },
   },
-  { method: 'post', path: '/test/order', auth: 'key', limit: 'orders', tag: 't', summary: 'order', handler: async () => ({ ok: true }) },
+  { method: 'post', path: '/test/order', cost: 'cheap', auth: 'key', limit: 'orders', tag: 't', summary: 'order', handler: async () => ({ ok: true }) },
   {
     method: 'get',
     path: '/test/pull',
+    cost: 'cheap',
     auth: 'key',
     scope: 'download',
     limit: 'download',
