@@ -35,6 +35,17 @@ function giveBuffer(b: Buffer): void {
   pool.set(b.length, list);
 }
 
+/**
+ * The upload stopped because of its input — the COPY's stream failed or ended early, or abort() was called —
+ * not because of the store: the caller must not blame object storage for it.
+ */
+export class FeedStopped extends Error {
+  constructor(message: string, cause?: unknown) {
+    super(message, { cause });
+    this.name = 'FeedStopped';
+  }
+}
+
 export type MultipartParams = { key: string; contentType: string };
 
 /** How long a discard waits for parts still in flight (a wedged store must not keep a failed job running). */
@@ -66,7 +77,7 @@ export class MultipartUpload {
     this.uploadId = await this.store.createUpload(this.params.key, this.params.contentType);
     onCreated(this.uploadId);
     try {
-      if (this.stopped) throw new Error('upload aborted');
+      if (this.stopped) throw new FeedStopped('upload aborted');
       const parts = await this.feed(copy, onChunk);
       await this.store.completeUpload(this.params.key, this.uploadId, parts);
     } catch (err) {
@@ -118,7 +129,7 @@ export class MultipartUpload {
       };
       const send = (buf: Buffer, len: number): void => {
         // Stopped by abort(): a part sent now could land after the discard and be left behind.
-        if (this.stopped) return fail(new Error('upload aborted'));
+        if (this.stopped) return fail(new FeedStopped('upload aborted'));
         const partNumber = nextPart++;
         inFlight += 1;
         const req = this.store.uploadPart(this.params.key, this.uploadId!, partNumber, buf.subarray(0, len));
@@ -132,7 +143,7 @@ export class MultipartUpload {
             // The request is over: its body buffer is free for the next part.
             giveBuffer(buf);
             free += 1;
-            if (this.stopped) return fail(new Error('upload aborted'));
+            if (this.stopped) return fail(new FeedStopped('upload aborted'));
             if (pending) drainPending();
             maybeFinish();
           },
@@ -213,9 +224,9 @@ export class MultipartUpload {
         ended = true;
         maybeFinish();
       });
-      src.once('error', fail);
+      src.once('error', (err: Error) => fail(new FeedStopped(err.message, err)));
       src.once('close', () => {
-        if (!ended) fail(new Error('stream closed before its end'));
+        if (!ended) fail(new FeedStopped('stream closed before its end'));
       });
       src.resume();
     });

@@ -5,7 +5,7 @@ import { planDownload, type DownloadKind } from '../downloads/plan.js';
 import { claimExport, failExport, getExport, recordProgress, succeedExport } from '../state/exports.js';
 import { parseTimeframe } from '../timeframe.js';
 import { AccountGone, failureMessage, failureReason, StorageError } from './failure.js';
-import { MultipartUpload, settleWithin } from './multipart.js';
+import { FeedStopped, MultipartUpload, settleWithin } from './multipart.js';
 import type { ObjectStore } from './store.js';
 
 /**
@@ -131,7 +131,8 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
     // The upload rejecting first also cancels the COPY, so Promise.all below reports the storage error,
     // not the resulting "copy cancelled". The upload id is on the job from its first moment (crash-safe).
     const uploadDone = up.run(copy, (b) => counted.add(b), (uploadId) => recordProgress(ctx.state, id, 0, 0, uploadId)).catch((err: unknown) => {
-      throw new StorageError(err);
+      // Stopped by its input (the COPY failed first): not the store's fault.
+      throw err instanceof FeedStopped ? err : new StorageError(err);
     });
     uploadDone.catch(() => copy.cancel('upload failed'));
     copy.done.catch(() => void up.abort());
