@@ -45,8 +45,6 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host}:${port}`;
-  // Export links (default store) point here unless PMLAKE_PUBLIC_URL says otherwise; never at a Host header.
-  ctx.exports.listeningOn(url);
   return {
     server,
     url,

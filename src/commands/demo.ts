@@ -4,7 +4,6 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig, type Config } from '../config.js';
 import { createLogger } from '../log.js';
 import { startServer } from '../server.js';
-import { startLocalS3 } from '../s3/local.js';
 import { runIngest } from '../../ingest/run.js';
 import { generate } from '../../ingest/generate/index.js';
 
@@ -15,7 +14,7 @@ const DEMO_GENERATOR = { markets: 40, days: 14, seed: 20250915, busy: 2, options
 
 /**
  * `make demo`: builds the demo lake (the real venue captures in test/fixtures/venue plus generated history),
- * starts an embedded S3-compatible server when no PMLAKE_S3_ENDPOINT is set, creates a professional and a free
+ * keeps exports in the local store under PMLAKE_STATE unless PMLAKE_S3_ENDPOINT is set, creates a professional and a free
  * API key, turns on the local payment provider (its checkout page confirms without any payment: a demo
  * convenience that a plain `serve` never has unless PMLAKE_PAYMENT_PROVIDER says so), serves on $PORT and
  * prints how to call it. Re-running is cheap: the generator output is kept and
@@ -44,16 +43,10 @@ export async function demoCommand(_args: string[]): Promise<number> {
   );
 
   // The demo sells credits through the local test provider unless the operator chose one explicitly.
-  let config: Config = process.env.PMLAKE_PAYMENT_PROVIDER
+  const config: Config = process.env.PMLAKE_PAYMENT_PROVIDER
     ? base
     : Object.freeze({ ...base, payments: Object.freeze({ ...base.payments, provider: 'local' as const }) });
-  let closeS3: (() => Promise<void>) | undefined;
-  if (!base.s3.endpoint) {
-    const s3 = await startLocalS3({ directory: path.join(base.stateDir, 's3'), buckets: [base.s3.bucket] });
-    closeS3 = () => s3.close();
-    config = Object.freeze({ ...config, s3: Object.freeze({ ...base.s3, endpoint: s3.endpoint }) });
-    out.write(`embedded S3-compatible server (s3rver) on ${s3.endpoint}, bucket ${base.s3.bucket}\n`);
-  }
+  // Exports: without PMLAKE_S3_ENDPOINT the server keeps them in its local store, behind its own signed links.
 
   const running = await startServer(config, log);
   const store = running.ctx.state;
@@ -75,7 +68,6 @@ export async function demoCommand(_args: string[]): Promise<number> {
   const stop = (): void => {
     void running
       .close()
-      .then(() => closeS3?.())
       .then(() => process.exit(0));
   };
   process.once('SIGINT', stop);

@@ -41,18 +41,10 @@ export class ExportService {
   private closed = false;
   private sweeping: Promise<void> | null = null;
   private readonly secret: Buffer;
-  /** Base of pmlake's own links: PMLAKE_PUBLIC_URL, else the address the server listens on — never a request header. */
-  private linkBase: string;
 
   constructor(private readonly ctx: AppContext) {
     this.queue = new PQueue({ concurrency: ctx.config.exportConcurrency });
     this.secret = loadLinkSecret(ctx.config.linkSecret, ctx.config.stateDir);
-    this.linkBase = (ctx.config.publicUrl ?? `http://${ctx.config.host}:${ctx.config.port}`).replace(/\/+$/, '');
-  }
-
-  /** The server tells where it listens (its port may have been 0); PMLAKE_PUBLIC_URL still wins. */
-  listeningOn(url: string): void {
-    if (!this.ctx.config.publicUrl) this.linkBase = url.replace(/\/+$/, '');
   }
 
   /** The object store, opened on first use (an S3 store must be reachable to open). */
@@ -104,13 +96,16 @@ export class ExportService {
     return job;
   }
 
-  /** A download link for a finished job, valid `ttl` seconds: the S3 store's presigned GET, or pmlake's own. */
-  async downloadUrl(job: ExportJobRow, ttl: number): Promise<string> {
+  /**
+   * A download link for a finished job, valid `ttl` seconds: the S3 store's presigned GET, or pmlake's own
+   * under `base` (src/http/public-url.ts: PMLAKE_PUBLIC_URL, an allowed Host, or the listen address).
+   */
+  async downloadUrl(job: ExportJobRow, ttl: number, base: string): Promise<string> {
     const store = await this.store();
     if (store instanceof S3ObjectStore) return store.presign(job.object_key!, ttl, job.file_name);
     const expires = Math.floor(Date.now() / 1000) + ttl;
     const signature = signLink(this.secret, { jobId: job.id, userId: job.user_id, objectKey: job.object_key!, expires });
-    return `${this.linkBase}/v1/exports/${encodeURIComponent(job.id)}/file?expires=${expires}&signature=${signature}`;
+    return `${base}/v1/exports/${encodeURIComponent(job.id)}/file?expires=${expires}&signature=${signature}`;
   }
 
   /** The file behind one of pmlake's links, after checking the link: 403 forged/expired, 410 past retention. */

@@ -6,6 +6,7 @@ import { Conflict, Gone, NotFound, Unprocessable } from './errors.js';
 import { isoDateTime, marketIdParam, timeframeParam } from './params.js';
 import type { Route } from './route.js';
 import { exportFileRoutes } from './export-file.js';
+import { publicBase } from './public-url.js';
 
 /**
  * /v1/exports: submit (202, the job itself), list ({data, meta}), poll, and a fresh signed link per call
@@ -144,7 +145,7 @@ export const exportRoutes: Route[] = [
       const { ttl } = res.locals.query as z.infer<typeof UrlQuery>;
       if (job.status === 'expired') throw new Gone('Export has expired; submit it again');
       if (job.status !== 'succeeded') throw new Conflict(`Export is not ready (status: ${job.status})`);
-      const url = await service(ctx).downloadUrl(job, ttl);
+      const url = await service(ctx).downloadUrl(job, ttl, publicBase(ctx.config, req));
       return { data: { ...jobView(job), download_url: url, expires_in: ttl, url_expires_at: new Date(Date.now() + ttl * 1000).toISOString() } };
     },
   },
