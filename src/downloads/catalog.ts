@@ -1,3 +1,10 @@
+import type { DuckDBInstance } from '@duckdb/node-api';
+import { REFERENCE_RATE_PER_MB } from '../accounts/plans.js';
+import type { Query } from '../lake/duckdb.js';
+import { lakeSources, runOne, type Lake, type Row } from '../lake/runner.js';
+import { StampedCache } from '../lake/stamp.js';
+import { query, type Params } from '../query/common.js';
+
 /**
  * The raw tape data sets: names a `data_type` (or its series id) can take on /v1/download/raw, /raw/estimate
  * and raw exports. All live in the lake's `raw` data set (one verbatim frame per row, with the event types it
@@ -60,4 +67,56 @@ export const OPTIONS_SERIES = /^([a-z][a-z0-9]{0,31}):([a-z][a-z0-9]{0,15})-opti
 export function parseOptionsSeries(id: string): { venue: string; underlying: string } | null {
   const m = OPTIONS_SERIES.exec(id);
   return m ? { venue: m[1]!, underlying: m[2]!.toUpperCase() } : null;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GET /v1/download/raw/datasets: the listing, computed in one scan and cached per lake stamp.
+
+/** Rows, frame bytes and time range of every raw data set in one scan (FILTER per data set), values bound. */
+export function rawDatasetsSummaryQuery(lake: Lake): Query {
+  const params: Params = {};
+  const cols = RAW_DATASETS.map((d, i) => {
+    const cond = d.eventTypes.length
+      ? d.eventTypes
+          .map((t, j) => {
+            params[`e${i}_${j}`] = t;
+            return `list_contains(event_types, $e${i}_${j})`;
+          })
+          .join(' OR ')
+      : 'true';
+    const f = `FILTER (WHERE ${cond})`;
+    return `count(*) ${f} AS rows_${i}, coalesce(sum(strlen(frame)) ${f}, 0) AS bytes_${i}, min(recv_ts) ${f} AS first_${i}, max(recv_ts) ${f} AS last_${i}`;
+  });
+  return query(`SELECT ${cols.join(',\n  ')}\nFROM ${lake.from('raw')}`, params);
+}
+
+/**
+ * The listing. It read the whole raw tape once per data set on every call (1.6–2.3 s on a 1M-trade lake, 10–14 s
+ * under load); now one scan, computed once per lake stamp and shared by concurrent callers.
+ */
+const listing = new StampedCache<{ data: Row[]; meta: { count: number } }>({ maxEntries: 16 });
+
+export async function rawDatasetsListing(db: DuckDBInstance, lakeDir: string): Promise<{ data: Row[]; meta: { count: number } }> {
+  return (await listing.get(lakeDir, 'raw-datasets', () => computeListing(db, lakeDir))).value;
+}
+
+async function computeListing(db: DuckDBInstance, lakeDir: string): Promise<{ data: Row[]; meta: { count: number } }> {
+  const r = (await runOne(db, rawDatasetsSummaryQuery(lakeSources(lakeDir)))) ?? {};
+  const data = RAW_DATASETS.map((d, i): Row => ({
+    data_type: d.data_type,
+    series_id: d.series_id,
+    venue: d.venue,
+    description: d.description,
+    shapes: d.normalized ? ['raw', 'normalized'] : ['raw'],
+    normalizable: d.normalized !== null,
+    formats: ['json', 'csv', 'parquet'],
+    earliest: r[`first_${i}`] ?? null,
+    latest: r[`last_${i}`] ?? null,
+    record_count: Number(r[`rows_${i}`] ?? 0),
+    size_bytes: Number(r[`bytes_${i}`] ?? 0),
+    rate_per_mb: REFERENCE_RATE_PER_MB.raw ?? 0,
+    download_path: `/v1/download/raw?data_type=${d.data_type}&start=&end=&format=json`,
+  }));
+  // The one {data, meta} envelope among the download routes: the anchor's client unwraps `data`.
+  return { data, meta: { count: data.length } };
 }

@@ -1,7 +1,5 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import type { AppContext } from './context.js';
-import { DATASETS } from '../lake/layout.js';
+import { lakeStamp } from '../lake/stamp.js';
 import { BadRequest, NotFound, Unprocessable } from './errors.js';
 import { lakeSources, runOne, type Row } from '../lake/runner.js';
 import { marketByIdQuery, marketByTokenListQuery, marketByTokenQuery } from '../query/markets.js';
@@ -24,39 +22,17 @@ export type ResolvedMarket = {
 const TOKEN_ID = /^[0-9]{30,100}$/;
 
 /**
- * Resolutions are cached per catalogue version (the markets and tokens files' mtime and size): a client
- * paging one market or polling its candles does not re-read the catalogue on every request. Bounded, and
- * emptied whenever ingest rewrites the catalogue.
+ * Resolutions are cached per lake stamp (src/lake/stamp.ts: the catalogue files and the ingest ledger): a
+ * client paging one market or polling its candles does not re-read the catalogue on every request. Bounded,
+ * and emptied whenever an ingest lands.
  */
 const CACHE_MAX = 10_000;
 const cache = new Map<string, ResolvedMarket>();
 let cacheVersion = '';
 
-/** The catalogue's files are stat'ed at most this often: two stat calls per request showed in the profile. */
-const VERSION_TTL_MS = 500;
-let versionCheckedAt = 0;
-let versionCheckedFor = '';
-
-function catalogueVersion(lakeDir: string): string {
-  const t = Date.now();
-  if (lakeDir === versionCheckedFor && t - versionCheckedAt < VERSION_TTL_MS) return cacheVersion;
-  versionCheckedAt = t;
-  versionCheckedFor = lakeDir;
-  const parts: string[] = [lakeDir];
-  for (const name of ['markets', 'tokens'] as const) {
-    try {
-      const st = fs.statSync(path.join(lakeDir, DATASETS[name].dir, 'data.parquet'));
-      parts.push(`${st.mtimeMs}:${st.size}`);
-    } catch {
-      parts.push('-');
-    }
-  }
-  return parts.join('|');
-}
-
 export async function resolveMarket(ctx: AppContext, marketId: string): Promise<ResolvedMarket> {
   if (/^0x[0-9a-fA-F]*$/.test(marketId)) throw new BadRequest(CONDITION_ID_MESSAGE);
-  const version = catalogueVersion(ctx.config.lakeDir);
+  const version = lakeStamp(ctx.config.lakeDir);
   if (version !== cacheVersion) {
     cache.clear();
     cacheVersion = version;

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
+import type { AppContext } from './context.js';
+import { StampedCache } from '../lake/stamp.js';
 import { NotFound } from './errors.js';
 import { lakeSources, runOne, runQuery, type Row } from '../lake/runner.js';
 import { seriesQuery } from '../query/series.js';
@@ -56,10 +58,24 @@ function seriesOut(s: Row): Row {
   };
 }
 
-async function oneSeries(ctx: Parameters<Route['handler']>[2], id: string): Promise<Row> {
-  const s = await runOne(ctx.db, seriesQuery(lakeSources(ctx.config.lakeDir), id));
+/**
+ * The series catalogue with its counts, computed once per lake stamp (src/lake/stamp.ts) and shared by the
+ * list and the single-series routes: it joins the markets catalogue, so every call used to read both files.
+ */
+const catalogue = new StampedCache<{ list: Row[]; byId: Map<string, Row> }>({ maxEntries: 16 });
+
+async function allSeries(ctx: AppContext): Promise<{ list: Row[]; byId: Map<string, Row> }> {
+  const got = await catalogue.get(ctx.config.lakeDir, 'series', async () => {
+    const list = (await runQuery(ctx.db, seriesQuery(lakeSources(ctx.config.lakeDir)))).map(seriesOut);
+    return { list, byId: new Map(list.map((s) => [String(s.series_id), s])) };
+  });
+  return got.value;
+}
+
+async function oneSeries(ctx: AppContext, id: string): Promise<Row> {
+  const s = (await allSeries(ctx)).byId.get(id);
   if (!s) throw new NotFound('Series not found');
-  return seriesOut(s);
+  return s;
 }
 
 export const seriesRoutes: Route[] = [
@@ -72,7 +88,7 @@ export const seriesRoutes: Route[] = [
     summary: 'The series catalogue (no key needed)',
     response: z.array(SeriesResponse),
     handler: async (_req, res, ctx) => {
-      const rows = (await runQuery(ctx.db, seriesQuery(lakeSources(ctx.config.lakeDir)))).map(seriesOut);
+      const rows = (await allSeries(ctx)).list;
       res.locals.rows = rows.length;
       return rows;
     },

@@ -2,18 +2,19 @@ import type { DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
 import { hasFiles } from '../accounts/order-sizing.js';
 import { datasetGlob, type DatasetName } from '../lake/layout.js';
 import { sqlString, withConnection } from '../lake/duckdb.js';
-import type { AppContext } from './context.js';
+import { StampedCache } from '../lake/stamp.js';
 import type { Route } from './route.js';
 
 /**
- * GET /v1/stats: public aggregate statistics of the lake, cached for a minute per process (one computation
- * at a time: concurrent misses share it). Counts come from Parquet metadata and row-group statistics, so a
- * miss stays cheap even on a large lake. Exempt from rate limiting, like /health.
+ * GET /v1/stats: public aggregate statistics of the lake, cached per lake stamp (src/lake/stamp.ts: a new
+ * ingest shows at once) and for at most a minute; concurrent misses share one computation. Counts come from
+ * Parquet metadata and row-group statistics, so a miss stays cheap even on a large lake. Exempt from rate
+ * limiting, like /health.
  */
 const TTL_MS = 60_000;
 
 type Stats = Record<string, unknown>;
-const cache = new WeakMap<AppContext, { at: number; value: Promise<Stats> }>();
+const cache = new StampedCache<Stats>({ maxEntries: 16, maxAgeMs: TTL_MS });
 
 async function scalarRow(db: DuckDBInstance, sql: string): Promise<Record<string, DuckDBValue>> {
   return withConnection(db, async (conn) => (await conn.runAndReadAll(sql)).getRowObjects()[0] ?? {});
@@ -73,16 +74,9 @@ export const statsRoutes: Route[] = [
     summary: 'Public aggregate statistics: markets, trades, tokens, data span (cached for a minute)',
     handler: async (_req, res, ctx) => {
       const now = Date.now();
-      let hit = cache.get(ctx);
-      if (!hit || now - hit.at >= TTL_MS) {
-        hit = { at: now, value: computeStats(ctx.db, ctx.config.lakeDir) };
-        cache.set(ctx, hit);
-        // A failed computation is not cached.
-        hit.value.catch(() => cache.delete(ctx));
-      }
-      const stats = await hit.value;
-      res.setHeader('Cache-Control', `public, max-age=${Math.max(0, Math.ceil((hit.at + TTL_MS - now) / 1000))}`);
-      return { ...stats, generated_at: new Date(hit.at).toISOString(), cached_until: new Date(hit.at + TTL_MS).toISOString() };
+      const { value: stats, at } = await cache.get(ctx.config.lakeDir, 'stats', () => computeStats(ctx.db, ctx.config.lakeDir));
+      res.setHeader('Cache-Control', `public, max-age=${Math.max(0, Math.ceil((at + TTL_MS - now) / 1000))}`);
+      return { ...stats, generated_at: new Date(at).toISOString(), cached_until: new Date(at + TTL_MS).toISOString() };
     },
   },
 ];
