@@ -2,11 +2,12 @@ import fs from 'node:fs';
 import S3rver from 's3rver';
 
 /**
- * The embedded S3-compatible store for `make demo` and the tests: s3rver (pure JavaScript, from npm) on
- * loopback, objects under a directory of PMLAKE_STATE. It is a real HTTP S3 endpoint — multipart uploads,
- * presigned GET with expiry, Range — with known gaps (stack-notes.md): it does not verify SigV4 signatures,
- * answers 405 to AbortMultipartUpload, and listing with truncation needs --openssl-legacy-provider.
- * Production sets PMLAKE_S3_ENDPOINT to a real store instead.
+ * An S3-compatible server for the tests, the bench and `scripts/s3-local.ts`: s3rver (pure JavaScript, from
+ * npm) on loopback, objects under a directory. It is a real HTTP S3 endpoint — multipart uploads, presigned
+ * GET with expiry, Range — with known gaps (stack-notes.md): it does not verify SigV4 signatures (anyone who
+ * can reach its port reads, lists and rewrites everything), answers 405 to AbortMultipartUpload (see
+ * src/s3/store.ts for how parts are discarded anyway) and 501 to ListMultipartUploads. It is no longer the
+ * service's default store (src/exports/local-store.ts is); never point PMLAKE_S3_ENDPOINT at it in production.
  */
 export type LocalS3 = { endpoint: string; port: number; directory: string; close(): Promise<void> };
 
