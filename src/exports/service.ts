@@ -126,9 +126,11 @@ export class ExportService {
   /** Discards uploads left behind (failed jobs' recorded ones, and any older than the bound); see ./cleanup.ts. */
   sweep(olderThanHours = this.ctx.config.exportStaleUploadHours): Promise<void> {
     // One sweep at a time: a slow store must not pile them up.
-    this.sweeping ??= sweepExports(this.ctx, () => this.store(), this.running, olderThanHours).finally(() => {
-      this.sweeping = null;
-    });
+    this.sweeping ??= sweepExports(this.ctx, () => this.store(), this.running, olderThanHours)
+      .catch((err: unknown) => this.ctx.log.warn({ err }, 'export sweep failed'))
+      .finally(() => {
+        this.sweeping = null;
+      });
     return this.sweeping;
   }
 
@@ -146,6 +148,8 @@ export class ExportService {
       void r.upload?.abort();
     }
     await this.queue.onIdle().catch(() => {});
+    // A sweep still running would otherwise outlive the state store it reads.
+    await this.sweeping;
     await (await this.opened?.catch(() => null))?.close();
   }
 

@@ -108,6 +108,12 @@ describe('interrupted exports, default store', () => {
       const file = await fetch(link);
       expect(file.status).toBe(200);
       expect((await file.arrayBuffer()).byteLength).toBe(done.size_bytes);
+      // The link secret was generated once (by the killed server), private to the owner, and links outlive a
+      // restart.
+      expect(fs.statSync(path.join(state, 'export-link-secret')).mode & 0o777).toBe(0o600);
+      await srv.close();
+      srv = await startTestServer(testConfig({ PMLAKE_LAKE: B.lakeDir, PMLAKE_STATE: state }));
+      expect((await fetch(link.replace(/^http:\/\/[^/]+/, srv.url))).status).toBe(200);
     } finally {
       await srv?.close();
       tmp.cleanup();
