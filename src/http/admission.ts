@@ -126,7 +126,11 @@ export class Admission {
     const q = this.queues[cost];
     if (!q) return true;
     let admitted = q.tryAcquire();
-    if (!admitted) admitted = await q.acquire(this.config.queueTimeoutMs, (abandon) => res.once('close', abandon));
+    if (!admitted) {
+      const t0 = performance.now();
+      admitted = await q.acquire(this.config.queueTimeoutMs, (abandon) => res.once('close', abandon));
+      res.locals.queuedMs = Math.round(performance.now() - t0);
+    }
     if (res.destroyed) {
       if (admitted) q.release();
       return false;

@@ -21,6 +21,10 @@ declare module 'express-serve-static-core' {
     bytes?: number;
     /** Set once a request passed authorization: it is counted in the caller's usage when answered. */
     countRequest?: boolean;
+    /** Routes admitted by their handler (Route.admission 'handler'): takes the class's slot, false if the client left. */
+    admit?: () => Promise<boolean>;
+    /** Milliseconds the request waited for a slot of its cost class (src/http/admission.ts), for the log line. */
+    queuedMs?: number;
   }
 }
 
@@ -98,6 +102,7 @@ function requestLog(ctx: AppContext, counter: RequestCounter) {
           duration_ms: Math.round(ms * 100) / 100,
           rows: res.locals.rows,
           bytes: res.locals.bytes,
+          queued_ms: res.locals.queuedMs,
           user: p?.userId,
           aborted: !res.writableFinished,
         },
@@ -126,7 +131,8 @@ function gate(ctx: AppContext, limits: Limiter[], route: Route, admission: Admis
     }
     authorize(route, req);
     // False: the client left while it waited for a slot; nothing to answer.
-    if (!(await admission.admit(route.cost, req, res))) return;
+    if (route.admission === 'handler') res.locals.admit = () => admission.admit(route.cost, req, res);
+    else if (!(await admission.admit(route.cost, req, res))) return;
     res.locals.countRequest = true;
     next();
   };

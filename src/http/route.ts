@@ -27,6 +27,11 @@ export type Route = {
    * estimates); 'stream' = downloads and other long responses. Bounded classes queue FIFO, then answer 503.
    */
   cost: CostClass;
+  /**
+   * When the class's slot is taken: 'gate' (default) before the handler runs; 'handler' when the handler calls
+   * `res.locals.admit()`, just before its scan — so an answer it already holds (a kept page) waits for no slot.
+   */
+  admission?: 'gate' | 'handler';
   /** Rate-limit family; defaults to the general request limit. */
   limit?: 'default' | 'download' | 'orders' | 'none';
   tag: string;

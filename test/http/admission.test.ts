@@ -136,15 +136,18 @@ describe('admission: bounded concurrency per cost class, queue deadline, 503 ref
     expect((await get(`${url}/v1/trades?market_id=${marketId}&limit=5`, key)).status).toBe(200);
   });
 
-  it('cheap lookups are answered while the query class is full and a query waits in its queue; FIFO after release', async () => {
+  it('cheap lookups and kept trades pages are answered while the query class is full and a query waits; it runs after release', async () => {
     const { url, admission } = await appWith({ PMLAKE_QUERY_CONCURRENCY: '1', PMLAKE_QUEUE_TIMEOUT_MS: '60000', PMLAKE_QUEUE_MAX: '1' });
     const key = createTestKey(L.srv, { email: 'crowd@example.com', name: 'crowd' });
+    // A page answered before is kept (per trades file versions) and takes no query slot.
+    const kept = await get(`${url}/v1/trades?market_id=${marketId}&limit=8`, key);
+    expect(kept.status).toBe(200);
     const g = holds.query.next();
     const holding = get(`${url}/test/hold-query`, key);
     await g.entered;
 
     let settled = false;
-    const waiting = get(`${url}/v1/trades?market_id=${marketId}&limit=5`, key).finally(() => (settled = true));
+    const waiting = get(`${url}/v1/trades?market_id=${marketId}&limit=6`, key).finally(() => (settled = true));
     await until(() => admission.queue('query')!.queued === 1);
     // The queue is full (max 1): one more query is refused at once rather than waiting.
     const full = await get(`${url}/v1/trades/recent?limit=3`, key);
@@ -155,13 +158,14 @@ describe('admission: bounded concurrency per cost class, queue deadline, 503 ref
     expect(detail.status).toBe(200);
     expect(String(detail.body.id)).toBe(marketId);
     expect((await get(`${url}/v1/series`, key)).status).toBe(200);
+    expect((await get(`${url}/v1/trades?market_id=${marketId}&limit=8`, key)).body).toEqual(kept.body);
     expect(settled).toBe(false);
     expect(admission.queue('query')!.queued).toBe(1);
 
     g.release();
     const r = await waiting;
     expect(r.status).toBe(200);
-    expect(r.body).toEqual((await L.get(`/v1/trades?market_id=${marketId}&limit=5`)).body);
+    expect(r.body).toEqual((await L.get(`/v1/trades?market_id=${marketId}&limit=6`)).body);
     expect((await holding).status).toBe(200);
     await until(() => admission.queue('query')!.inFlight === 0);
   });
@@ -173,14 +177,14 @@ describe('admission: bounded concurrency per cost class, queue deadline, 503 ref
     const holding = get(`${url}/test/hold-query`, key);
     await g.entered;
     const ac = new AbortController();
-    const gone = fetch(`${url}/v1/trades?market_id=${marketId}&limit=5`, { headers: { 'x-api-key': key }, signal: ac.signal }).catch(() => 'aborted');
+    const gone = fetch(`${url}/v1/trades?market_id=${marketId}&limit=7`, { headers: { 'x-api-key': key }, signal: ac.signal }).catch(() => 'aborted');
     await until(() => admission.queue('query')!.queued === 1);
     ac.abort();
     expect(await gone).toBe('aborted');
     g.release();
     expect((await holding).status).toBe(200);
     await until(() => admission.queue('query')!.inFlight === 0);
-    expect((await get(`${url}/v1/trades?market_id=${marketId}&limit=5`, key)).status).toBe(200);
+    expect((await get(`${url}/v1/trades?market_id=${marketId}&limit=7`, key)).status).toBe(200);
     expect(admission.queue('query')!.inFlight).toBe(0);
   });
 });

@@ -1,0 +1,76 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { DuckDBInstance } from '@duckdb/node-api';
+import { partitionDir } from './layout.js';
+import { partitionSource, runQuery } from './runner.js';
+import { tradeHoursQuery } from '../query/trades.js';
+import type { HourCount, PartitionHours } from '../query/trade-plan.js';
+
+/**
+ * Each token's trades per hour of each month partition, as src/query/trade-plan.ts needs them: the lake does
+ * not store per-token counts per partition (the catalogue keeps one total per market), so they are counted
+ * from the partition file once — one scan of the token's rows, which the file's sort order confines to its
+ * row groups — and kept per file version (inode, mtime, size: ingest writes a new file and renames it over the
+ * old, so a landed batch is a new key). Counts with a `side` filter are kept apart (three variants at most).
+ */
+export type TradePartition = { month: string; file: string; version: string };
+
+/** The trades partition files that exist, newest first, with their versions. */
+export function tradePartitions(lakeDir: string): TradePartition[] {
+  const dir = path.dirname(partitionDir(lakeDir, 'trades', '0000-00'));
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir).filter((d) => /^month=[0-9]{4}-[0-9]{2}$/.test(d));
+  } catch {
+    return [];
+  }
+  const out: TradePartition[] = [];
+  for (const n of names.sort().reverse()) {
+    const file = path.join(dir, n, 'data.parquet');
+    try {
+      const st = fs.statSync(file);
+      out.push({ month: n.slice('month='.length), file, version: `${st.ino}:${st.mtimeMs}:${st.size}` });
+    } catch {
+      // a partition directory without its file (never left by ingest): nothing to read
+    }
+  }
+  return out;
+}
+
+const MAX_ENTRIES = 20_000;
+const cache = new Map<string, Promise<HourCount[]>>();
+
+function hoursOf(db: DuckDBInstance, lakeDir: string, p: TradePartition, token: string, side: string | undefined): Promise<HourCount[]> {
+  const key = `${p.file}\u0000${p.version}\u0000${token}\u0000${side ?? ''}`;
+  let hit = cache.get(key);
+  if (hit) {
+    // Refresh its place: the map's order is the eviction order (least recently used first).
+    cache.delete(key);
+    cache.set(key, hit);
+    return hit;
+  }
+  hit = runQuery(db, tradeHoursQuery(partitionSource(lakeDir, 'trades', [p.month]), token, side)).then((rows) =>
+    rows.map((r) => ({ hour: BigInt(r.hour as number), rows: Number(r.rows) })),
+  );
+  if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value!);
+  cache.set(key, hit);
+  hit.catch(() => cache.delete(key));
+  return hit;
+}
+
+/**
+ * Hours of the given tokens in the given partitions (newest first), fetched lazily: a partition's counts are
+ * read only when the plan's walk reaches it, so a first page of the busiest market counts the newest month alone.
+ */
+export async function* tradeHours(
+  db: DuckDBInstance,
+  lakeDir: string,
+  partitions: readonly TradePartition[],
+  tokens: readonly string[],
+  side: string | undefined,
+): AsyncGenerator<PartitionHours> {
+  for (const p of partitions) {
+    const hours = await Promise.all(tokens.map((t) => hoursOf(db, lakeDir, p, t, side)));
+    yield { month: p.month, tokens: tokens.map((token, i) => ({ token, hours: hours[i]! })) };
+  }
+}
