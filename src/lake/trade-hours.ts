@@ -37,10 +37,15 @@ export function tradePartitions(lakeDir: string): TradePartition[] {
   return out;
 }
 
-const MAX_ENTRIES = 20_000;
-const cache = new Map<string, Promise<HourCount[]>>();
+/**
+ * Kept compactly (12 bytes an hour: a busy token-month has up to 744) and at most 4,096 token-partitions, least
+ * recently used out first: at most ~36 MB, a few MB in practice (most tokens trade in few hours).
+ */
+const MAX_ENTRIES = 4096;
+type Hours = { hour: BigInt64Array; rows: Uint32Array };
+const cache = new Map<string, Promise<Hours>>();
 
-function hoursOf(db: DuckDBInstance, lakeDir: string, p: TradePartition, token: string, side: string | undefined): Promise<HourCount[]> {
+function hoursOf(db: DuckDBInstance, lakeDir: string, p: TradePartition, token: string, side: string | undefined): Promise<Hours> {
   const key = `${p.file}\u0000${p.version}\u0000${token}\u0000${side ?? ''}`;
   let hit = cache.get(key);
   if (hit) {
@@ -49,13 +54,18 @@ function hoursOf(db: DuckDBInstance, lakeDir: string, p: TradePartition, token: 
     cache.set(key, hit);
     return hit;
   }
-  hit = runQuery(db, tradeHoursQuery(partitionSource(lakeDir, 'trades', [p.month]), token, side)).then((rows) =>
-    rows.map((r) => ({ hour: BigInt(r.hour as number), rows: Number(r.rows) })),
-  );
+  hit = runQuery(db, tradeHoursQuery(partitionSource(lakeDir, 'trades', [p.month]), token, side)).then((rows) => ({
+    hour: BigInt64Array.from(rows, (r) => BigInt(r.hour as number)),
+    rows: Uint32Array.from(rows, (r) => Number(r.rows)),
+  }));
   if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value!);
   cache.set(key, hit);
   hit.catch(() => cache.delete(key));
   return hit;
+}
+
+function counts(h: Hours): HourCount[] {
+  return Array.from(h.hour, (hour, i) => ({ hour, rows: h.rows[i]! }));
 }
 
 /**
@@ -71,6 +81,6 @@ export async function* tradeHours(
 ): AsyncGenerator<PartitionHours> {
   for (const p of partitions) {
     const hours = await Promise.all(tokens.map((t) => hoursOf(db, lakeDir, p, t, side)));
-    yield { month: p.month, tokens: tokens.map((token, i) => ({ token, hours: hours[i]! })) };
+    yield { month: p.month, tokens: tokens.map((token, i) => ({ token, hours: counts(hours[i]!) })) };
   }
 }
