@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { processAlive } from '../src/lake/duckdb.js';
 
 /**
  * What has been ingested, keyed by the sha256 of each input file's bytes. The ledger is an append-only JSON
@@ -119,13 +120,4 @@ export function acquireLakeLock(lakeDir: string): () => void {
     }
   }
   throw new LakeLockedError(`could not take the lake lock ${file}`);
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

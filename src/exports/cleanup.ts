@@ -1,4 +1,5 @@
-import type { AppContext } from '../http/context.js';
+import type { Logger } from '../log.js';
+import type { StateStore } from '../state/store.js';
 import { clearUploadId, jobsWithStatus } from '../state/exports.js';
 import type { Slot } from './run.js';
 import type { ObjectStore } from './store.js';
@@ -15,8 +16,10 @@ import type { ObjectStore } from './store.js';
  * Runs at start-up and every 15 minutes; re-queued jobs discard their previous attempt's upload themselves.
  */
 type Job = { id: string; object_key: string | null; upload_id: string | null };
+/** What the cleanup uses: the job records and the log (nothing of the HTTP layer). */
+type Deps = { state: StateStore; log: Logger };
 
-export async function discardRecordedUpload(ctx: AppContext, store: () => Promise<ObjectStore>, job: Job): Promise<boolean> {
+export async function discardRecordedUpload(ctx: Deps, store: () => Promise<ObjectStore>, job: Job): Promise<boolean> {
   if (!job.upload_id) return true;
   try {
     // Without a key (never the case for a claimed job) there is nothing to address; the age sweep remains.
@@ -29,7 +32,7 @@ export async function discardRecordedUpload(ctx: AppContext, store: () => Promis
   }
 }
 
-export async function sweepExports(ctx: AppContext, store: () => Promise<ObjectStore>, running: Map<string, Slot>, olderThanHours: number): Promise<void> {
+export async function sweepExports(ctx: Deps, store: () => Promise<ObjectStore>, running: Map<string, Slot>, olderThanHours: number): Promise<void> {
   let recorded = 0;
   for (const job of jobsWithStatus(ctx.state, 'failed')) {
     if (job.upload_id && (await discardRecordedUpload(ctx, store, job))) recorded += 1;

@@ -84,7 +84,8 @@ export function sweepDeadSpillDirs(root: string = os.tmpdir()): number {
   return removed;
 }
 
-function processAlive(pid: number): boolean {
+/** Whether a process with this pid runs (EPERM: it does, as another user). Also the lake lock's staleness test. */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
