@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBListValue, type DuckDBConnection } from '@duckdb/node-api';
-import { DATASETS, datasetGlob, type DatasetName } from '../src/lake/layout.js';
 import type { BatchContext } from './types.js';
 import { runSqlFile } from './ws/common.js';
 import { makeScratchDir } from './scratch.js';
+import type { VersionDraft } from './versions.js';
 
 /**
  * Book replay: turns the batch's level updates (stg_l2) into book_snapshots and top_of_book.
@@ -30,25 +30,20 @@ const LEVELS = 'STRUCT(price DECIMAL(10,6), size DECIMAL(18,6))[]';
 /** Same type as a from_json structure; values travel as decimal strings, which DuckDB parses exactly. */
 const LEVELS_JSON = '[{"price":"DECIMAL(10,6)","size":"DECIMAL(18,6)"}]';
 
-function lakeHas(lakeDir: string, name: DatasetName): boolean {
-  const dir = path.dirname(path.dirname(datasetGlob(lakeDir, name)));
-  if (!fs.existsSync(dir)) return false;
-  return fs.readdirSync(dir).some((p) => fs.existsSync(path.join(dir, p, 'data.parquet')));
-}
-
-async function prepareSeeds(conn: DuckDBConnection, lakeDir: string): Promise<void> {
-  if (lakeHas(lakeDir, 'book_snapshots')) {
-    const g = datasetGlob(lakeDir, 'book_snapshots');
+async function prepareSeeds(conn: DuckDBConnection, lake: VersionDraft): Promise<void> {
+  const snapshots = lake.files('book_snapshots');
+  if (snapshots.length > 0) {
+    const g = new DuckDBListValue(snapshots);
     // Two passes so the wide list columns are read only for the one snapshot per token that is needed.
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE _bk_seedkey AS
-       SELECT s.asset_id, max(s.seq) AS seq FROM read_parquet($g, hive_partitioning = false) s
+       SELECT s.asset_id, max(s.seq) AS seq FROM read_parquet($g::VARCHAR[], hive_partitioning = false) s
        JOIN _bk_touch t USING (asset_id) WHERE s.seq < t.min_seq GROUP BY s.asset_id`,
       { g },
     );
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE _bk_seed AS
-       SELECT s.asset_id, s.ts, s.seq, s.bids, s.asks FROM read_parquet($g, hive_partitioning = false) s
+       SELECT s.asset_id, s.ts, s.seq, s.bids, s.asks FROM read_parquet($g::VARCHAR[], hive_partitioning = false) s
        JOIN _bk_seedkey k USING (asset_id, seq)
        QUALIFY row_number() OVER (PARTITION BY s.asset_id ORDER BY s.ts DESC, s.reason) = 1`,
       { g },
@@ -57,7 +52,7 @@ async function prepareSeeds(conn: DuckDBConnection, lakeDir: string): Promise<vo
     await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_seedkey (asset_id VARCHAR, seq BIGINT)`);
     await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_seed (asset_id VARCHAR, ts TIMESTAMP, seq BIGINT, bids ${LEVELS}, asks ${LEVELS})`);
   }
-  const tailFiles = lakeHas(lakeDir, 'l2') ? await l2TailFiles(conn, lakeDir) : [];
+  const tailFiles = lake.files('l2').length > 0 ? await l2TailFiles(conn, lake) : [];
   if (tailFiles.length > 0) {
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE _bk_tail AS
@@ -78,23 +73,17 @@ async function prepareSeeds(conn: DuckDBConnection, lakeDir: string): Promise<vo
  * token has a seed only the days from the oldest seed on are read — not the whole history, which every batch
  * of a long ingest would otherwise rescan. A token without a seed may have rows on any day: then all files.
  */
-async function l2TailFiles(conn: DuckDBConnection, lakeDir: string): Promise<string[]> {
+async function l2TailFiles(conn: DuckDBConnection, lake: VersionDraft): Promise<string[]> {
   const row = (
     await conn.runAndReadAll(
       `SELECT count(*) FILTER (WHERE k.seq IS NULL) AS unseeded, min(k.seq) AS lo, max(t.min_seq) AS hi
        FROM _bk_touch t LEFT JOIN _bk_seedkey k USING (asset_id)`,
     )
   ).getRowObjectsJS()[0]!;
-  const dir = path.join(lakeDir, DATASETS.l2.dir);
   const day = (seq: unknown): string => new Date(Number(BigInt(seq as bigint) / 1_000_000n)).toISOString().slice(0, 10);
-  const from = Number(row.unseeded) === 0 && row.lo !== null ? `date=${day(row.lo)}` : '';
-  const to = row.hi !== null ? `date=${day(row.hi)}` : '~';
-  return fs
-    .readdirSync(dir)
-    .filter((p) => p >= from && p <= to)
-    .sort()
-    .map((p) => path.join(dir, p, 'data.parquet'))
-    .filter((f) => fs.existsSync(f));
+  const from = Number(row.unseeded) === 0 && row.lo !== null ? day(row.lo) : '';
+  const to = row.hi !== null ? day(row.hi) : '~';
+  return lake.partitionFiles('l2', lake.partitionValues('l2').filter((p) => p >= from && p <= to));
 }
 
 /** 1e-6 units → decimal text (exact: integers below 2^53). */
@@ -228,7 +217,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     SELECT row_number() OVER (ORDER BY asset_id)::INTEGER AS tok, asset_id, min(seq) AS min_seq,
            any_value(condition_id) FILTER (WHERE condition_id IS NOT NULL) AS condition_id
     FROM stg_l2 WHERE asset_id IS NOT NULL GROUP BY asset_id`);
-  await prepareSeeds(conn, lakeDir);
+  await prepareSeeds(conn, ctx.lake);
   stats.seededTokens = Number((await conn.runAndReadAll('SELECT count(*) FROM _bk_seed')).getRows()[0]?.[0] ?? 0);
   await runSqlFile(conn, 'books_input.sql');
 

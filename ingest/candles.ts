@@ -1,6 +1,4 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { DATASETS, columnDdl } from '../src/lake/layout.js';
+import { columnDdl } from '../src/lake/layout.js';
 import { resolveTradeTokens, parquetList } from './catalog.js';
 import type { BatchContext } from './types.js';
 
@@ -27,9 +25,7 @@ export async function deriveCandles(ctx: BatchContext): Promise<void> {
     .getRowObjectsJS()
     .map((r) => String(r.m));
   if (months.length === 0) return;
-  const files = months
-    .map((m) => path.join(path.resolve(ctx.lakeDir), DATASETS.trades.dir, `month=${m}`, 'data.parquet'))
-    .filter((f) => fs.existsSync(f));
+  const files = ctx.lake.partitionFiles('trades', months);
   const lakeTrades = files.length > 0
     ? `SELECT id, token_id, ts, block_number, log_index, price, size, usd_value, 0 AS _src
        FROM read_parquet(${parquetList(files)})
@@ -105,19 +101,10 @@ function hourlyFrom(source: string): string {
  * their rows are staged already.
  */
 async function backfillHourly(ctx: BatchContext): Promise<void> {
-  const lake = path.resolve(ctx.lakeDir);
-  const monthsOf = (dir: string): string[] => {
-    const full = path.join(lake, dir);
-    if (!fs.existsSync(full)) return [];
-    return fs
-      .readdirSync(full)
-      .filter((p) => p.startsWith('month=') && fs.existsSync(path.join(full, p, 'data.parquet')))
-      .map((p) => p.slice('month='.length));
-  };
-  const have = new Set(monthsOf(DATASETS.candles_1h.dir));
-  const missing = monthsOf(DATASETS.candles_1m.dir).filter((m) => !have.has(m));
+  const have = new Set(ctx.lake.partitionValues('candles_1h'));
+  const missing = ctx.lake.partitionValues('candles_1m').filter((m) => !have.has(m));
   if (missing.length === 0) return;
-  const files = missing.map((m) => path.join(lake, DATASETS.candles_1m.dir, `month=${m}`, 'data.parquet'));
+  const files = ctx.lake.partitionFiles('candles_1m', missing);
   await ctx.conn.run(
     `INSERT INTO stg_candles_1h BY NAME ${hourlyFrom(
       `(SELECT * FROM read_parquet(${parquetList(files)})

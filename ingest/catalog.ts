@@ -1,9 +1,10 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { DATASETS, datasetGlob } from '../src/lake/layout.js';
+import { DATASETS } from '../src/lake/layout.js';
 import { sqlIdent, sqlString } from '../src/lake/duckdb.js';
-import { writeParquetAtomic } from './partitions.js';
+import { writeParquetFile } from './partitions.js';
+import type { VersionDraft } from './versions.js';
+import { RECORD_SETS, type SetName } from '../src/lake/versions.js';
 import type { BatchContext } from './types.js';
 
 /**
@@ -54,8 +55,8 @@ export const SERIES_RECORD_COLUMNS: Readonly<Record<string, string>> = {
   ...S,
 };
 
-export const MARKET_RECORDS_DIR = 'catalog/market_records';
-export const SERIES_RECORDS_DIR = 'catalog/series_records';
+export const MARKET_RECORDS_DIR = RECORD_SETS.market_records;
+export const SERIES_RECORDS_DIR = RECORD_SETS.series_records;
 
 function ddl(cols: Readonly<Record<string, string>>): string {
   return Object.entries(cols)
@@ -103,28 +104,16 @@ async function tableExists(conn: DuckDBConnection, name: string): Promise<boolea
   return Number(r.getRowObjectsJS()[0]!.n) > 0;
 }
 
-/** Parquet files of a partitioned data set (an explicit list: read_parquet fails on a glob that matches none). */
-export function partitionFiles(lakeDir: string, dir: string): string[] {
-  const root = path.join(lakeDir, dir);
-  if (!fs.existsSync(root)) return [];
-  return fs
-    .readdirSync(root, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && d.name.includes('='))
-    .map((d) => path.join(root, d.name, 'data.parquet'))
-    .filter((f) => fs.existsSync(f))
-    .sort();
-}
-
 export function parquetList(files: string[]): string {
   return `[${files.map(sqlString).join(', ')}]`;
 }
 
 /** Loads a single-file data set (or record store) into a TEMP table with the given columns. */
-async function loadSingle(conn: DuckDBConnection, table: string, cols: Readonly<Record<string, string>>, file: string) {
+async function loadSingle(conn: DuckDBConnection, table: string, cols: Readonly<Record<string, string>>, files: string[]) {
   await conn.run(`CREATE OR REPLACE TEMP TABLE ${sqlIdent(table)} (${ddl(cols)})`);
-  if (fs.existsSync(file)) {
+  if (files.length > 0) {
     const names = Object.keys(cols).map(sqlIdent).join(', ');
-    await conn.run(`INSERT INTO ${sqlIdent(table)} SELECT ${names} FROM read_parquet(${sqlString(file)})`);
+    await conn.run(`INSERT INTO ${sqlIdent(table)} SELECT ${names} FROM read_parquet(${parquetList(files)})`);
   }
 }
 
@@ -137,9 +126,9 @@ export async function resolveTradeTokens(ctx: BatchContext): Promise<void> {
   const { conn } = ctx;
   if (!(await tableExists(conn, 'stg_trades'))) return;
   await ensureCatalogStaging(conn);
-  const tokensFile = datasetGlob(ctx.lakeDir, 'tokens');
-  const lakeTokens = fs.existsSync(tokensFile)
-    ? `SELECT token_id, condition_id, outcome_index, outcome_label, 1 AS rank FROM read_parquet(${sqlString(tokensFile)})`
+  const tokenFiles = ctx.lake.files('tokens');
+  const lakeTokens = tokenFiles.length > 0
+    ? `SELECT token_id, condition_id, outcome_index, outcome_label, 1 AS rank FROM read_parquet(${parquetList(tokenFiles)})`
     : `SELECT NULL::VARCHAR AS token_id, NULL::VARCHAR, NULL::INTEGER, NULL::VARCHAR, 1 WHERE false`;
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _trade_token_map AS
@@ -202,12 +191,10 @@ function pick(col: string, extraFilter = ''): string {
  */
 export async function finalizeCatalog(ctx: BatchContext): Promise<void> {
   const { conn } = ctx;
-  const lakeDir = path.resolve(ctx.lakeDir);
+  const lake = ctx.lake;
   await ensureCatalogStaging(conn);
-  const marketRecordsFile = path.join(lakeDir, MARKET_RECORDS_DIR, 'data.parquet');
-  const seriesRecordsFile = path.join(lakeDir, SERIES_RECORDS_DIR, 'data.parquet');
-  await loadSingle(conn, '_cat_stored_markets', MARKET_RECORD_COLUMNS, marketRecordsFile);
-  await loadSingle(conn, '_cat_stored_series', SERIES_RECORD_COLUMNS, seriesRecordsFile);
+  await loadSingle(conn, '_cat_stored_markets', MARKET_RECORD_COLUMNS, lake.files('market_records'));
+  await loadSingle(conn, '_cat_stored_series', SERIES_RECORD_COLUMNS, lake.files('series_records'));
 
   // One record per (source, record_key): the newest by record_ts; on a tie the one staged now (a re-sent
   // record replaces its earlier copy); then a content fingerprint so the choice never depends on file order.
@@ -275,7 +262,7 @@ export async function finalizeCatalog(ctx: BatchContext): Promise<void> {
      FROM _cat_keyed GROUP BY mkey`,
   );
 
-  await computeAvailability(conn, lakeDir);
+  await computeAvailability(conn, lake);
   await mergeSeries(conn);
 
   const mcols = Object.keys(M);
@@ -308,15 +295,15 @@ export async function finalizeCatalog(ctx: BatchContext): Promise<void> {
      QUALIFY row_number() OVER (PARTITION BY token_id ORDER BY outcome_index IS NULL, id_derived, id) = 1`,
   );
 
-  const backfilled = await backfillTradeOutcomes(conn, lakeDir);
+  const backfilled = await backfillTradeOutcomes(conn, lake);
   if (backfilled > 0) ctx.counts.trades_outcome_backfilled = (ctx.counts.trades_outcome_backfilled ?? 0) + backfilled;
-  const n = await writeIfChanged(conn, `SELECT ${mcols.map(sqlIdent).join(', ')} FROM _cat_markets_out ORDER BY id`, datasetGlob(lakeDir, 'markets'));
-  const t = await writeIfChanged(conn, `SELECT ${Object.keys(DATASETS.tokens.columns).map(sqlIdent).join(', ')} FROM _cat_tokens_out ORDER BY token_id`, datasetGlob(lakeDir, 'tokens'));
-  const s = await writeIfChanged(conn, `SELECT ${Object.keys(S).map(sqlIdent).join(', ')} FROM _cat_series_out ORDER BY series_id`, datasetGlob(lakeDir, 'series'));
+  const n = await writeIfChanged(conn, `SELECT ${mcols.map(sqlIdent).join(', ')} FROM _cat_markets_out ORDER BY id`, lake, 'markets');
+  const t = await writeIfChanged(conn, `SELECT ${Object.keys(DATASETS.tokens.columns).map(sqlIdent).join(', ')} FROM _cat_tokens_out ORDER BY token_id`, lake, 'tokens');
+  const s = await writeIfChanged(conn, `SELECT ${Object.keys(S).map(sqlIdent).join(', ')} FROM _cat_series_out ORDER BY series_id`, lake, 'series');
   const recCols = Object.keys(MARKET_RECORD_COLUMNS).map(sqlIdent).join(', ');
-  await writeIfChanged(conn, `SELECT ${recCols} FROM _cat_records ORDER BY source, record_key`, marketRecordsFile);
+  await writeIfChanged(conn, `SELECT ${recCols} FROM _cat_records ORDER BY source, record_key`, lake, 'market_records');
   const srecCols = Object.keys(SERIES_RECORD_COLUMNS).map(sqlIdent).join(', ');
-  await writeIfChanged(conn, `SELECT ${srecCols} FROM _cat_series_records ORDER BY source, series_id`, seriesRecordsFile);
+  await writeIfChanged(conn, `SELECT ${srecCols} FROM _cat_series_records ORDER BY source, series_id`, lake, 'series_records');
   ctx.counts.catalog_markets = n;
   ctx.counts.catalog_tokens = t;
   ctx.counts.catalog_series = s;
@@ -335,13 +322,13 @@ export async function finalizeCatalog(ctx: BatchContext): Promise<void> {
  * (or a placeholder's tokens gained outcomes), the tokens file changes for tokens that already have trades:
  * rewrite just the trades partitions holding those tokens. Returns the number of trade rows updated.
  */
-async function backfillTradeOutcomes(conn: DuckDBConnection, lakeDir: string): Promise<number> {
-  const tokensFile = datasetGlob(lakeDir, 'tokens');
-  if (!fs.existsSync(tokensFile)) return 0;
+async function backfillTradeOutcomes(conn: DuckDBConnection, lake: VersionDraft): Promise<number> {
+  const tokenFiles = lake.files('tokens');
+  if (tokenFiles.length === 0) return 0;
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _cat_token_changes AS
      SELECT n.token_id, n.condition_id, n.outcome_index, n.outcome_label
-     FROM _cat_tokens_out n JOIN read_parquet(${sqlString(tokensFile)}) o USING (token_id)
+     FROM _cat_tokens_out n JOIN read_parquet(${parquetList(tokenFiles)}) o USING (token_id)
      WHERE n.condition_id IS DISTINCT FROM o.condition_id OR n.outcome_index IS DISTINCT FROM o.outcome_index
         OR n.outcome_label IS DISTINCT FROM o.outcome_label`,
   );
@@ -352,19 +339,24 @@ async function backfillTradeOutcomes(conn: DuckDBConnection, lakeDir: string): P
   const fix = new Set(['condition_id', 'outcome_index', 'outcome_label']);
   const select = cols.map((c) => (fix.has(c) ? `coalesce(c.${sqlIdent(c)}, t.${sqlIdent(c)}) AS ${sqlIdent(c)}` : `t.${sqlIdent(c)}`)).join(', ');
   let updated = 0;
-  for (const file of partitionFiles(lakeDir, def.dir)) {
+  for (const entry of [...lake.entries('trades')]) {
+    const file = path.join(lake.lakeDir, entry.path);
     // Files are sorted by token_id, so row-group statistics make this probe cheap.
     const hit = await conn.runAndReadAll(
       `SELECT count(*) AS n FROM read_parquet(${sqlString(file)}) WHERE token_id IN (SELECT token_id FROM _cat_token_changes)`,
     );
     const n = Number(hit.getRowObjectsJS()[0]!.n);
     if (n === 0) continue;
-    await writeParquetAtomic(
+    // Copy on write: the corrected file is new, the old one is retired with the version (readers may hold it).
+    const out = lake.newFile('trades', entry.partition);
+    const rows = await writeParquetFile(
       conn,
       `SELECT ${select} FROM read_parquet(${sqlString(file)}) t LEFT JOIN _cat_token_changes c USING (token_id)
        ORDER BY ${def.sortBy.map((c) => `t.${sqlIdent(c)}`).join(', ')}`,
-      file,
+      out,
     );
+    lake.retire('trades', [entry.path]);
+    lake.add('trades', entry.partition, out, rows);
     updated += n;
   }
   return updated;
@@ -374,9 +366,9 @@ async function backfillTradeOutcomes(conn: DuckDBConnection, lakeDir: string): P
  * Availability per market from the lake: trades (by token) and book snapshots (by token), summed over the
  * market's tokens. data_from / data_to span both.
  */
-async function computeAvailability(conn: DuckDBConnection, lakeDir: string): Promise<void> {
-  const tradeFiles = partitionFiles(lakeDir, DATASETS.trades.dir);
-  const bookFiles = partitionFiles(lakeDir, DATASETS.book_snapshots.dir);
+async function computeAvailability(conn: DuckDBConnection, lake: VersionDraft): Promise<void> {
+  const tradeFiles = lake.files('trades');
+  const bookFiles = lake.files('book_snapshots');
   const parts: string[] = [];
   if (tradeFiles.length > 0) {
     parts.push(`SELECT token_id AS tok, count(*) AS trades, 0 AS books, min(ts) AS lo, max(ts) AS hi
@@ -444,20 +436,23 @@ async function mergeSeries(conn: DuckDBConnection): Promise<void> {
 }
 
 /**
- * Writes the query to `file` atomically unless the file already holds exactly these rows, so a batch that
- * changes nothing leaves the catalogue files untouched. Returns the row count.
+ * Writes the query as the set's new file unless the set already holds exactly these rows, so a batch that
+ * changes nothing leaves the catalogue as it was. Returns the row count.
  */
-async function writeIfChanged(conn: DuckDBConnection, selectSql: string, file: string): Promise<number> {
+async function writeIfChanged(conn: DuckDBConnection, selectSql: string, lake: VersionDraft, name: SetName): Promise<number> {
   await conn.run(`CREATE OR REPLACE TEMP TABLE _cat_write AS ${selectSql}`);
   const total = Number((await conn.runAndReadAll('SELECT count(*) AS n FROM _cat_write')).getRowObjectsJS()[0]!.n);
-  if (fs.existsSync(file)) {
+  const old = lake.files(name);
+  if (old.length > 0) {
     const diff = await conn.runAndReadAll(
-      `SELECT (SELECT count(*) FROM read_parquet(${sqlString(file)})) AS old_n,
-              (SELECT count(*) FROM (SELECT * FROM _cat_write EXCEPT ALL SELECT * FROM read_parquet(${sqlString(file)}))) AS changed`,
+      `SELECT (SELECT count(*) FROM read_parquet(${parquetList(old)})) AS old_n,
+              (SELECT count(*) FROM (SELECT * FROM _cat_write EXCEPT ALL SELECT * FROM read_parquet(${parquetList(old)}))) AS changed`,
     );
     const r = diff.getRowObjectsJS()[0]!;
     if (Number(r.old_n) === total && Number(r.changed) === 0) return total;
   }
-  await writeParquetAtomic(conn, 'SELECT * FROM _cat_write', file);
+  const file = lake.newFile(name, null);
+  await writeParquetFile(conn, 'SELECT * FROM _cat_write', file);
+  lake.replaceSingle(name, file, total);
   return total;
 }

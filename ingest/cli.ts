@@ -25,6 +25,8 @@ export async function ingestCommand(args: string[]): Promise<number> {
       threads: config.duckdbThreads ?? 2,
       memoryLimit: config.duckdbMemory,
       progress: true,
+      graceSeconds: config.lakeGraceSeconds,
+      compactSmallFiles: config.compactSmallFiles,
     });
     const MAX_ISSUES = 200;
     const out = {

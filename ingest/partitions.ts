@@ -1,18 +1,23 @@
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBTimestampValue, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
-import { DATASETS, partitionDir, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
+import { DATASETS, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
 import { sqlIdent, sqlString } from '../src/lake/duckdb.js';
+import { fsyncDir, type VersionDraft } from './versions.js';
 
 /**
- * The one way files enter the lake. Each partition is a single `data.parquet`; new rows are merged with the
- * existing file (de-duplicated on the data set's natural key, existing rows winning), sorted, written under a
- * temporary name in the same directory and renamed over the old file. rename(2) is atomic, so a reader — or a
- * crash at any instant — sees either the old complete file or the new complete file, never a partial one.
+ * The one way rows enter the lake. A batch never rewrites what is there: the rows of a partition that the lake
+ * does not hold yet are written to a new file under a new name (ingest/versions.ts `newFile`) and added to the
+ * batch's draft version, which the orchestrator publishes once every data set of the batch is written. A
+ * reader sees all of a batch or none of it; a crash before the publish leaves unnamed files the next run sweeps.
+ *
+ * De-duplication without rewriting: a staged row is new when no file of its partition holds its natural key.
+ * The check reads only the key columns of the existing rows whose first sort column (token, asset, receive
+ * time — always a function of the natural key, see src/lake/layout.ts) is one of the batch's: the files are
+ * sorted on it, so DuckDB's join filter skips every other row group (measured on a 434 MB trades month: 38 ms
+ * for 1,593 staged trades, against 39.5 s to rewrite it).
  */
 
-const TMP_MARK = '.tmp-';
 const DEFAULT_ROW_GROUP = 122_880;
 const parquetOptions = (rowGroupSize: number): string => `FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${Math.trunc(rowGroupSize)}`;
 
@@ -32,22 +37,18 @@ function partitionBounds(kind: DatasetDef['partition'], p: string): Record<strin
   return { lo: new DuckDBTimestampValue(BigInt(lo.getTime()) * 1000n), hi: new DuckDBTimestampValue(BigInt(hi.getTime()) * 1000n) };
 }
 
-export type MergeResult = { dataset: DatasetName; partitions: number; rowsAdded: number; rowsTotal: number };
+export type MergeResult = { dataset: DatasetName; partitions: number; rowsAdded: number; bytesWritten: number };
 
 /**
- * Merges every row of `stagingTable` (which has the data set's columns) into its partitions.
- * Partitions that gain no row are not rewritten, so re-ingesting the same input leaves files untouched.
- * Data sets declared `onConflict: 'replace'` (derived data such as candles) let staged rows win instead.
- *
- * Speed (this is most of an ingest's time): a partition with no file yet is one sorted COPY straight out of
- * staging, and the de-duplicating window only runs when staging really holds two rows with one natural key
- * (checked with a count of distinct key hashes, computed with the partition list in one scan; a hash
- * collision only sends a partition down the exact path). An existing file is first anti-joined on the
- * natural key: nothing new means nothing is written; otherwise the file and the new rows are written once.
+ * Adds every row of `stagingTable` (which has the data set's columns) that the lake does not hold to `draft`,
+ * one new file per touched partition. Partitions that gain no row get no file, so re-ingesting the same input
+ * changes nothing. Data sets declared `onConflict: 'replace'` (candles) let staged rows win: a staged row that
+ * differs from a stored one with the same key retires the stored row's file, rewritten without it (only the
+ * files that hold such a row — a recomputed candle that came out the same is no change at all).
  */
 export async function mergeIntoPartitions(
   conn: DuckDBConnection,
-  lakeDir: string,
+  draft: VersionDraft,
   name: DatasetName,
   stagingTable: string,
 ): Promise<MergeResult> {
@@ -59,6 +60,7 @@ export async function mergeIntoPartitions(
   const keyCols = def.naturalKey.map(sqlIdent);
   const key = keyCols.join(', ');
   const order = def.sortBy.map(sqlIdent).join(', ');
+  const first = sqlIdent(def.sortBy[0]!);
   const pc = sqlIdent(def.partitionColumn ?? '');
   // hash() of several values is one value and treats NULLs as equal, as the window's PARTITION BY does.
   const parts = (
@@ -72,11 +74,16 @@ export async function mergeIntoPartitions(
     .getRowObjectsJS()
     .filter((r) => Number(r.n) > 0)
     .map((r) => ({ p: r.p === null ? null : String(r.p), unique: Number(r.n) === Number(r.d) }));
-  const result: MergeResult = { dataset: name, partitions: 0, rowsAdded: 0, rowsTotal: 0 };
+  const result: MergeResult = { dataset: name, partitions: 0, rowsAdded: 0, bytesWritten: 0 };
+  const write = async (selectSql: string, p: string | null, params: Record<string, DuckDBValue>): Promise<number> => {
+    const file = draft.newFile(name, p);
+    const rows = await writeParquetFile(conn, selectSql, file, params, def.rowGroupSize);
+    draft.add(name, p, file, rows);
+    result.bytesWritten += fs.statSync(file).size;
+    return rows;
+  };
   for (const { p, unique } of parts) {
-    const dir = partitionDir(lakeDir, name, p);
-    const finalPath = path.join(dir, 'data.parquet');
-    const exists = fs.existsSync(finalPath);
+    const existing = p === null ? draft.files(name) : draft.partitionFiles(name, [p]);
     // A range on the partition column, not `strftime(col) = p`: the range lets DuckDB skip staging row groups
     // by their min/max, so a batch spanning many days does not rescan all of staging for every partition.
     const where = p === null ? '' : `WHERE ${pc} >= $lo AND ${pc} < $hi`;
@@ -84,51 +91,86 @@ export async function mergeIntoPartitions(
     // Ties within staging itself (same key, different seq, say) are broken by every column, so which row
     // survives does not depend on scan order and a re-run writes identical files.
     const dedupe = unique ? '' : `QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY ${cols}) = 1`;
-    if (!exists) {
+    if (existing.length === 0) {
       // Time-first data sets (raw) are usually staged in their sort order already: then the scan order is the
       // file order (preserve_insertion_order) and the sort of every frame's text is skipped.
       const sorted = unique && def.sortBy[0] === def.partitionColumn && (await stagedInOrder(conn, staging, def.sortBy, where, params));
-      const written = await writeParquetAtomic(
-        conn,
-        `SELECT ${cols} FROM ${staging} ${where} ${dedupe} ${sorted ? '' : `ORDER BY ${order}`}`,
-        finalPath,
-        params,
-        def.rowGroupSize,
-      );
+      const written = await write(`SELECT ${cols} FROM ${staging} ${where} ${dedupe} ${sorted ? '' : `ORDER BY ${order}`}`, p, params);
       result.partitions += 1;
       result.rowsAdded += written;
-      result.rowsTotal += written;
       continue;
     }
-    const file = sqlString(finalPath);
-    if (replace) {
-      const r = await mergeReplace(conn, { cols, staging, where, key, order, file, finalPath, params });
-      result.rowsTotal += r.total;
-      if (r.added === 0) continue;
-      result.partitions += 1;
-      result.rowsAdded += r.added;
-      continue;
-    }
-    // Existing rows win: the new rows are the staged ones whose key the file does not hold. IS NOT DISTINCT
-    // FROM because key columns may be NULL (an emptied book's marker row has no side, price or size).
+    const files = `[${existing.map(sqlString).join(', ')}]`;
+    // The stored rows that can share a key with a staged one: those with one of the staged first-sort values.
+    const candidates = (select: string): string =>
+      `SELECT ${select} FROM read_parquet(${files}${replace ? ', filename = true' : ''}) e
+       WHERE e.${first} IN (SELECT DISTINCT ${first} FROM ${staging} ${where})`;
+    // IS NOT DISTINCT FROM because key columns may be NULL (an emptied book's marker row has no side or price).
     const match = keyCols.map((c) => `e.${c} IS NOT DISTINCT FROM s.${c}`).join(' AND ');
-    const fresh = `SELECT ${cols} FROM (SELECT * FROM ${staging} ${where}) s
-      WHERE NOT EXISTS (SELECT 1 FROM read_parquet(${file}) e WHERE ${match}) ${dedupe}`;
-    const added = Number((await conn.runAndReadAll(`SELECT count(*) FROM (${fresh})`, params)).getRows()[0]?.[0] ?? 0);
-    const before = Number((await conn.runAndReadAll(`SELECT count(*) FROM read_parquet(${file})`)).getRows()[0]?.[0] ?? 0);
-    result.rowsTotal += before + added;
-    if (added === 0) continue;
-    await writeParquetAtomic(
-      conn,
-      `SELECT ${cols} FROM (SELECT ${cols} FROM read_parquet(${file}) UNION ALL ${fresh}) ORDER BY ${order}`,
-      finalPath,
-      params,
-      def.rowGroupSize,
-    );
-    result.partitions += 1;
-    result.rowsAdded += added;
+    await conn.run('DROP TABLE IF EXISTS _pmlake_fresh');
+    try {
+      if (!replace) {
+        await conn.run(
+          `CREATE TEMP TABLE _pmlake_fresh AS SELECT ${cols} FROM (SELECT * FROM ${staging} ${where}) s
+           WHERE NOT EXISTS (SELECT 1 FROM (${candidates(key)}) e WHERE ${match}) ${dedupe}`,
+          params,
+        );
+      } else {
+        // Staged rows that are new or differ from the stored row with their key.
+        await conn.run(
+          `CREATE TEMP TABLE _pmlake_fresh AS
+           SELECT ${cols} FROM (SELECT ${cols} FROM ${staging} ${where} ${dedupe}) EXCEPT SELECT ${cols} FROM (${candidates(cols)})`,
+          params,
+        );
+        await retireReplaced(conn, draft, name, def, candidates, match, params);
+      }
+      const fresh = Number((await conn.runAndReadAll('SELECT count(*) FROM _pmlake_fresh')).getRows()[0]?.[0] ?? 0);
+      if (fresh === 0) continue;
+      await write(`SELECT ${cols} FROM _pmlake_fresh ORDER BY ${order}`, p, {});
+      result.partitions += 1;
+      result.rowsAdded += fresh;
+    } finally {
+      await conn.run('DROP TABLE IF EXISTS _pmlake_fresh');
+    }
   }
   return result;
+}
+
+/**
+ * onConflict 'replace': the stored files holding a key that `_pmlake_fresh` brings with a new value are retired
+ * and rewritten without those rows (in their own order: preserve_insertion_order keeps a single file's order).
+ */
+async function retireReplaced(
+  conn: DuckDBConnection,
+  draft: VersionDraft,
+  name: DatasetName,
+  def: DatasetDef,
+  candidates: (select: string) => string,
+  match: string,
+  params: Record<string, DuckDBValue>,
+): Promise<void> {
+  const cols = Object.keys(def.columns).map(sqlIdent).join(', ');
+  const hit = (
+    await conn.runAndReadAll(
+      `SELECT DISTINCT e.filename AS f FROM (${candidates(`${cols}, filename`)}) e WHERE EXISTS (SELECT 1 FROM _pmlake_fresh s WHERE ${match})`,
+      params,
+    )
+  ).getRowObjectsJS().map((r) => String(r.f));
+  for (const old of hit) {
+    const entry = draft.entries(name).find((e) => old.endsWith(e.path));
+    if (!entry) continue;
+    const file = draft.newFile(name, entry.partition);
+    const rows = await writeParquetFile(
+      conn,
+      `SELECT ${cols} FROM read_parquet(${sqlString(old)}) e WHERE NOT EXISTS (SELECT 1 FROM _pmlake_fresh s WHERE ${match})`,
+      file,
+      {},
+      def.rowGroupSize,
+    );
+    draft.retire(name, [old]);
+    if (rows > 0) draft.add(name, entry.partition, file, rows);
+    else fs.rmSync(file, { force: true });
+  }
 }
 
 /**
@@ -153,73 +195,36 @@ async function stagedInOrder(
 }
 
 /**
- * onConflict 'replace' into an existing file (derived data, small): staged rows win; only staged rows that
- * differ from the file count as added, so an unchanged recomputation leaves the file untouched.
+ * COPY a query to a new file `file` (a name no manifest holds yet, so no reader can see it half written) and
+ * fsync it and its directory before the caller's manifest names it; returns the rows written. The SELECT must be
+ * built from trusted text (data set definitions); values go through `params`.
  */
-async function mergeReplace(
-  conn: DuckDBConnection,
-  q: { cols: string; staging: string; where: string; key: string; order: string; file: string; finalPath: string; params: Record<string, DuckDBValue> },
-): Promise<{ added: number; total: number }> {
-  const { cols, staging, where, key, order, file, finalPath, params } = q;
-  await conn.run('DROP TABLE IF EXISTS _pmlake_merge');
-  try {
-    await conn.run(
-      `CREATE TEMP TABLE _pmlake_merge AS
-       SELECT * FROM (SELECT ${cols}, 0 AS _src FROM read_parquet(${file}) UNION ALL SELECT ${cols}, 1 AS _src FROM ${staging} ${where})
-       QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY _src DESC, ${cols}) = 1`,
-      params,
-    );
-    const total = Number((await conn.runAndReadAll(`SELECT count(*) FROM _pmlake_merge`)).getRows()[0]?.[0] ?? 0);
-    const added = Number(
-      (await conn.runAndReadAll(
-        `SELECT count(*) AS n FROM (SELECT ${cols} FROM _pmlake_merge WHERE _src = 1 EXCEPT SELECT ${cols} FROM read_parquet(${file}))`,
-      )).getRows()[0]?.[0] ?? 0,
-    );
-    if (added > 0) await writeParquetAtomic(conn, `SELECT ${cols} FROM _pmlake_merge ORDER BY ${order}`, finalPath);
-    return { added, total };
-  } finally {
-    await conn.run('DROP TABLE IF EXISTS _pmlake_merge');
-  }
-}
-
-/**
- * COPY a query to `finalPath` through a temporary sibling and an atomic rename; returns the rows written. The SELECT must be built from
- * trusted text (data set definitions); values go through `params`.
- */
-export async function writeParquetAtomic(
+export async function writeParquetFile(
   conn: DuckDBConnection,
   selectSql: string,
-  finalPath: string,
+  file: string,
   params: Record<string, DuckDBValue> = {},
   rowGroupSize: number = DEFAULT_ROW_GROUP,
 ): Promise<number> {
-  fs.mkdirSync(path.dirname(finalPath), { recursive: true });
-  const tmp = `${finalPath}${TMP_MARK}${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  fs.mkdirSync(path.dirname(file), { recursive: true });
   try {
-    const copied = await conn.run(`COPY (${selectSql}) TO ${sqlString(tmp)} (${parquetOptions(rowGroupSize)})`, params);
-    const fd = fs.openSync(tmp, 'r');
+    const copied = await conn.run(`COPY (${selectSql}) TO ${sqlString(file)} (${parquetOptions(rowGroupSize)})`, params);
+    const fd = fs.openSync(file, 'r');
     try {
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
     }
-    fs.renameSync(tmp, finalPath);
-    fsyncDir(path.dirname(finalPath));
+    fsyncDir(path.dirname(file));
     return Number(copied.rowsChanged);
   } catch (err) {
-    fs.rmSync(tmp, { force: true });
+    fs.rmSync(file, { force: true });
     throw err;
   }
 }
 
-function fsyncDir(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
+/** Temporary files of the old rename-in-place writer (and of current.json); a killed run may have left some. */
+const TMP_MARK = '.tmp-';
 
 /** Removes temporary files a killed ingest may have left; they were never visible to readers. */
 export function sweepTempFiles(lakeDir: string): number {

@@ -12,6 +12,9 @@ import type { BatchContext, IngestIssue, SourceHandler, SourceKind } from './typ
 import type { TapeBatchContext } from './ws/common.js';
 import { wsHandlers } from './ws/index.js';
 import { makeScratchDir, sweepScratch } from './scratch.js';
+import { adoptLegacyLake, sweepLake, VersionDraft, type SweepReport } from './versions.js';
+import { compactLake, type CompactReport } from './compact.js';
+import { currentVersion } from '../src/lake/versions.js';
 
 /**
  * The ingest orchestrator. One run: sweep temp files a killed run left, lock the lake, open a disk-backed
@@ -34,6 +37,10 @@ export type IngestOptions = {
   handlers?: SourceHandler[];
   /** Derive candles and rebuild the catalogue after each batch (default true; off only in isolated tests). */
   derived?: boolean;
+  /** Retired files older than this are deleted (src/config.ts PMLAKE_LAKE_GRACE_SECONDS; default a day). */
+  graceSeconds?: number;
+  /** Compact partitions with more small files than this after the run; 0 never (default 16). */
+  compactSmallFiles?: number;
 };
 
 export type IngestReport = {
@@ -49,6 +56,14 @@ export type IngestReport = {
   /** Where the time went: stage, books, candles, merge, catalog. */
   phase_seconds: Record<string, number>;
   level_updates_per_second: number;
+  /** Lake versions this run published (one per batch, plus adoption and compaction), and the current one after it. */
+  versions_published: number[];
+  version: number;
+  /** Bytes of new Parquet files the run wrote (data and catalogue). */
+  bytes_written: number;
+  /** What the sweep at the start removed: files of killed runs, files retired longer than the grace period. */
+  swept: SweepReport;
+  compacted?: CompactReport;
 };
 
 type Derive = (ctx: BatchContext) => Promise<void>;
@@ -125,7 +140,8 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
   const release = acquireLakeLock(lakeDir);
   const report: IngestReport = {
     files: 0, ingested: 0, skipped: 0, failed: 0, batches: 0, rows_added: {}, issues: [], counts: {}, seconds: 0,
-    phase_seconds: {}, level_updates_per_second: 0,
+    phase_seconds: {}, level_updates_per_second: 0, versions_published: [], version: 0, bytes_written: 0,
+    swept: { orphans: 0, retired: 0, manifests: 0, bytes: 0 },
   };
   let phaseNow = 'hash';
   const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {
@@ -190,9 +206,12 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     try {
       // Insertion order is what makes WITH ORDINALITY follow file order.
       await conn.run('SET preserve_insertion_order = true');
+      const adopted = await adoptLegacyLake(conn, lakeDir);
+      if (adopted) report.versions_published.push(adopted.version);
+      report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);
       for (const d of STAGED) await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
       const ctx: TapeBatchContext = {
-        conn, lakeDir, log, snapshotSeconds: opts.snapshotSeconds ?? 60, issues: report.issues, counts: report.counts,
+        conn, lakeDir, lake: new VersionDraft(lakeDir), log, snapshotSeconds: opts.snapshotSeconds ?? 60, issues: report.issues, counts: report.counts,
       };
       const stagedRows = async (): Promise<number> => {
         let staged = 0;
@@ -215,13 +234,17 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
 
       const flush = async (): Promise<void> => {
         if (pending.length === 0 && (await stagedRows()) === 0) return;
+        // Everything the batch writes goes into one draft, published whole after the catalogue.
+        ctx.lake = new VersionDraft(lakeDir);
+        const added: Record<string, number> = {};
         await timed('books', () => deriveBooks(ctx));
         if (deriveCandles) await timed('candles', () => deriveCandles(ctx));
         const pauseMs = Number(process.env.PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS ?? 0);
         for (const d of MERGED) {
           if ((await count(conn, `SELECT count(*) FROM stg_${d}`)) === 0) continue;
-          const r = await timed(`merge_${d}`, () => mergeIntoPartitions(conn, lakeDir, d, `stg_${d}`));
+          const r = await timed(`merge_${d}`, () => mergeIntoPartitions(conn, ctx.lake, d, `stg_${d}`));
           report.rows_added[d] = (report.rows_added[d] ?? 0) + r.rowsAdded;
+          if (r.rowsAdded > 0) added[d] = r.rowsAdded;
           if (pauseMs > 0) {
             // Test hook (kill test): announce each merged data set and leave time to be killed between writes.
             process.stderr.write(`pmlake-test: merged ${d}\n`);
@@ -229,6 +252,16 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
           }
         }
         if (finalizeCatalog) await timed('catalog', () => finalizeCatalog(ctx));
+        if (pauseMs > 0) {
+          process.stderr.write(`pmlake-test: publishing\n`);
+          await sleep(pauseMs);
+        }
+        const published = ctx.lake.publish('ingest', added, pending.map((e) => e.sha256));
+        if (published) {
+          report.versions_published.push(published.version);
+          report.bytes_written += published.change.bytes_added;
+        }
+        // After the publish: a crash in between re-ingests the files, which adds nothing (natural keys).
         appendLedger(lakeDir, pending);
         report.ingested += pending.length;
         report.batches += 1;
@@ -286,6 +319,15 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         if ((await stagedRows()) >= batchRows) await flush();
       }
       await flush();
+      const small = opts.compactSmallFiles ?? 16;
+      if (small > 0) {
+        const c = await timed('compact', () => compactLake(conn, lakeDir, { smallFiles: small }));
+        if (c.version !== null) {
+          report.compacted = c;
+          report.versions_published.push(c.version);
+        }
+      }
+      report.version = currentVersion(lakeDir).version;
     } finally {
       conn.closeSync();
       instance.closeSync();

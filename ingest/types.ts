@@ -1,5 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../src/log.js';
+import type { VersionDraft } from './versions.js';
 
 /**
  * Contract between the ingest orchestrator (ingest/run.ts) and the format handlers.
@@ -15,6 +16,11 @@ export type IngestIssue = { file: string; line?: number; message: string };
 export type BatchContext = {
   conn: DuckDBConnection;
   lakeDir: string;
+  /**
+   * The batch's draft version: what derivations read (the lake as of the last publish plus this batch's files
+   * written so far) and where merges add files. Set by the orchestrator before each batch is derived.
+   */
+  lake: VersionDraft;
   log: Logger;
   snapshotSeconds: number;
   /** Malformed input is reported here (file and line) and the rest of the batch goes on. */

@@ -9,7 +9,9 @@ const USAGE = `usage: pmlake <command> [options]
 
 commands:
   serve                         start the HTTP API on $HOST:$PORT over $PMLAKE_LAKE
-  ingest <file-or-dir>...       detect each input's format and land it in the lake
+  ingest <file-or-dir>...       detect each input's format and land it in the lake (one new version per batch)
+  compact                       merge each partition's files into one sorted file (a new lake version)
+  lake versions [--json]        the lake's published versions and the current one
   generate --markets N --days D --seed S --out DIR
                                 write synthetic venue-format source files
   keys create --email E --plan professional|free --name N
@@ -23,6 +25,8 @@ type Command = (args: string[]) => Promise<number>;
 const commands: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./commands/serve.js')).serveCommand,
   ingest: async () => (await import('../ingest/cli.js')).ingestCommand,
+  compact: async () => (await import('../ingest/lake-cli.js')).compactCommand,
+  lake: async () => (await import('../ingest/lake-cli.js')).lakeCommand,
   generate: async () => (await import('../ingest/generate/cli.js')).generateCommand,
   keys: async () => (await import('./commands/keys.js')).keysCommand,
   demo: async () => (await import('./commands/demo.js')).demoCommand,

@@ -17,6 +17,13 @@ const EnvSchema = z.object({
     .default('pm_'),
   /** Book snapshot cadence in seconds (plus one at every venue `book` message). */
   PMLAKE_SNAPSHOT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /**
+   * How long files a newer lake version retired stay on disk (src/lake/versions.ts): longer than the longest
+   * request, so a download that resolved the older version can read all of it.
+   */
+  PMLAKE_LAKE_GRACE_SECONDS: z.coerce.number().int().min(0).max(30 * 86_400).default(86_400),
+  /** An ingest compacts a partition once it holds more than this many small files; 0 never (`pmlake compact`). */
+  PMLAKE_COMPACT_SMALL_FILES: z.coerce.number().int().min(0).max(10_000).default(16),
   /** DuckDB resources: a 2-core machine by default. */
   PMLAKE_DUCKDB_THREADS: z.coerce.number().int().min(1).max(256).optional(),
   PMLAKE_DUCKDB_MEMORY: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i).default('4GB'),
@@ -86,6 +93,8 @@ export type Config = {
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   keyPrefix: string;
   snapshotSeconds: number;
+  lakeGraceSeconds: number;
+  compactSmallFiles: number;
   duckdbThreads: number | undefined;
   duckdbMemory: string;
   s3: {
@@ -132,6 +141,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     keyPrefix: e.PMLAKE_KEY_PREFIX,
     snapshotSeconds: e.PMLAKE_SNAPSHOT_SECONDS,
+    lakeGraceSeconds: e.PMLAKE_LAKE_GRACE_SECONDS,
+    compactSmallFiles: e.PMLAKE_COMPACT_SMALL_FILES,
     duckdbThreads: e.PMLAKE_DUCKDB_THREADS,
     duckdbMemory: e.PMLAKE_DUCKDB_MEMORY,
     s3: Object.freeze({

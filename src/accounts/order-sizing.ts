@@ -1,8 +1,7 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import type { DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
-import { DATASETS, datasetGlob, type DatasetName } from '../lake/layout.js';
-import { sqlString, withConnection, type Query } from '../lake/duckdb.js';
+import type { DatasetName } from '../lake/layout.js';
+import { withConnection, type Query } from '../lake/duckdb.js';
+import { datasetSource, hasFiles } from '../lake/runner.js';
 
 /**
  * Row counts for legacy order items, read from the lake: the rows the item's download would return, times
@@ -33,7 +32,7 @@ function ts(iso: string): string {
 export function catalogCountQuery(lakeDir: string, sel: ItemSelector): Query {
   const where = 'marketId' in sel ? 'id = $sel' : 'series_id = $sel';
   return {
-    sql: `SELECT count(*) AS n FROM read_parquet(${sqlString(datasetGlob(lakeDir, 'markets'))}) WHERE ${where}`,
+    sql: `SELECT count(*) AS n FROM ${datasetSource(lakeDir, 'markets')} WHERE ${where}`,
     params: { sel: 'marketId' in sel ? sel.marketId : sel.seriesId },
   };
 }
@@ -48,7 +47,7 @@ export function itemRowsQuery(
 ): Query {
   const src = SOURCES[t];
   const params: Record<string, DuckDBValue> = { sel: 'marketId' in sel ? sel.marketId : sel.seriesId };
-  const tokens = `SELECT unnest(outcome_token_ids) FROM read_parquet(${sqlString(datasetGlob(lakeDir, 'markets'))}) WHERE ${'marketId' in sel ? 'id' : 'series_id'} = $sel`;
+  const tokens = `SELECT unnest(outcome_token_ids) FROM ${datasetSource(lakeDir, 'markets')} WHERE ${'marketId' in sel ? 'id' : 'series_id'} = $sel`;
   const where = [`${src.token} IN (${tokens})`];
   if (w.start) {
     where.push(`${src.time} >= CAST($start AS TIMESTAMP)`);
@@ -58,21 +57,13 @@ export function itemRowsQuery(
     where.push(`${src.time} < CAST($end AS TIMESTAMP)`);
     params.end = ts(w.end);
   }
-  const from = `read_parquet(${sqlString(datasetGlob(lakeDir, src.dataset))}, hive_partitioning = true)`;
+  const from = datasetSource(lakeDir, src.dataset);
   if (t === 'ohlcv') {
     // Candles are stored per minute: count the non-empty buckets of the ordered timeframe.
     params.step_s = TIMEFRAME_SECONDS[timeframe];
     return { sql: `SELECT count(DISTINCT (token_id, epoch(bucket) // $step_s)) AS n FROM ${from} WHERE ${where.join(' AND ')}`, params };
   }
   return { sql: `SELECT count(*) AS n FROM ${from} WHERE ${where.join(' AND ')}`, params };
-}
-
-/** Whether any Parquet file of a data set exists yet (DuckDB errors on an empty glob). */
-export function hasFiles(lakeDir: string, name: DatasetName): boolean {
-  const dir = path.join(lakeDir, DATASETS[name].dir);
-  if (DATASETS[name].partition === 'none') return fs.existsSync(path.join(dir, 'data.parquet'));
-  if (!fs.existsSync(dir)) return false;
-  return fs.readdirSync(dir, { withFileTypes: true }).some((p) => p.isDirectory() && fs.readdirSync(path.join(dir, p.name)).some((f) => f.endsWith('.parquet')));
 }
 
 export async function countRows(db: DuckDBInstance, q: Query): Promise<number> {

@@ -1,3 +1,5 @@
+import { DuckDBListValue } from '@duckdb/node-api';
+import { currentFiles } from '../lake/versions.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,13 +80,13 @@ export async function demoCommand(_args: string[]): Promise<number> {
 
 /** The market with the most trades, so the printed curl line returns candles. */
 async function busiestMarket(ctx: { db: import('@duckdb/node-api').DuckDBInstance; config: Config }): Promise<string | null> {
-  const file = path.join(ctx.config.lakeDir, 'catalog', 'markets', 'data.parquet');
-  if (!fs.existsSync(file)) return null;
+  const files = currentFiles(ctx.config.lakeDir, 'markets');
+  if (files.length === 0) return null;
   const conn = await ctx.db.connect();
   try {
     const reader = await conn.runAndReadAll(
-      'SELECT id FROM read_parquet($f) WHERE trade_count > 0 ORDER BY trade_count DESC, id LIMIT 1',
-      { f: file },
+      'SELECT id FROM read_parquet($f::VARCHAR[]) WHERE trade_count > 0 ORDER BY trade_count DESC, id LIMIT 1',
+      { f: new DuckDBListValue(files) },
     );
     const row = reader.getRowObjectsJS()[0];
     return row ? String(row.id) : null;

@@ -9,6 +9,7 @@ import { createOrGetExport, expireExport, failExport, getExport, jobsWithStatus,
 import { discardRecordedUpload, sweepExports } from './cleanup.js';
 import { checkLink, loadLinkSecret, signLink } from './links.js';
 import { LocalObjectStore, type LocalObject } from './local-store.js';
+import { withLakeVersions } from '../lake/versions.js';
 import { runExport, type ExportSpec, type Slot } from './run.js';
 import type { ObjectStore } from './store.js';
 
@@ -162,7 +163,8 @@ export class ExportService {
       discardOrphan: (job: { id: string; object_key: string | null; upload_id: string | null }) => this.discardOrphan(job),
       deleteObject: (key: string) => this.deleteObject(key),
     };
-    void this.queue.add(() => runExport(deps, id)).catch((err: unknown) => this.ctx.log.error({ err, job: id }, 'export job crashed'));
+    // One lake version per job, resolved when it starts (src/lake/versions.ts).
+    void this.queue.add(() => withLakeVersions(() => runExport(deps, id))).catch((err: unknown) => this.ctx.log.error({ err, job: id }, 'export job crashed'));
   }
 
   private expireDue(): void {

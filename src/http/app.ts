@@ -6,6 +6,7 @@ import type { Route } from './route.js';
 import { assertJsonDepth } from './body-limits.js';
 import { Admission } from './admission.js';
 import { routes } from './routes.js';
+import { currentVersion, withLakeVersions } from '../lake/versions.js';
 import { createRateLimiters, type Limiter, type RateLimiters } from './ratelimit.js';
 import { requestCounterFor, type RequestCounter } from '../accounts/requests.js';
 
@@ -58,7 +59,8 @@ export function createApp(ctx: AppContext, table: Route[] = routes): Express {
   });
 
   app.get('/health', (_req, res) => {
-    res.json({ status: 'ok', version: '1.0.0' });
+    const lake = currentVersion(ctx.config.lakeDir);
+    res.json({ status: 'ok', version: '1.0.0', lake_version: lake.version, lake_published_at: lake.publishedAt });
   });
 
   const limiters = ctx.config.rateLimits ? createRateLimiters() : null;
@@ -161,7 +163,8 @@ function handlerFor(ctx: AppContext, route: Route) {
     if (route.params) res.locals.params = parse('path', route.params, req.params);
     if (route.query) res.locals.query = parse('query', route.query, req.query);
     if (route.body) res.locals.body = parse('body', route.body, req.body ?? {});
-    const out = await route.handler(req, res, ctx);
+    // One lake version for the whole request (src/lake/versions.ts): every statement it builds reads its files.
+    const out = await withLakeVersions(() => route.handler(req, res, ctx));
     if (out !== undefined && !res.headersSent) res.status(route.status ?? 200).json(out);
   };
 }

@@ -1,7 +1,7 @@
 import type { DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
-import { hasFiles } from '../accounts/order-sizing.js';
-import { datasetGlob, type DatasetName } from '../lake/layout.js';
-import { sqlString, withConnection } from '../lake/duckdb.js';
+import { datasetSource, hasFiles } from '../lake/runner.js';
+import type { DatasetName } from '../lake/layout.js';
+import { withConnection } from '../lake/duckdb.js';
 import { StampedCache } from '../lake/stamp.js';
 import type { Route } from './route.js';
 
@@ -24,7 +24,7 @@ const num = (v: DuckDBValue | undefined) => (v === null || v === undefined ? 0 :
 const iso = (ms: DuckDBValue | undefined) => (ms === null || ms === undefined ? null : new Date(Number(ms as number | bigint)).toISOString());
 
 function from(lakeDir: string, name: DatasetName): string {
-  return `read_parquet(${sqlString(datasetGlob(lakeDir, name))}, hive_partitioning = true)`;
+  return datasetSource(lakeDir, name);
 }
 
 export async function computeStats(db: DuckDBInstance, lakeDir: string): Promise<Stats> {

@@ -1,5 +1,3 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import {
   DuckDBArrayValue,
   DuckDBDateValue,
@@ -12,7 +10,8 @@ import {
   type DuckDBInstance,
   type DuckDBValue,
 } from '@duckdb/node-api';
-import { DATASETS, datasetGlob, partitionDir, type DatasetDef, type DatasetName } from './layout.js';
+import { DATASETS, type DatasetDef, type DatasetName } from './layout.js';
+import { lakeVersion, type LakeVersion } from './versions.js';
 import { sqlIdent, sqlString, withConnection, type Query } from './duckdb.js';
 
 /**
@@ -148,82 +147,70 @@ export type Lake = {
   /** Whether candles_1h covers every month candles_1m does (a lake ingested before it existed does not). */
   hourlyCandles?(): boolean;
   /**
-   * Only these partitions' files (those that exist), listed explicitly. Builders still filter on the partition
-   * column, so the answer is the same as from `from`; what it saves is DuckDB expanding the data set's glob and
-   * filtering its Hive paths at bind time: ~1.3 ms per statement over 90 daily l2 partitions, ~0.15 ms for one file.
+   * Only these partitions' files, listed explicitly. Builders still filter on the partition column, so the
+   * answer is the same as from `from`; what it saves is DuckDB listing and filtering every file of the data set
+   * at bind time: ~1.3 ms per statement over 90 daily l2 partitions, ~0.15 ms for one file.
    */
   partitions?(name: DatasetName, values: readonly string[]): string;
 };
 
 /**
- * Sources over a lake directory. A data set with files is read with `read_parquet` (Hive partitions as
- * VARCHAR columns `month` / `date`, so partition pruning compares strings); a data set with no file yet is an
- * empty relation with the same columns, so an empty lake answers `[]` rather than a DuckDB "no files" error.
+ * Sources over one version of a lake (src/lake/versions.ts): the version pinned for this request, else the
+ * current one, read once here so every statement built from it reads exactly that version's files. A data set
+ * with files is read with `read_parquet` over its file list (Hive partitions as VARCHAR columns `month` /
+ * `date`, so partition pruning compares strings); a data set with no file yet is an empty relation with the
+ * same columns, so an empty lake answers `[]` rather than a DuckDB "no files" error.
  */
-export function lakeSources(lakeDir: string): Lake {
+export function lakeSources(lakeDir: string): Lake & { version: LakeVersion } {
+  const v = lakeVersion(lakeDir);
   return {
-    from: (name) => datasetSource(lakeDir, name),
+    version: v,
+    from: (name) => versionSource(v, name),
     hourlyCandles: () => {
-      const hours = new Set(partitionValues(lakeDir, 'candles_1h'));
-      return partitionValues(lakeDir, 'candles_1m').every((m) => hours.has(m));
+      const hours = new Set(v.partitionValues('candles_1h'));
+      return v.partitionValues('candles_1m').every((m) => hours.has(m));
     },
     partitions: (name, values) => partitionSource(lakeDir, name, values),
   };
 }
 
-/** `read_parquet` over the given partitions' files that exist, with the same Hive column as the glob source. */
+/** `read_parquet` over the given partitions' files, with the same Hive column as the whole data set's source. */
 export function partitionSource(lakeDir: string, name: DatasetName, values: readonly string[]): string {
+  const v = lakeVersion(lakeDir);
   const def: DatasetDef = DATASETS[name];
-  if (def.partition === 'none') return datasetSource(lakeDir, name);
+  if (def.partition === 'none') return versionSource(v, name);
   // Values are partition names this code computed (dates, months); anything else names no partition.
-  const files = [...new Set(values)]
-    .filter((v) => /^[0-9]{4}-[0-9]{2}(-[0-9]{2})?$/.test(v))
-    .sort()
-    .map((v) => path.join(partitionDir(lakeDir, name, v), 'data.parquet'))
-    .filter((f) => fs.existsSync(f));
-  if (files.length === 0) return emptyRelation(def);
-  return `read_parquet([${files.map(sqlString).join(', ')}], hive_partitioning = true, hive_types_autocast = false)`;
+  const wanted = [...new Set(values)].filter((x) => /^[0-9]{4}-[0-9]{2}(-[0-9]{2})?$/.test(x));
+  return readFiles(def, v.partitionFiles(name, wanted));
 }
 
 export function datasetSource(lakeDir: string, name: DatasetName): string {
-  const def: DatasetDef = DATASETS[name];
-  const glob = datasetGlob(lakeDir, name);
-  if (!hasFiles(lakeDir, name)) return emptyRelation(def);
-  if (def.partition === 'none') return `read_parquet(${sqlString(glob)})`;
-  return `read_parquet(${sqlString(glob)}, hive_partitioning = true, hive_types_autocast = false)`;
+  return versionSource(lakeVersion(lakeDir), name);
+}
+
+function versionSource(v: LakeVersion, name: DatasetName): string {
+  return readFiles(DATASETS[name], v.files(name));
+}
+
+function readFiles(def: DatasetDef, files: readonly string[]): string {
+  if (files.length === 0) return emptyRelation(def);
+  const list = `[${files.map(sqlString).join(', ')}]`;
+  if (def.partition === 'none') return `read_parquet(${list})`;
+  return `read_parquet(${list}, hive_partitioning = true, hive_types_autocast = false)`;
 }
 
 export function hasFiles(lakeDir: string, name: DatasetName): boolean {
-  return dataFiles(lakeDir, name).length > 0;
+  return lakeVersion(lakeDir).hasFiles(name);
 }
 
-/** Every Parquet file of a data set (partition order), skipping temporary files of a running ingest. */
+/** Every Parquet file of a data set in the reader's version (partition order). */
 export function dataFiles(lakeDir: string, name: DatasetName): string[] {
-  const def: DatasetDef = DATASETS[name];
-  const dir = path.join(lakeDir, def.dir);
-  if (def.partition === 'none') {
-    const f = path.join(dir, 'data.parquet');
-    return fs.existsSync(f) ? [f] : [];
-  }
-  let parts: string[];
-  try {
-    parts = fs.readdirSync(dir).filter((d) => d.startsWith(`${def.partition}=`)).sort();
-  } catch {
-    return [];
-  }
-  const files: string[] = [];
-  for (const p of parts) {
-    const f = path.join(dir, p, 'data.parquet');
-    if (fs.existsSync(f)) files.push(f);
-  }
-  return files;
+  return lakeVersion(lakeDir).files(name);
 }
 
-/** Partition values present on disk, e.g. ['2025-01', '2025-02'] for trades. */
+/** Partition values that hold files, e.g. ['2025-01', '2025-02'] for trades. */
 export function partitionValues(lakeDir: string, name: DatasetName): string[] {
-  const def: DatasetDef = DATASETS[name];
-  const prefix = `${def.partition}=`;
-  return dataFiles(lakeDir, name).map((f) => path.basename(path.dirname(f)).slice(prefix.length));
+  return lakeVersion(lakeDir).partitionValues(name);
 }
 
 function emptyRelation(def: DatasetDef): string {
@@ -235,27 +222,31 @@ function emptyRelation(def: DatasetDef): string {
 // ---------------------------------------------------------------------------------------------------------
 // Parquet metadata: bytes per row of a data set, for size estimates.
 
-type SizeInfo = { key: string; rows: number; bytes: number };
-const sizeCache = new Map<string, SizeInfo>();
+const sizeCache = new Map<string, { key: string; perRow: number }>();
 
 /**
- * Average stored bytes per row of a data set: file sizes over the row counts in the Parquet footers
- * (`parquet_file_metadata` reads only footers). Cached per lake and data set until a file changes.
+ * Average stored bytes per row of a data set: file sizes over row counts, both in the version's manifest (an
+ * adopted file's rows are read from its footer, `parquet_file_metadata` reads only footers). Cached per lake
+ * and data set until its file list changes (files are immutable: the list is the content).
  */
 export async function datasetBytesPerRow(db: DuckDBInstance, lakeDir: string, name: DatasetName): Promise<number> {
-  const files = dataFiles(lakeDir, name);
-  if (files.length === 0) return 0;
-  const stats = files.map((f) => fs.statSync(f));
-  const key = files.map((f, i) => `${f}:${stats[i]!.mtimeMs}:${stats[i]!.size}`).join('|');
-  const cacheKey = `${lakeDir}\u0000${name}`;
-  let info = sizeCache.get(cacheKey);
-  if (!info || info.key !== key) {
+  const v = lakeVersion(lakeDir);
+  const entries = v.entries(name);
+  if (entries.length === 0) return 0;
+  const key = v.setKey(name);
+  const cacheKey = `${v.lakeDir}\u0000${name}`;
+  const hit = sizeCache.get(cacheKey);
+  if (hit && hit.key === key) return hit.perRow;
+  let rows = entries.reduce((s, e) => s + e.rows, 0);
+  if (entries.some((e) => e.rows < 0)) {
     const row = await runOne(db, {
-      sql: `SELECT coalesce(sum(num_rows), 0) AS rows FROM parquet_file_metadata(${sqlString(datasetGlob(lakeDir, name))})`,
+      sql: `SELECT coalesce(sum(num_rows), 0) AS rows FROM parquet_file_metadata([${v.files(name).map(sqlString).join(', ')}])`,
       params: {},
     });
-    info = { key, rows: Number(row?.rows ?? 0), bytes: stats.reduce((s, st) => s + st.size, 0) };
-    sizeCache.set(cacheKey, info);
+    rows = Number(row?.rows ?? 0);
   }
-  return info.rows > 0 ? info.bytes / info.rows : 0;
+  const bytes = entries.reduce((s, e) => s + e.bytes, 0);
+  const perRow = rows > 0 ? bytes / rows : 0;
+  sizeCache.set(cacheKey, { key, perRow });
+  return perRow;
 }

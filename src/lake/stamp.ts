@@ -1,37 +1,14 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { DATASETS } from './layout.js';
+import { lakeVersion, SET_NAMES } from './versions.js';
 
 /**
- * A cheap change stamp of the lake, until the lake has real versions: the ingest ledger (every landed batch
- * appends to it after its files are renamed into place, ingest/ledger.ts) and the catalogue files (rewritten
- * when their rows change), each by inode, mtime and size. Answers derived from the lake as a whole — market_id
- * resolution, the raw data-set catalogue, series, stats — are cached under it. A batch's data is visible a
- * moment before its ledger line: an answer computed in that moment is cached under the old stamp and replaced
- * once the line lands.
+ * The lake's change stamp: its version (src/lake/versions.ts), the request's pinned one. Answers derived from
+ * the lake as a whole — market_id resolution, the raw data-set catalogue, series, stats — are cached under it;
+ * a published batch is a new version, so every such answer follows it at once and never mixes two.
  */
-const LEDGER = path.join('_ingest', 'ledger.jsonl');
-const WATCHED = [LEDGER, ...(['markets', 'tokens', 'series'] as const).map((n) => path.join(DATASETS[n].dir, 'data.parquet'))];
-
-/** The files are stat'ed at most this often per lake: four stat calls per request showed in the profile. */
-const TTL_MS = 500;
-const checked = new Map<string, { at: number; stamp: string }>();
-
-export function lakeStamp(lakeDir: string, now: number = Date.now()): string {
-  const hit = checked.get(lakeDir);
-  if (hit && now - hit.at < TTL_MS) return hit.stamp;
-  const parts: string[] = [lakeDir];
-  for (const f of WATCHED) {
-    try {
-      const st = fs.statSync(path.join(lakeDir, f));
-      parts.push(`${st.ino}:${st.mtimeMs}:${st.size}`);
-    } catch {
-      parts.push('-');
-    }
-  }
-  const stamp = parts.join('|');
-  checked.set(lakeDir, { at: now, stamp });
-  return stamp;
+export function lakeStamp(lakeDir: string): string {
+  const v = lakeVersion(lakeDir);
+  // Version 0 (a lake from before versions) is listed from its directories: its file list is its identity.
+  return v.version > 0 ? `${v.lakeDir}|v${v.version}` : `${v.lakeDir}|v0|${SET_NAMES.map((n) => v.setKey(n)).join('|')}`;
 }
 
 /**

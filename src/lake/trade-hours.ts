@@ -1,7 +1,5 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import type { DuckDBInstance } from '@duckdb/node-api';
-import { partitionDir } from './layout.js';
+import { lakeVersion } from './versions.js';
 import { partitionSource, runQuery } from './runner.js';
 import { tradeHoursQuery } from '../query/trades.js';
 import type { HourCount, PartitionHours } from '../query/trade-plan.js';
@@ -9,32 +7,21 @@ import type { HourCount, PartitionHours } from '../query/trade-plan.js';
 /**
  * Each token's trades per hour of each month partition, as src/query/trade-plan.ts needs them: the lake does
  * not store per-token counts per partition (the catalogue keeps one total per market), so they are counted
- * from the partition file once — one scan of the token's rows, which the file's sort order confines to its
- * row groups — and kept per file version (inode, mtime, size: ingest writes a new file and renames it over the
- * old, so a landed batch is a new key). Counts with a `side` filter are kept apart (three variants at most).
+ * from the partition's files once — one scan of the token's rows, which the files' sort order confines to their
+ * row groups — and kept per partition file list (files are immutable, so a landed batch is a new list).
+ * Counts with a `side` filter are kept apart (three variants at most).
  */
-export type TradePartition = { month: string; file: string; version: string };
+export type TradePartition = { month: string; version: string };
 
-/** The trades partition files that exist, newest first, with their versions. */
+/** The trades partitions of the reader's lake version, newest first, each with its file list as version. */
 export function tradePartitions(lakeDir: string): TradePartition[] {
-  const dir = path.dirname(partitionDir(lakeDir, 'trades', '0000-00'));
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir).filter((d) => /^month=[0-9]{4}-[0-9]{2}$/.test(d));
-  } catch {
-    return [];
+  const v = lakeVersion(lakeDir);
+  const files = new Map<string, string[]>();
+  for (const e of v.entries('trades')) {
+    if (e.partition === null || !/^[0-9]{4}-[0-9]{2}$/.test(e.partition)) continue;
+    files.set(e.partition, [...(files.get(e.partition) ?? []), e.path]);
   }
-  const out: TradePartition[] = [];
-  for (const n of names.sort().reverse()) {
-    const file = path.join(dir, n, 'data.parquet');
-    try {
-      const st = fs.statSync(file);
-      out.push({ month: n.slice('month='.length), file, version: `${st.ino}:${st.mtimeMs}:${st.size}` });
-    } catch {
-      // a partition directory without its file (never left by ingest): nothing to read
-    }
-  }
-  return out;
+  return [...files.keys()].sort().reverse().map((month) => ({ month, version: files.get(month)!.join('|') }));
 }
 
 /**
@@ -46,7 +33,7 @@ type Hours = { hour: BigInt64Array; rows: Uint32Array };
 const cache = new Map<string, Promise<Hours>>();
 
 function hoursOf(db: DuckDBInstance, lakeDir: string, p: TradePartition, token: string, side: string | undefined): Promise<Hours> {
-  const key = `${p.file}\u0000${p.version}\u0000${token}\u0000${side ?? ''}`;
+  const key = `${lakeDir}\u0000${p.version}\u0000${token}\u0000${side ?? ''}`;
   let hit = cache.get(key);
   if (hit) {
     // Refresh its place: the map's order is the eviction order (least recently used first).

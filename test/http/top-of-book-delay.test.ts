@@ -2,6 +2,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mergeIntoPartitions } from '../../ingest/partitions.js';
+import { VersionDraft } from '../../ingest/versions.js';
 import { columnDdl } from '../../src/lake/layout.js';
 import { PLANS } from '../../src/accounts/plans.js';
 import type { RunningServer } from '../../src/server.js';
@@ -35,6 +36,8 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
     const db = await DuckDBInstance.create(':memory:', { threads: '2' });
     const conn = await db.connect();
     await conn.run(`SET TimeZone = 'UTC'`);
+    // Everything lands in one lake version, as an ingest batch would land it.
+    const draft = new VersionDraft(lakeDir);
     await conn.run(`CREATE TEMP TABLE stg_markets (${columnDdl('markets')})`);
     await conn.run(
       `INSERT INTO stg_markets BY NAME SELECT $id AS id, false AS id_derived, $cid AS condition_id, 'Will the delay hold?' AS question,
@@ -42,10 +45,10 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
          0::BIGINT AS orderbook_count`,
       { id: MARKET_ID, cid: CONDITION, yes: TOKEN_YES, no: TOKEN_NO },
     );
-    await mergeIntoPartitions(conn, lakeDir, 'markets', 'stg_markets');
+    await mergeIntoPartitions(conn, draft, 'markets', 'stg_markets');
     await conn.run(`CREATE TEMP TABLE stg_tokens (${columnDdl('tokens')})`);
     await conn.run(`INSERT INTO stg_tokens VALUES ($yes, $id, $cid, 0, 'Yes'), ($no, $id, $cid, 1, 'No')`, { yes: TOKEN_YES, no: TOKEN_NO, id: MARKET_ID, cid: CONDITION });
-    await mergeIntoPartitions(conn, lakeDir, 'tokens', 'stg_tokens');
+    await mergeIntoPartitions(conn, draft, 'tokens', 'stg_tokens');
 
     await conn.run(`CREATE TEMP TABLE stg_tob (${columnDdl('top_of_book')})`);
     const rows: [string, number][] = [...AGES.map((a) => [TOKEN_YES, a] as [string, number]), [TOKEN_NO, 2]];
@@ -59,7 +62,7 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
         { us: BigInt(ms) * 1000n, cid: CONDITION, token, seq },
       );
     }
-    await mergeIntoPartitions(conn, lakeDir, 'top_of_book', 'stg_tob');
+    await mergeIntoPartitions(conn, draft, 'top_of_book', 'stg_tob');
 
     // Two stored books of the YES token: 30 minutes old (best bid 0.30) and 5 minutes old (best bid 0.55).
     await conn.run(`CREATE TEMP TABLE stg_books (${columnDdl('book_snapshots')})`);
@@ -71,7 +74,8 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
         { us: BigInt(ms) * 1000n, cid: CONDITION, token: TOKEN_YES, seq: (BigInt(ms) * 1_000_000n).toString(), bid },
       );
     }
-    await mergeIntoPartitions(conn, lakeDir, 'book_snapshots', 'stg_books');
+    await mergeIntoPartitions(conn, draft, 'book_snapshots', 'stg_books');
+    draft.publish('ingest', {}, []);
     conn.closeSync();
     db.closeSync();
 
