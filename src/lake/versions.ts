@@ -13,8 +13,8 @@ import { DATASETS, type DatasetDef, type DatasetName } from './layout.js';
  * A reader resolves a version once (`lakeVersion`), and within `withLakeVersions` every later call for the
  * same lake returns that same version, so one request never mixes two.
  *
- * A lake written before versions existed (one `data.parquet` per partition, no `_versions/`) is read as
- * version 0, listed from the directories; the first ingest or compaction adopts those files into version 1.
+ * A lake written before versions existed (Parquet files in Hive partition directories, no `_versions/`) is
+ * read as version 0, listed from the directories; the first ingest or compaction adopts those files into version 1.
  */
 
 /** The catalogue's record stores (ingest/catalog.ts): versioned like data sets, but not part of the API. */
@@ -189,18 +189,27 @@ export function currentFiles(lakeDir: string, name: SetName): string[] {
 // ---------------------------------------------------------------------------------------------------------
 // Version 0: a lake from before versions, listed from its directories.
 
-/** The files of an unversioned lake: each partition's `data.parquet`, each catalogue `data.parquet`. */
+/**
+ * The files of an unversioned lake: every `*.parquet` of each partition directory (the old ingest wrote one
+ * `data.parquet`; its temporary files did not end in `.parquet`) and of each catalogue directory.
+ */
 export function legacyManifest(lakeDir: string): Manifest {
   const sets: Partial<Record<SetName, FileEntry[]>> = {};
+  const parquet = (rel: string): string[] => {
+    try {
+      return fs.readdirSync(path.join(lakeDir, rel), { withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith('.parquet')).map((e) => e.name).sort();
+    } catch {
+      return [];
+    }
+  };
   for (const name of SET_NAMES) {
     const dir = setDir(name);
     const kind = setPartition(name);
     const entries: FileEntry[] = [];
     const add = (rel: string, partition: string | null): void => {
-      const st = fs.statSync(path.join(lakeDir, rel), { throwIfNoEntry: false });
-      if (st?.isFile()) entries.push({ path: rel, partition, rows: -1, bytes: st.size });
+      entries.push({ path: rel, partition, rows: -1, bytes: fs.statSync(path.join(lakeDir, rel)).size });
     };
-    if (kind === 'none') add(`${dir}/data.parquet`, null);
+    if (kind === 'none') for (const f of parquet(dir)) add(`${dir}/${f}`, null);
     else {
       let parts: string[] = [];
       try {
@@ -208,7 +217,7 @@ export function legacyManifest(lakeDir: string): Manifest {
       } catch {
         // no directory: no files
       }
-      for (const p of parts) add(`${dir}/${p}/data.parquet`, p.slice(kind.length + 1));
+      for (const p of parts) for (const f of parquet(`${dir}/${p}`)) add(`${dir}/${p}/${f}`, p.slice(kind.length + 1));
     }
     if (entries.length > 0) sets[name] = entries;
   }

@@ -1,3 +1,4 @@
+import { currentFiles, SET_NAMES, setDir } from '../../src/lake/versions.js';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { generate } from '../../ingest/generate/index.js';
@@ -73,10 +74,12 @@ export async function buildQueryLake(opts: { markets?: number; days?: number; se
   };
 }
 
-/** The lake's files of a data set, for the tests' own read_parquet. */
+/** The current lake version's files of a data set (by directory), as a list for the tests' own read_parquet. */
 export function glob(lakeDir: string, dir: string): string {
-  return `'${path.join(lakeDir, dir, '*', '*.parquet')}'`;
+  const name = SET_NAMES.find((n) => setDir(n) === dir);
+  if (!name) throw new Error(`no data set in ${dir}`);
+  return `[${currentFiles(lakeDir, name).map((f) => `'${f}'`).join(', ')}]`;
 }
 export function catalog(lakeDir: string, name: string): string {
-  return `'${path.join(lakeDir, 'catalog', name, 'data.parquet')}'`;
+  return glob(lakeDir, `catalog/${name}`);
 }

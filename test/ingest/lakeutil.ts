@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { lakeRows } from './oracle.js';
+import { currentVersion, SET_NAMES, setDir } from '../../src/lake/versions.js';
 
 /** Every file under a directory with its size and mtime (to show files were left untouched). */
 export function listing(dir: string): Record<string, string> {
@@ -20,16 +21,11 @@ export function listing(dir: string): Record<string, string> {
   return out;
 }
 
-/** Parquet files of the lake grouped by data-set directory (catalog/markets, l2, ...). */
+/** The current version's Parquet files grouped by data-set directory (catalog/markets, l2, ...). */
 export function datasetsOf(lake: string): Map<string, string[]> {
   const out = new Map<string, string[]>();
-  for (const f of Object.keys(listing(lake))) {
-    if (!f.endsWith('.parquet')) continue;
-    const parts = f.split(path.sep);
-    const i = parts.findIndex((p) => p.includes('=') || p === 'data.parquet');
-    const ds = parts.slice(0, i).join('/');
-    out.set(ds, [...(out.get(ds) ?? []), path.join(lake, f)]);
-  }
+  const v = currentVersion(lake);
+  for (const name of SET_NAMES) if (v.hasFiles(name)) out.set(setDir(name), v.files(name));
   return out;
 }
 
