@@ -7,6 +7,7 @@ import { activeCopies, fifoRoot } from '../src/lake/stream.js';
 import { makeS3Client } from '../src/s3/client.js';
 import { startLocalS3 } from '../src/s3/local.js';
 import { buildDownloadsLake, type DlLake } from './helpers/downloads-lake.js';
+import { files } from './helpers/lake-files.js';
 
 /**
  * Exports end to end against a real s3rver on loopback: submit, poll, fetch the presigned link twice without
@@ -37,8 +38,8 @@ function pulls(userId: string): { kind: string; status: string; bytes: number | 
 beforeAll(async () => {
   L = await buildDownloadsLake({ seed: 5 });
   const m = (await L.rows(
-    `SELECT m.id, m.outcome_token_ids AS toks, count(*) n FROM read_parquet('${path.join(L.lakeDir, 'catalog/markets/data.parquet')}') m
-     JOIN read_parquet('${path.join(L.lakeDir, 'trades/*/*.parquet')}') t ON list_contains(m.outcome_token_ids, t.token_id) GROUP BY ALL ORDER BY n DESC LIMIT 1`,
+    `SELECT m.id, m.outcome_token_ids AS toks, count(*) n FROM read_parquet(${files(L.lakeDir, 'catalog/markets')}) m
+     JOIN read_parquet(${files(L.lakeDir, 'trades')}) t ON list_contains(m.outcome_token_ids, t.token_id) GROUP BY ALL ORDER BY n DESC LIMIT 1`,
   ))[0]!;
   marketId = String(m.id);
   tokens = m.toks as string[];
@@ -83,7 +84,7 @@ describe('exports', () => {
     fs.writeFileSync(f, bodies[0]!);
     const got = await L.rows(`SELECT id FROM read_parquet('${f}')`);
     const want = await L.rows(
-      `SELECT id FROM read_parquet('${path.join(L.lakeDir, 'trades/*/*.parquet')}') WHERE token_id IN (${tokens.map((t) => `'${t}'`).join(',')})
+      `SELECT id FROM read_parquet(${files(L.lakeDir, 'trades')}) WHERE token_id IN (${tokens.map((t) => `'${t}'`).join(',')})
        ORDER BY list_position(${`[${tokens.map((t) => `'${t}'`).join(',')}]`}, token_id), ts, log_index, id`,
     );
     expect(got.map((r) => r.id)).toEqual(want.map((r) => r.id));

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDownloadsLake, parseCsv, type DlLake } from './helpers/downloads-lake.js';
+import { files } from './helpers/lake-files.js';
 
 /**
  * Options data: generator → real ingest (ingest/options.ts) → lake → /v1/download/options. Greeks are
@@ -41,7 +42,7 @@ function black76(F: number, K: number, T: number, sigma: number, call: boolean) 
 
 describe('options', () => {
   it('ingest parses instrument names into underlying, expiry (08:00 UTC), strike and type', async () => {
-    const rows = await L.rows(`SELECT instrument_name, underlying, expiry, strike, option_type FROM read_parquet('${path.join(L.lakeDir, 'options/*/*.parquet')}') LIMIT 200`);
+    const rows = await L.rows(`SELECT instrument_name, underlying, expiry, strike, option_type FROM read_parquet(${files(L.lakeDir, 'options')}) LIMIT 200`);
     expect(rows.length).toBeGreaterThan(0);
     for (const r of rows) {
       const [u, d, k, t] = String(r.instrument_name).split('-');

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDownloadsLake, parseCsv, type DlLake } from '../helpers/downloads-lake.js';
 import { readZip } from '../helpers/zip.js';
 import { activeCopies } from '../../src/lake/stream.js';
+import { files } from '../helpers/lake-files.js';
 
 /**
  * Every /v1/download/* endpoint over a lake built by the real generator and ingest, through the real server.
@@ -16,7 +17,7 @@ import { activeCopies } from '../../src/lake/stream.js';
 let L: DlLake;
 let market: { id: string; tokens: string[]; condition_id: string };
 const lakeGlob = (dir: string) => `'${path.join(L.lakeDir, dir, '*', '*.parquet')}'`;
-const catalog = (name: string) => `'${path.join(L.lakeDir, 'catalog', name, 'data.parquet')}'`;
+const catalog = (name: string) => files(L.lakeDir, `catalog/${name}`);
 
 type Trade = { id: string; token_id: string; ts: Date; log_index: number; block_number: number; price: number; size: number };
 

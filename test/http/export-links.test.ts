@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildDownloadsLake, type DlLake } from '../helpers/downloads-lake.js';
+import { files } from '../helpers/lake-files.js';
 
 /**
  * Export links on the default configuration (no PMLAKE_S3_ENDPOINT), through the real server (issue 11 item
@@ -52,8 +53,8 @@ let bytesA: Buffer;
 beforeAll(async () => {
   L = await buildDownloadsLake({ seed: 5, defaultStore: true });
   const m = (await L.rows(
-    `SELECT m.id, count(*) n FROM read_parquet('${path.join(L.lakeDir, 'catalog/markets/data.parquet')}') m
-     JOIN read_parquet('${path.join(L.lakeDir, 'trades/*/*.parquet')}') t ON list_contains(m.outcome_token_ids, t.token_id) GROUP BY ALL ORDER BY n DESC LIMIT 1`,
+    `SELECT m.id, count(*) n FROM read_parquet(${files(L.lakeDir, 'catalog/markets')}) m
+     JOIN read_parquet(${files(L.lakeDir, 'trades')}) t ON list_contains(m.outcome_token_ids, t.token_id) GROUP BY ALL ORDER BY n DESC LIMIT 1`,
   ))[0]!;
   marketId = String(m.id);
   userB = (L.srv.ctx.state.db.prepare(`SELECT id FROM users WHERE email = 'other@example.com'`).get() as { id: string }).id;

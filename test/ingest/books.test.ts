@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
 import { apply, csvMessages, d6, framesOf, lakeRows, replay, sorted, tempDir, type Book, type Msg } from './oracle.js';
+import { files } from '../helpers/lake-files.js';
 
 const FIX = path.resolve('test/fixtures/venue/ws');
 const tmp = tempDir('pmlake-books-');
@@ -17,7 +18,7 @@ type Row = Record<string, unknown>;
  */
 async function lakeBooksAtEnd(lake: string): Promise<Map<string, { bids: Level[]; asks: Level[] }>> {
   const snaps = await lakeRows(
-    `SELECT asset_id, seq::VARCHAR AS seq, bids, asks FROM read_parquet('${lake}/book_snapshots/*/*.parquet')
+    `SELECT asset_id, seq::VARCHAR AS seq, bids, asks FROM read_parquet(${files(lake, 'book_snapshots')})
      QUALIFY row_number() OVER (PARTITION BY asset_id ORDER BY seq DESC, reason) = 1`,
   );
   const out = new Map<string, { bids: Level[]; asks: Level[] }>();
@@ -26,7 +27,7 @@ async function lakeBooksAtEnd(lake: string): Promise<Map<string, { bids: Level[]
     for (const l of s.bids as Level[]) book.bids.set(l.price, l.size);
     for (const l of s.asks as Level[]) book.asks.set(l.price, l.size);
     const later = await lakeRows(
-      `SELECT seq::VARCHAR AS seq, side, price, size, is_snapshot FROM read_parquet('${lake}/l2/*/*.parquet')
+      `SELECT seq::VARCHAR AS seq, side, price, size, is_snapshot FROM read_parquet(${files(lake, 'l2')})
        WHERE asset_id = '${s.asset_id as string}' AND seq > ${s.seq as string} ORDER BY seq, level_idx`,
     );
     let lastSeq = '';
@@ -54,7 +55,7 @@ function expectedBooks(messages: Msg[]): Map<string, { bids: Level[]; asks: Leve
 
 async function topAtEnd(lake: string): Promise<Row[]> {
   return lakeRows(
-    `SELECT asset_id, best_bid, best_bid_size, best_ask, best_ask_size FROM read_parquet('${lake}/top_of_book/*/*.parquet')
+    `SELECT asset_id, best_bid, best_bid_size, best_ask, best_ask_size FROM read_parquet(${files(lake, 'top_of_book')})
      QUALIFY row_number() OVER (PARTITION BY asset_id ORDER BY seq DESC) = 1 ORDER BY asset_id`,
   );
 }
@@ -85,8 +86,8 @@ describe('book reconstruction equals an independent replay', () => {
 
     // Each `book` message yields a snapshot holding exactly its levels, best price first.
     const bookSnaps = await lakeRows(
-      `SELECT asset_id, hash, bids, asks FROM read_parquet('${lake}/book_snapshots/*/*.parquet') s
-       JOIN (SELECT DISTINCT asset_id, seq, hash FROM read_parquet('${lake}/l2/*/*.parquet') WHERE is_snapshot) USING (asset_id, seq)
+      `SELECT asset_id, hash, bids, asks FROM read_parquet(${files(lake, 'book_snapshots')}) s
+       JOIN (SELECT DISTINCT asset_id, seq, hash FROM read_parquet(${files(lake, 'l2')}) WHERE is_snapshot) USING (asset_id, seq)
        WHERE reason = 'book' ORDER BY seq`,
     );
     const books = messages.filter((m) => m.event_type === 'book');
@@ -113,7 +114,7 @@ describe('book reconstruction equals an independent replay', () => {
     // Interval snapshots: at boundary B the book holds every message received before B (receive time =
     // running max of venue time in arrival order), and one is written only if the book changed since the last.
     const snaps = await lakeRows(
-      `SELECT epoch_ms(ts) AS b, bids, asks FROM read_parquet('${lake}/book_snapshots/*/*.parquet') WHERE reason = 'interval' ORDER BY ts`,
+      `SELECT epoch_ms(ts) AS b, bids, asks FROM read_parquet(${files(lake, 'book_snapshots')}) WHERE reason = 'interval' ORDER BY ts`,
     );
     expect(snaps.length).toBeGreaterThan(50);
     const expected: { b: number; bids: Level[]; asks: Level[] }[] = [];
@@ -170,7 +171,7 @@ describe('book reconstruction equals an independent replay', () => {
     }
     for (const ds of ['book_snapshots', 'top_of_book', 'l2', 'raw']) {
       const q = (lake: string): Promise<Row[]> =>
-        lakeRows(`SELECT * EXCLUDE (date) FROM read_parquet('${lake}/${ds}/*/*.parquet', hive_partitioning = true) ORDER BY ALL`);
+        lakeRows(`SELECT * EXCLUDE (date) FROM read_parquet(${files(lake, ds)}, hive_partitioning = true) ORDER BY ALL`);
       const [a, b, c] = [await q(lakeA), await q(lakeB), await q(lakeC)];
       expect(a.length, ds).toBeGreaterThan(0);
       expect(c, `${ds} chunked`).toEqual(a);

@@ -4,6 +4,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { generate } from '../../ingest/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { expectedCandles, expectedTrades, query, tempDir } from './fills-oracle.js';
+import { currentFiles, currentVersion } from '../../src/lake/versions.js';
+import { VersionDraft } from '../../ingest/versions.js';
+import { files } from '../helpers/lake-files.js';
 
 const FILLS = path.resolve('test/fixtures/fills');
 // Three files whose trades share minutes (09:20 UTC on 2026-03-12), ingested one run at a time.
@@ -15,7 +18,7 @@ afterAll(() => tmp.cleanup());
 async function lakeCandles(lake: string, dataset: 'candles_1m' | 'candles_1h' = 'candles_1m') {
   return query(`SELECT token_id, strftime(bucket, '%Y-%m-%d %H:%M:%S') AS bucket, open, high, low, close, volume, usd_volume,
                        trade_count::INTEGER AS trade_count
-                FROM read_parquet('${lake}/${dataset}/*/*.parquet') ORDER BY token_id || strftime(bucket, '%Y-%m-%d %H:%M:%S')`);
+                FROM read_parquet(${files(lake, dataset)}) ORDER BY token_id || strftime(bucket, '%Y-%m-%d %H:%M:%S')`);
 }
 
 describe('candles_1m', () => {
@@ -40,24 +43,31 @@ describe('candles_1m', () => {
     await runIngest(FILES, { lakeDir: lake });
     const want = expectedCandles(FILES.flatMap(expectedTrades));
     expect(await lakeCandles(lake)).toEqual(want);
-    const dir = path.join(lake, 'candles_1m');
-    const files = fs.readdirSync(dir).map((p) => path.join(dir, p, 'data.parquet'));
-    const mtimes = files.map((f) => fs.statSync(f).mtimeMs);
+    const version = currentVersion(lake).version;
+    const lakeFiles = currentFiles(lake, 'candles_1m');
+    const mtimes = lakeFiles.map((f) => fs.statSync(f).mtimeMs);
     // Same trades under a new content hash: the recomputed candles equal the stored ones, so nothing is written.
     const copy = path.join(tmp.dir, 'copy.json');
     fs.writeFileSync(copy, `${fs.readFileSync(FILES[1]!, 'utf8')}\n`);
     const again = await runIngest([copy], { lakeDir: lake });
     expect(again.ingested).toBe(1);
     expect(again.rows_added.candles_1m ?? 0).toBe(0);
-    expect(files.map((f) => fs.statSync(f).mtimeMs)).toEqual(mtimes);
+    // Nothing changed, so no version was published and the candle files are the same files, untouched.
+    expect(again.versions_published).toEqual([]);
+    expect(currentVersion(lake).version).toBe(version);
+    expect(currentFiles(lake, 'candles_1m')).toEqual(lakeFiles);
+    expect(lakeFiles.map((f) => fs.statSync(f).mtimeMs)).toEqual(mtimes);
     expect(await lakeCandles(lake)).toEqual(want);
   });
 
   it('candles_1h: hours of generated trades equal the trades bucketed by hour; a lake without them is backfilled', async () => {
     const lake = path.join(tmp.dir, 'hourly');
     await runIngest(FILES, { lakeDir: lake });
-    // A lake from before candles_1h: its minute candles stay, its hourly files are gone.
-    fs.rmSync(path.join(lake, 'candles_1h'), { recursive: true, force: true });
+    // A lake from before candles_1h: its minute candles stay, its hourly files are gone (a version without them).
+    const old = new VersionDraft(lake);
+    old.retire('candles_1h', old.entries('candles_1h').map((e) => e.path));
+    old.publish('ingest', {}, []);
+    expect(currentFiles(lake, 'candles_1h')).toEqual([]);
     // Generated fills: other tokens, other months, many trades per hour.
     const gen = path.join(tmp.dir, 'gen');
     await generate({ markets: 6, days: 2, seed: 11, out: gen, workers: 0 });

@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
 import { derivedMarketId } from '../../ingest/catalog.js';
 import { md5Hex, query, tempDir } from './fills-oracle.js';
+import { files } from '../helpers/lake-files.js';
 
 /**
  * The catalogue merge: a market first seen on the tape, then described by a CLOB record (condition id in
@@ -34,8 +35,8 @@ function gammaMarket(updatedAt: string, volume: string): Record<string, unknown>
   };
 }
 
-const markets = () => query(`SELECT * FROM read_parquet('${lake}/catalog/markets/data.parquet')`);
-const tokens = () => query(`SELECT * FROM read_parquet('${lake}/catalog/tokens/data.parquet') ORDER BY token_id`);
+const markets = () => query(`SELECT * FROM read_parquet(${files(lake, 'catalog/markets')})`);
+const tokens = () => query(`SELECT * FROM read_parquet(${files(lake, 'catalog/tokens')}) ORDER BY token_id`);
 
 describe('catalogue merge', () => {
   let derivedId = '';
@@ -53,7 +54,7 @@ describe('catalogue merge', () => {
     expect(ts.every((t) => t.outcome_index === null)).toBe(true);
     const m = ms.find((x) => x.condition_id === CID)!;
     derivedId = String(m.id);
-    const [snap] = await query(`SELECT count(*) AS n FROM read_parquet('${lake}/book_snapshots/*/*.parquet')
+    const [snap] = await query(`SELECT count(*) AS n FROM read_parquet(${files(lake, 'book_snapshots')})
                                 WHERE asset_id IN ('${TOKS.join("','")}')`);
     expect(Number(m.orderbook_count)).toBe(Number(snap!.n));
     expect(Number(m.orderbook_count)).toBeGreaterThan(0);
@@ -63,7 +64,7 @@ describe('catalogue merge', () => {
   it('derived ids are the same in another lake', async () => {
     const other = path.join(tmp.dir, 'other');
     await runIngest([BOOKS], { lakeDir: other });
-    const [m] = await query(`SELECT id FROM read_parquet('${other}/catalog/markets/data.parquet') WHERE condition_id = '${CID}'`);
+    const [m] = await query(`SELECT id FROM read_parquet(${files(other, 'catalog/markets')}) WHERE condition_id = '${CID}'`);
     expect(m!.id).toBe(derivedId);
   });
 

@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runIngest, type IngestReport } from '../../ingest/run.js';
 import { derivedMarketId } from '../../ingest/catalog.js';
 import { d6, expectedTrades, md5Hex, query, tempDir, type Trade } from './fills-oracle.js';
+import { currentFiles } from '../../src/lake/versions.js';
+import { files } from '../helpers/lake-files.js';
 
 const FILLS = path.resolve('test/fixtures/fills');
 const GAMMA = path.resolve('test/fixtures/venue/markets/gamma_market_btc_5m.json');
@@ -22,7 +24,7 @@ beforeAll(async () => {
 });
 afterAll(() => tmp.cleanup());
 
-const tradesGlob = () => `read_parquet('${lake}/trades/*/*.parquet')`;
+const tradesGlob = () => `read_parquet(${files(lake, 'trades')})`;
 
 describe('on-chain fills → trades', () => {
   it('the oracle itself covers the cases the fixtures were written for', () => {
@@ -71,11 +73,11 @@ describe('on-chain fills → trades', () => {
 
   it('gives an unknown token a placeholder market, and availability counts every trade', async () => {
     const unknown = expected.find((t) => !TOKENS.includes(t.token_id))!;
-    const [tok] = await query(`SELECT * FROM read_parquet('${lake}/catalog/tokens/data.parquet') WHERE token_id = '${unknown.token_id}'`);
+    const [tok] = await query(`SELECT * FROM read_parquet(${files(lake, 'catalog/tokens')}) WHERE token_id = '${unknown.token_id}'`);
     expect(tok!.market_id).toBe(derivedMarketId(`token:${unknown.token_id}`, md5Hex));
-    const [m] = await query(`SELECT id, id_derived, trade_count, sources FROM read_parquet('${lake}/catalog/markets/data.parquet') WHERE id = '${String(tok!.market_id)}'`);
+    const [m] = await query(`SELECT id, id_derived, trade_count, sources FROM read_parquet(${files(lake, 'catalog/markets')}) WHERE id = '${String(tok!.market_id)}'`);
     expect(m).toMatchObject({ id_derived: true, trade_count: '1', sources: ['fills'] });
-    const [btc] = await query(`SELECT trade_count, data_from, data_to FROM read_parquet('${lake}/catalog/markets/data.parquet') WHERE id = '${gamma.id}'`);
+    const [btc] = await query(`SELECT trade_count, data_from, data_to FROM read_parquet(${files(lake, 'catalog/markets')}) WHERE id = '${gamma.id}'`);
     const mine = expected.filter((t) => TOKENS.includes(t.token_id));
     const iso = (s: number) => new Date(s * 1000).toISOString().replace('T', ' ').replace('.000Z', '');
     expect(btc).toEqual({
@@ -86,10 +88,12 @@ describe('on-chain fills → trades', () => {
   });
 
   it('re-ingest adds zero rows and rewrites nothing', async () => {
-    const files = ['trades', 'candles_1m'].flatMap((d) => fs.readdirSync(path.join(lake, d)).map((p) => path.join(lake, d, p, 'data.parquet')));
-    const before = files.map((f) => fs.statSync(f).mtimeMs);
+    const lakeFiles = (['trades', 'candles_1m'] as const).flatMap((d) => currentFiles(lake, d));
+    const before = lakeFiles.map((f) => fs.statSync(f).mtimeMs);
     const again = await runIngest([GAMMA, ...FILES], { lakeDir: lake });
     expect(again.skipped).toBe(4);
+    expect(again.versions_published).toEqual([]);
+    expect((['trades', 'candles_1m'] as const).flatMap((d) => currentFiles(lake, d))).toEqual(lakeFiles);
     expect(Object.values(again.rows_added).reduce((a, b) => a + b, 0)).toBe(0);
     // The same fills under another name (new content hash: one trailing newline) are de-duplicated on trade id.
     const copy = path.join(tmp.dir, 'copy.jsonl');
@@ -98,23 +102,24 @@ describe('on-chain fills → trades', () => {
     expect(dup.ingested).toBe(1);
     expect(dup.rows_added.trades ?? 0).toBe(0);
     expect(dup.rows_added.candles_1m ?? 0).toBe(0);
-    expect(files.map((f) => fs.statSync(f).mtimeMs)).toEqual(before);
+    expect(lakeFiles.map((f) => fs.statSync(f).mtimeMs)).toEqual(before);
   });
 
   it('fills ingested before their metadata gain condition and outcome when it arrives', async () => {
     const lake3 = path.join(tmp.dir, 'lake3');
     await runIngest([FILES[0]!], { lakeDir: lake3 });
-    const q = `SELECT token_id, condition_id, outcome_index, outcome_label FROM read_parquet('${lake3}/trades/*/*.parquet')
+    // A function: each call reads the lake's current version (the backfill below publishes a new one).
+    const q = () => `SELECT token_id, condition_id, outcome_index, outcome_label FROM read_parquet(${files(lake3, 'trades')})
                WHERE token_id IN ('${TOKENS.join("','")}') ORDER BY id`;
-    expect((await query(q)).every((r) => r.outcome_index === null && r.condition_id === null)).toBe(true);
+    expect((await query(q())).every((r) => r.outcome_index === null && r.condition_id === null)).toBe(true);
     const r = await runIngest([GAMMA], { lakeDir: lake3 });
     expect(r.counts.trades_outcome_backfilled).toBe(expectedTrades(FILES[0]!).filter((t) => TOKENS.includes(t.token_id)).length);
-    for (const row of await query(q)) {
+    for (const row of await query(q())) {
       const i = TOKENS.indexOf(String(row.token_id));
       expect(row).toMatchObject({ condition_id: gamma.conditionId!.toLowerCase(), outcome_index: i, outcome_label: OUTCOMES[i] });
     }
     // The placeholder market the fills created for these tokens is gone: the Gamma market owns them.
-    const ms = await query(`SELECT id, trade_count FROM read_parquet('${lake3}/catalog/markets/data.parquet') WHERE list_has_any(outcome_token_ids, ['${TOKENS.join("','")}'])`);
+    const ms = await query(`SELECT id, trade_count FROM read_parquet(${files(lake3, 'catalog/markets')}) WHERE list_has_any(outcome_token_ids, ['${TOKENS.join("','")}'])`);
     expect(ms.map((m) => m.id)).toEqual([gamma.id]);
   });
 
@@ -122,9 +127,9 @@ describe('on-chain fills → trades', () => {
     const lake4 = path.join(tmp.dir, 'lake4');
     const r = await runIngest([GAMMA, ...FILES], { lakeDir: lake4, batchRows: 1 });
     expect(r.batches).toBe(3); // metadata stages no data-set rows, so it flushes with the first fills file
-    for (const ds of ['trades/*/*.parquet', 'candles_1m/*/*.parquet', 'catalog/markets/data.parquet', 'catalog/tokens/data.parquet']) {
-      const a = `read_parquet('${lake}/${ds}')`;
-      const b = `read_parquet('${lake4}/${ds}')`;
+    for (const ds of ['trades', 'candles_1m', 'catalog/markets', 'catalog/tokens']) {
+      const a = `read_parquet(${files(lake, ds)})`;
+      const b = `read_parquet(${files(lake4, ds)})`;
       const [d] = await query(`SELECT (SELECT count(*) FROM (FROM ${a} EXCEPT ALL FROM ${b})) + (SELECT count(*) FROM (FROM ${b} EXCEPT ALL FROM ${a})) AS n`);
       expect([ds, d!.n]).toEqual([ds, '0']);
     }
@@ -136,7 +141,7 @@ describe('on-chain fills → trades', () => {
     const lake5 = path.join(tmp.dir, 'lake5');
     const r = await runIngest([gql], { lakeDir: lake5 });
     expect(r.issues).toEqual([]);
-    const rows = await query(`SELECT id, price, size, side FROM read_parquet('${lake5}/trades/*/*.parquet') ORDER BY id`);
+    const rows = await query(`SELECT id, price, size, side FROM read_parquet(${files(lake5, 'trades')}) ORDER BY id`);
     const want = expectedTrades(FILES[1]!).sort((a, b) => a.id.localeCompare(b.id));
     expect(rows).toEqual(want.map((t) => ({ id: t.id, price: d6(t.price), size: d6(t.size), side: t.side })));
   });
@@ -148,7 +153,7 @@ describe('on-chain fills → trades', () => {
     const lake2 = path.join(tmp.dir, 'lake2');
     const r = await runIngest([bad], { lakeDir: lake2 });
     expect(r.issues).toContainEqual(expect.objectContaining({ file: bad, line: 2 }));
-    const [n] = await query(`SELECT count(*) AS n FROM read_parquet('${lake2}/trades/*/*.parquet')`);
+    const [n] = await query(`SELECT count(*) AS n FROM read_parquet(${files(lake2, 'trades')})`);
     expect(n!.n).toBe('2');
   });
 });

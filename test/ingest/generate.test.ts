@@ -7,6 +7,7 @@ import { generate, type GenerateReport } from '../../ingest/generate/index.js';
 import { parseGenerateArgs } from '../../ingest/generate/cli.js';
 import { runIngest } from '../../ingest/run.js';
 import { lakeRows } from './oracle.js';
+import { files } from '../helpers/lake-files.js';
 
 /**
  * The generator's output checked by an independent reading in plain TypeScript: JSON.parse every line, replay
@@ -383,10 +384,10 @@ describe('generated data through the real ingest', () => {
         usdcMicro += BigInt(x.maker_asset_id === '0' ? x.maker_amount_filled : x.taker_amount_filled);
       }
     }
-    const [row] = await lakeRows(`SELECT count(*)::BIGINT AS n, CAST(sum(usd_value) * 1000000 AS BIGINT) AS usdc FROM read_parquet('${path.join(lake, 'trades')}/*/*.parquet')`);
+    const [row] = await lakeRows(`SELECT count(*)::BIGINT AS n, CAST(sum(usd_value) * 1000000 AS BIGINT) AS usdc FROM read_parquet(${files(lake, 'trades')})`);
     expect(String(row!.n)).toBe(String(rep.counts.trades));
     expect(String(row!.usdc)).toBe(String(usdcMicro));
-    const [cat] = await lakeRows(`SELECT count(*)::BIGINT AS n FROM read_parquet('${path.join(lake, 'catalog/markets/data.parquet')}')`);
+    const [cat] = await lakeRows(`SELECT count(*)::BIGINT AS n FROM read_parquet(${files(lake, 'catalog/markets')})`);
     expect(String(cat!.n)).toBe(String(rep.counts.markets));
   });
 });

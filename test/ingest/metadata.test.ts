@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runIngest, type IngestReport } from '../../ingest/run.js';
 import { derivedMarketId } from '../../ingest/catalog.js';
 import { md5Hex, query, tempDir } from './fills-oracle.js';
+import { currentFiles } from '../../src/lake/versions.js';
+import { files } from '../helpers/lake-files.js';
 
 /**
  * Every market-metadata fixture ingests, and the catalogue agrees with an independent plain-TypeScript reading
@@ -64,10 +66,10 @@ let tokens: Map<string, Row>;
 
 beforeAll(async () => {
   report = await runIngest([DIR], { lakeDir: lake });
-  const markets = await query(`SELECT * FROM read_parquet('${lake}/catalog/markets/data.parquet')`);
+  const markets = await query(`SELECT * FROM read_parquet(${files(lake, 'catalog/markets')})`);
   byCid = new Map(markets.filter((m) => m.condition_id).map((m) => [String(m.condition_id), m]));
   byId = new Map(markets.map((m) => [String(m.id), m]));
-  tokens = new Map((await query(`SELECT * FROM read_parquet('${lake}/catalog/tokens/data.parquet')`)).map((t) => [String(t.token_id), t]));
+  tokens = new Map((await query(`SELECT * FROM read_parquet(${files(lake, 'catalog/tokens')})`)).map((t) => [String(t.token_id), t]));
 });
 afterAll(() => tmp.cleanup());
 
@@ -154,7 +156,7 @@ describe('market metadata fixtures', () => {
   });
 
   it('builds the series catalogue from event series and dump intervals', async () => {
-    const series = await query(`SELECT * FROM read_parquet('${lake}/catalog/series/data.parquet')`);
+    const series = await query(`SELECT * FROM read_parquet(${files(lake, 'catalog/series')})`);
     const s = new Map(series.map((r) => [String(r.series_id), r]));
     const want = new Set(events.flatMap((e) => ((e.series as J[]) ?? []).map((x) => String(x.slug))).concat('btc-up-or-down-5m'));
     expect(new Set(s.keys())).toEqual(want);
@@ -184,17 +186,19 @@ describe('market metadata fixtures', () => {
   });
 
   it('re-ingest changes nothing, and file order does not matter', async () => {
-    const cat = ['markets', 'tokens', 'series'].map((d) => path.join(lake, 'catalog', d, 'data.parquet'));
+    const cat = (['markets', 'tokens', 'series'] as const).flatMap((d) => currentFiles(lake, d));
     const mtimes = cat.map((f) => fs.statSync(f).mtimeMs);
     const again = await runIngest([DIR], { lakeDir: lake });
     expect(again.skipped).toBe(fs.readdirSync(DIR).length);
+    expect(again.versions_published).toEqual([]);
+    expect((['markets', 'tokens', 'series'] as const).flatMap((d) => currentFiles(lake, d))).toEqual(cat);
     expect(cat.map((f) => fs.statSync(f).mtimeMs)).toEqual(mtimes);
     // One file per run, in reverse order, lands the same catalogue.
     const lake2 = path.join(tmp.dir, 'reverse');
     for (const f of fs.readdirSync(DIR).sort().reverse()) await runIngest([F(f)], { lakeDir: lake2 });
     for (const d of ['markets', 'tokens', 'series']) {
-      const a = `read_parquet('${lake}/catalog/${d}/data.parquet')`;
-      const b = `read_parquet('${lake2}/catalog/${d}/data.parquet')`;
+      const a = `read_parquet(${files(lake, `catalog/${d}`)})`;
+      const b = `read_parquet(${files(lake2, `catalog/${d}`)})`;
       const [diff] = await query(`SELECT (SELECT count(*) FROM (FROM ${a} EXCEPT ALL FROM ${b})) + (SELECT count(*) FROM (FROM ${b} EXCEPT ALL FROM ${a})) AS n`);
       expect([d, diff!.n]).toEqual([d, '0']);
     }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
 import { csvMessages, d6, framesOf, lakeRows, tempDir, type Msg } from './oracle.js';
+import { files } from '../helpers/lake-files.js';
 
 const FIX = path.resolve('test/fixtures/venue');
 const tmp = tempDir('pmlake-ws-');
@@ -39,7 +40,7 @@ async function ingestOne(file: string, name: string) {
   const report = await runIngest([file], { lakeDir: lake, derived: false });
   const count = async (ds: string): Promise<number> => {
     if (!fs.existsSync(path.join(lake, ds))) return 0;
-    return Number((await lakeRows(`SELECT count(*) AS n FROM read_parquet('${lake}/${ds}/*/*.parquet')`))[0]!.n);
+    return Number((await lakeRows(`SELECT count(*) AS n FROM read_parquet(${files(lake, ds)})`))[0]!.n);
   };
   return { lake, report, count };
 }
@@ -85,12 +86,12 @@ describe('every websocket / REST fixture lands with the expected counts', () => 
     expect(await count('l2')).toBe(l2.size);
     expect(await count('raw')).toBe(3829);
     const first = await lakeRows(
-      `SELECT strftime(ts, '%Y-%m-%d %H:%M:%S.%g') AS ts, price, size, side FROM read_parquet('${lake}/l2/*/*.parquet') ORDER BY seq, level_idx LIMIT 1`,
+      `SELECT strftime(ts, '%Y-%m-%d %H:%M:%S.%g') AS ts, price, size, side FROM read_parquet(${files(lake, 'l2')}) ORDER BY seq, level_idx LIMIT 1`,
     );
     // CSV row 1: 2025-01-25 18:15:47.925 +0100, SELL 300 @ 0.23
     expect(first[0]).toEqual({ ts: '2025-01-25 17:15:47.925', price: '0.230000', size: '300.000000', side: 'ask' });
     const dup = await lakeRows(
-      `SELECT count(DISTINCT seq) AS n FROM read_parquet('${lake}/l2/*/*.parquet') WHERE hash = '7945f7bceec5d3c888b32e07daed1dc99c03934f'`,
+      `SELECT count(DISTINCT seq) AS n FROM read_parquet(${files(lake, 'l2')}) WHERE hash = '7945f7bceec5d3c888b32e07daed1dc99c03934f'`,
     );
     expect(Number(dup[0]!.n)).toBe(2);
   });
@@ -100,7 +101,7 @@ describe('every websocket / REST fixture lands with the expected counts', () => 
     const wrapped = JSON.parse(fs.readFileSync(file, 'utf8')) as { timestamp: string; asset_id: string }[];
     const { lake } = await ingestOne(file, 'wrapped-recv');
     const rows = await lakeRows(
-      `SELECT epoch_ms(recv_ts) AS r, asset_id FROM read_parquet('${lake}/last_trades/*/*.parquet') ORDER BY seq`,
+      `SELECT epoch_ms(recv_ts) AS r, asset_id FROM read_parquet(${files(lake, 'last_trades')}) ORDER BY seq`,
     );
     const expected = [...wrapped].map((w) => ({ r: Number(w.timestamp), a: w.asset_id }));
     // recv_ts is the running maximum of wrapper times in file order (arrival cannot go backwards)
@@ -113,7 +114,7 @@ describe('every websocket / REST fixture lands with the expected counts', () => 
     const file = path.join(FIX, 'ws', '2026-08-14_frames_price_change_v2.jsonl');
     const { lake } = await ingestOne(file, 'v2');
     const rows = await lakeRows(
-      `SELECT asset_id, hash, side, price, size, is_snapshot FROM read_parquet('${lake}/l2/*/*.parquet') WHERE NOT is_snapshot ORDER BY level_idx`,
+      `SELECT asset_id, hash, side, price, size, is_snapshot FROM read_parquet(${files(lake, 'l2')}) WHERE NOT is_snapshot ORDER BY level_idx`,
     );
     expect(rows).toEqual([
       { asset_id: '40600137944982070120020561148201046074034528738262880058756488608210871246278', hash: 'f3285de052f887d0ce2847581636a69c1046178d', side: 'bid', price: '0.060000', size: '374.340000', is_snapshot: false },
@@ -138,10 +139,10 @@ describe('every websocket / REST fixture lands with the expected counts', () => 
     expect(report.counts.unknown_event_types).toBe(1);
     expect(report.issues).toContainEqual({ file, line: 2, message: 'malformed JSON line skipped' });
     expect(report.issues.some((i) => i.file === file && i.line === 4 && /level update/.test(i.message))).toBe(true);
-    const raw = await lakeRows(`SELECT event_types FROM read_parquet('${lake}/raw/*/*.parquet') ORDER BY seq`);
+    const raw = await lakeRows(`SELECT event_types FROM read_parquet(${files(lake, 'raw')}) ORDER BY seq`);
     expect(raw.map((r) => r.event_types)).toEqual([['new_market'], ['book'], ['price_change']]);
     // The empty book is one row with no side/price/size, so the lake records that the book was cleared.
-    const l2 = await lakeRows(`SELECT side, price, size, is_snapshot FROM read_parquet('${lake}/l2/*/*.parquet')`);
+    const l2 = await lakeRows(`SELECT side, price, size, is_snapshot FROM read_parquet(${files(lake, 'l2')})`);
     expect(l2).toEqual([{ side: null, price: null, size: null, is_snapshot: true }]);
   });
 

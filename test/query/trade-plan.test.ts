@@ -8,6 +8,7 @@ import { HOUR_US, planTradePage, type PagePlan } from '../../src/query/trade-pla
 import { tradesPageQuery, type TradeFilter } from '../../src/query/trades.js';
 import type { RunningServer } from '../../src/server.js';
 import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/server.js';
+import { files } from '../helpers/lake-files.js';
 
 /**
  * The fast path for newest-first trade pages of a market (issue 11 item 3): a page is read from the month
@@ -46,7 +47,7 @@ describe('trade pages from the partitions they land in', () => {
       )
     ).getRowObjectsJS();
     const m = (
-      await conn.runAndReadAll(`SELECT id, outcome_token_ids FROM read_parquet('${path.join(lakeDir, 'catalog', 'markets', 'data.parquet')}') ORDER BY trade_count DESC, id LIMIT 1`)
+      await conn.runAndReadAll(`SELECT id, outcome_token_ids FROM read_parquet(${files(lakeDir, 'catalog/markets')}) ORDER BY trade_count DESC, id LIMIT 1`)
     ).getRowObjectsJS();
     conn.closeSync();
     trades = rows.map((r) => ({ id: String(r.id), token: String(r.token_id), us: BigInt(r.us as bigint), block: BigInt(r.block as bigint), log: Number(r.log_index), side: String(r.side) }));
