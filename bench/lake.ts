@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { datasetGlob } from '../src/lake/layout.js';
+import type { DatasetName } from '../src/lake/layout.js';
 import { sqlString } from '../src/lake/duckdb.js';
+import { currentVersion } from '../src/lake/versions.js';
 import { REPO, runToExit } from './server.js';
 
 /**
@@ -228,13 +229,11 @@ async function computeFacts(lakeDir: string): Promise<LakeFacts> {
   const conn = await db.connect();
   const q = async (sql: string): Promise<Record<string, unknown>[]> =>
     (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
-  const exists = (name: Parameters<typeof datasetGlob>[1]): boolean => {
-    const g = datasetGlob(lakeDir, name);
-    if (!g.includes('*')) return fs.existsSync(g);
-    const dir = path.dirname(path.dirname(g));
-    return fs.existsSync(dir) && fs.readdirSync(dir).some((p) => fs.existsSync(path.join(dir, p, 'data.parquet')));
-  };
-  const src = (name: Parameters<typeof datasetGlob>[1]): string => `read_parquet(${sqlString(datasetGlob(lakeDir, name))}, hive_partitioning = false)`;
+  // The current version's files (every Parquet file of the partition directories on a lake without versions).
+  const version = currentVersion(lakeDir);
+  const exists = (name: DatasetName): boolean => version.hasFiles(name);
+  const src = (name: DatasetName): string =>
+    `read_parquet([${version.files(name).map(sqlString).join(', ')}], hive_partitioning = false)`;
   try {
     const iso = (v: unknown): string => (v instanceof Date ? v.toISOString() : String(v));
     const trades = exists('trades') ? Number((await q(`SELECT count(*) AS n FROM ${src('trades')}`))[0]!.n) : 0;

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance, timestampValue, type DuckDBValue } from '@duckdb/node-api';
-import { datasetGlob, type DatasetName } from '../../src/lake/layout.js';
+import type { DatasetName } from '../../src/lake/layout.js';
 import { sqlString } from '../../src/lake/duckdb.js';
+import { currentFiles } from '../../src/lake/versions.js';
 import { peakTracker } from '../proc.js';
 import type { Sample } from '../runner.js';
 
@@ -15,9 +16,20 @@ export async function freshDuckDb(): Promise<DuckDBInstance> {
   return DuckDBInstance.create(':memory:', { threads: '2', memory_limit: '4GB' });
 }
 
-/** `read_parquet` over a data set's files with its Hive partition column, as a user would open the lake. */
+/** A SQL list literal of file paths, for `read_parquet([...])`. */
+export function fileList(files: readonly string[]): string {
+  return `[${files.map(sqlString).join(', ')}]`;
+}
+
+/**
+ * `read_parquet` over a data set's files with its Hive partition column, as a user would open the lake: the
+ * current version's file list (`_versions/current.json`, src/lake/versions.ts), which on a lake written before
+ * versions is every Parquet file of its partition directories. A partition may hold several files.
+ */
 export function src(lakeDir: string, name: DatasetName): string {
-  return `read_parquet(${sqlString(datasetGlob(lakeDir, name))}, hive_partitioning = true)`;
+  const files = currentFiles(lakeDir, name);
+  if (files.length === 0) throw new Error(`the lake's current version has no ${name} files`);
+  return `read_parquet(${fileList(files)}, hive_partitioning = true)`;
 }
 
 export function ts(iso: string): DuckDBValue {

@@ -1,12 +1,9 @@
-import path from 'node:path';
-import fs from 'node:fs';
-import { partitionDir } from '../../src/lake/layout.js';
-import { sqlString } from '../../src/lake/duckdb.js';
+import { currentVersion } from '../../src/lake/versions.js';
 import { qs, requestJson } from '../http.js';
 import { NotAvailable, QUERY_ROUNDS, queryReps, sideBySide, timed, type BenchContext, type Scenario, type ScenarioRow } from '../runner.js';
 import { peakTracker } from '../proc.js';
 import { atLeast, atMost, seededRandom } from '../stats.js';
-import { baselineQuery, ts, withBaselineDb } from './common.js';
+import { baselineQuery, fileList, ts, withBaselineDb } from './common.js';
 
 /**
  * book-at-instant: `GET /v1/orderbook/snapshot` of the busiest book at a random instant (a different seeded
@@ -26,10 +23,10 @@ export const bookAtInstant: Scenario = {
     const instants = Array.from({ length: queryReps(ctx.reps) + 1 }, () => new Date(from + Math.floor(rnd() * (to - from))).toISOString());
     const at = (rep: number): string => instants[rep + 1]!;
 
-    const replaySql = (file: string): string => `
+    const replaySql = (files: string[]): string => `
       WITH tape AS (
         SELECT side, price, size, is_snapshot, seq, level_idx
-        FROM read_parquet(${sqlString(file)})
+        FROM read_parquet(${fileList(files)})
         WHERE asset_id = $asset AND recv_ts <= $at
       ),
       book_start AS (SELECT coalesce(max(seq), -1) AS seq FROM tape WHERE is_snapshot),
@@ -54,9 +51,10 @@ export const bookAtInstant: Scenario = {
         },
         async (rep) => {
           const day = at(rep).slice(0, 10);
-          const file = path.join(partitionDir(ctx.lake.lakeDir, 'l2', day), 'data.parquet');
-          if (!fs.existsSync(file)) return { seconds: Number.NaN, rows: 0 };
-          return baselineQuery(db, replaySql(file), { asset: b.assetId, at: ts(at(rep)) });
+          // The day's files in the lake's current version (several after appends, until compaction).
+          const files = currentVersion(ctx.lake.lakeDir).partitionFiles('l2', [day]);
+          if (files.length === 0) return { seconds: Number.NaN, rows: 0 };
+          return baselineQuery(db, replaySql(files), { asset: b.assetId, at: ts(at(rep)) });
         },
         QUERY_ROUNDS,
       );
