@@ -1,0 +1,202 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generate } from '../../ingest/generate/index.js';
+import { runIngest } from '../../ingest/run.js';
+import { DATASETS, type DatasetName } from '../../src/lake/layout.js';
+import { currentVersion, type Manifest } from '../../src/lake/versions.js';
+import { createTestKey, startTestServer, testConfig } from '../helpers/server.js';
+import { listing, runCli } from './lakeutil.js';
+import { tempDir } from './oracle.js';
+import {
+  digestSets,
+  list,
+  manifestSets,
+  manifestsOnDisk,
+  namedPaths,
+  openTestDb,
+  parquetOnDisk,
+  publishedManifest,
+  q,
+  sha256,
+  splitJsonl,
+  type TestDb,
+} from './versions-util.js';
+
+/**
+ * Lake versions (src/lake/versions.ts, ingest/versions.ts): a batch lands as new files published by one rename,
+ * so a reader that resolves a version sees all of a batch or none of it; appends write new files only;
+ * compaction merges a partition's files without changing a row and leaves older versions readable for the
+ * grace period. Every check reads the Parquet files with a DuckDB of the test's own.
+ */
+
+const tmp = tempDir('pmlake-versions-');
+let db: TestDb;
+beforeAll(async () => {
+  db = await openTestDb(1);
+});
+afterAll(() => {
+  db?.close();
+  tmp.cleanup();
+});
+
+const OPTS = { threads: 2, memoryLimit: '2GB' } as const;
+
+/** A generated history's inputs of one day (index into the report's dates). */
+function dayInputs(gen: string, date: string): string[] {
+  return [path.join(gen, 'fills', `${date}.jsonl`), path.join(gen, 'ws', `${date}.jsonl`)];
+}
+
+type FilesOf = (name: string) => string[];
+
+/**
+ * The invariants that hold between data sets of one published version and break when a reader mixes two
+ * batches: minute and hour candles count exactly the trades of their token and bucket; the catalogue's
+ * availability counts sum to the trades and book snapshot rows; books and top of book come from l2 rows of
+ * their asset; trades name catalogued tokens and are unique. Returns the broken ones.
+ */
+async function inconsistencies(d: TestDb, files: FilesOf): Promise<string[]> {
+  const src = (name: string): string => {
+    const f = files(name);
+    if (f.length === 0) throw new Error(`no files for ${name}`);
+    return `read_parquet(${list(f)}, hive_partitioning = false)`;
+  };
+  const bad: string[] = [];
+  const check = async (label: string, sql: string): Promise<void> => {
+    const r = await d.one(sql);
+    const n = Number(r.bad);
+    if (n !== 0) bad.push(`${label}: ${n}`);
+  };
+  try {
+    const T = src('trades');
+    await check('duplicate trade ids', `SELECT count(*) - count(DISTINCT id) AS bad FROM ${T}`);
+    for (const [set, unit] of [['candles_1m', 'minute'], ['candles_1h', 'hour']] as const) {
+      const C = src(set);
+      await check(`${set} duplicate keys`, `SELECT count(*) - count(DISTINCT (token_id, bucket)) AS bad FROM ${C}`);
+      await check(
+        `${set} trade_count differs from the trades`,
+        `WITH t AS (SELECT token_id, date_trunc('${unit}', ts) AS b, count(*) AS n FROM ${T} GROUP BY ALL),
+              c AS (SELECT token_id, bucket AS b, trade_count AS n FROM ${C})
+         SELECT count(*) AS bad FROM t FULL OUTER JOIN c ON t.token_id = c.token_id AND t.b = c.b WHERE t.n IS DISTINCT FROM c.n`,
+      );
+    }
+    await check(
+      'catalogue trade_count sum differs from the trades rows',
+      `SELECT abs((SELECT coalesce(sum(trade_count), 0) FROM ${src('markets')}) - (SELECT count(*) FROM ${T})) AS bad`,
+    );
+    await check(
+      'catalogue orderbook_count sum differs from the book_snapshots rows',
+      `SELECT abs((SELECT coalesce(sum(orderbook_count), 0) FROM ${src('markets')}) - (SELECT count(*) FROM ${src('book_snapshots')})) AS bad`,
+    );
+    await check('trades of tokens not in the catalogue', `SELECT count(*) AS bad FROM ${T} WHERE token_id NOT IN (SELECT token_id FROM ${src('tokens')})`);
+    for (const set of ['book_snapshots', 'top_of_book']) {
+      await check(
+        `${set} assets without l2 rows`,
+        `SELECT count(DISTINCT asset_id) AS bad FROM ${src(set)} WHERE asset_id NOT IN (SELECT DISTINCT asset_id FROM ${src('l2')})`,
+      );
+    }
+  } catch (err) {
+    bad.push(`unreadable: ${(err as Error).message.split('\n')[0]}`);
+  }
+  return bad;
+}
+
+const manifestFiles = (lake: string, m: Manifest): FilesOf => {
+  const sets = manifestSets(lake, m);
+  return (name) => sets.get(name) ?? [];
+};
+
+describe('lake versions', () => {
+  it('a reader resolving one version at a time never sees half a batch while ingests publish', async () => {
+    const root = path.join(tmp.dir, 'a');
+    const lake = path.join(root, 'lake');
+    const gen = path.join(root, 'gen');
+    const genB = path.join(root, 'genB');
+    const g = await generate({ markets: 8, days: 3, seed: 31, start: '2025-10-13', out: gen, workers: 0, rate: 0.5 });
+    await generate({ markets: 3, days: 1, seed: 32, start: '2025-10-16', out: genB, workers: 0, rate: 0.5 });
+    const dates = g.files.ws.map((f) => path.basename(f, '.jsonl'));
+    await runIngest([path.join(gen, 'markets'), ...dayInputs(gen, dates[0]!)], { lakeDir: lake, ...OPTS });
+    expect(currentVersion(lake).version).toBe(1);
+
+    const srv = await startTestServer(testConfig({ PMLAKE_LAKE: lake, PMLAKE_STATE: path.join(root, 'state') }));
+    let stop = false;
+    const seen = new Map<number, number>();
+    const problems: string[] = [];
+    let iterations = 0;
+    // The reader: one version resolved per round, every check over exactly that version's files.
+    const reader = (async () => {
+      while (!stop) {
+        const v = currentVersion(lake);
+        const bad = await inconsistencies(db, (n) => v.files(n as DatasetName));
+        for (const b of bad) problems.push(`v${v.version}: ${b}`);
+        seen.set(v.version, (seen.get(v.version) ?? 0) + 1);
+        iterations += 1;
+      }
+    })();
+    // The service: /v1/stats pins one version per request; each answer must be one version's counts.
+    const answers: string[] = [];
+    const http = (async () => {
+      while (!stop) {
+        const r = await fetch(`${srv.url}/v1/stats`);
+        const s = (await r.json()) as Record<string, number>;
+        answers.push(`${s.markets}|${s.trades}|${s.orderbook_snapshots}|${s.top_of_book_rows}`);
+        await new Promise((res) => setTimeout(res, 20));
+      }
+    })();
+    try {
+      // Two ingests in child processes (the same markets a day later; three new markets), then one in this
+      // process in batches of one file (metadata, fills and tape land as versions of their own).
+      const r2 = await runCli(['ingest', ...dayInputs(gen, dates[1]!)], { PMLAKE_LAKE: lake, PMLAKE_DUCKDB_MEMORY: '2GB' });
+      expect(r2.code, r2.stderr).toBe(0);
+      const r3 = await runCli(['ingest', genB], { PMLAKE_LAKE: lake, PMLAKE_DUCKDB_MEMORY: '2GB' });
+      expect(r3.code, r3.stderr).toBe(0);
+      const r4 = await runIngest(dayInputs(gen, dates[2]!), { lakeDir: lake, ...OPTS, batchRows: 1 });
+      expect(r4.versions_published.length).toBe(2);
+      // Let the reader finish a round on the last version.
+      const last = currentVersion(lake).version;
+      while ((seen.get(last) ?? 0) < 2) await new Promise((res) => setTimeout(res, 20));
+    } finally {
+      stop = true;
+      await reader;
+      await http;
+    }
+
+    expect(problems).toEqual([]);
+    expect(iterations).toBeGreaterThanOrEqual(20);
+    expect(seen.size).toBeGreaterThanOrEqual(3);
+    // Every version ever published (the grace period keeps them all) is consistent, including the ones between
+    // the reader's rounds; the last one is the sum of all inputs.
+    const all = manifestsOnDisk(lake);
+    expect(all.map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
+    const counts = new Set<string>();
+    for (const m of all) {
+      expect(await inconsistencies(db, manifestFiles(lake, m)), `v${m.version}`).toEqual([]);
+      const f = manifestFiles(lake, m);
+      const c = await db.one(
+        `SELECT (SELECT count(*) FROM read_parquet(${list(f('markets'))})) AS m, (SELECT count(*) FROM read_parquet(${list(f('trades'))})) AS t,
+                (SELECT count(*) FROM read_parquet(${list(f('book_snapshots'))})) AS b, (SELECT count(*) FROM read_parquet(${list(f('top_of_book'))})) AS k`,
+      );
+      counts.add(`${c.m}|${c.t}|${c.b}|${c.k}`);
+    }
+    const finalTrades = Number((await db.one(`SELECT count(*) AS n FROM read_parquet(${list(currentVersion(lake).files('trades'))})`)).n);
+    const genTrades = g.counts.trades + JSON.parse(fs.readFileSync(path.join(genB, 'manifest.json'), 'utf8')).counts.trades;
+    expect(finalTrades).toBe(genTrades);
+    // The service answered throughout, and each answer was exactly one published version's counts.
+    expect(answers.length).toBeGreaterThanOrEqual(10);
+    for (const a of new Set(answers)) expect(counts, a).toContain(a);
+    expect(new Set(answers).size).toBeGreaterThanOrEqual(2);
+    // Catalogue and stats agree with the lake at the end.
+    const key = createTestKey(srv, { email: 'pro@example.com', plan: 'professional' });
+    const markets = (await (await fetch(`${srv.url}/v1/markets?limit=1000`, { headers: { 'x-api-key': key } })).json()) as { trade_count: number }[];
+    expect(markets.reduce((s, m) => s + m.trade_count, 0)).toBe(finalTrades);
+    const stats = (await (await fetch(`${srv.url}/v1/stats`)).json()) as { trades: number };
+    expect(stats.trades).toBe(finalTrades);
+    await srv.close();
+
+    // The checks have teeth: trades of the last version with everything else of the first is caught.
+    const first = manifestFiles(lake, all[0]!);
+    const lastFiles = manifestFiles(lake, all[all.length - 1]!);
+    expect((await inconsistencies(db, (n) => (n === 'trades' ? lastFiles(n) : first(n)))).length).toBeGreaterThan(0);
+    expect((await inconsistencies(db, (n) => (n === 'candles_1m' ? lastFiles(n) : first(n)))).length).toBeGreaterThan(0);
+  });
+});
