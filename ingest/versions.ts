@@ -34,6 +34,8 @@ export class VersionDraft {
   readonly version: number;
   private readonly sets = new Map<SetName, FileEntry[]>();
   private added: FileEntry[] = [];
+  private addedBy = new Map<SetName, FileEntry[]>();
+  private retiredSets = new Set<SetName>();
   private removed = 0;
   private seq = 0;
 
@@ -81,6 +83,17 @@ export class VersionDraft {
     list.sort((a, b) => (a.partition ?? '').localeCompare(b.partition ?? '') || a.path.localeCompare(b.path));
     this.sets.set(name, list);
     this.added.push(entry);
+    this.addedBy.set(name, [...(this.addedBy.get(name) ?? []), entry]);
+  }
+
+  /** Absolute paths of the files this draft added to a set (not in the version it started from). */
+  addedFiles(name: SetName): string[] {
+    return (this.addedBy.get(name) ?? []).filter((e) => this.entries(name).includes(e)).map((e) => path.join(this.lakeDir, e.path));
+  }
+
+  /** Whether this draft retired any file of the set it started from. */
+  retiredFrom(name: SetName): boolean {
+    return this.retiredSets.has(name);
   }
 
   /** Retires files (absolute or relative paths) from the draft; they stay on disk until swept. */
@@ -89,6 +102,8 @@ export class VersionDraft {
     const list = this.sets.get(name) ?? [];
     const kept = list.filter((e) => !drop.has(e.path));
     this.removed += list.length - kept.length;
+    const own = new Set((this.addedBy.get(name) ?? []).map((e) => e.path));
+    if (list.some((e) => drop.has(e.path) && !own.has(e.path))) this.retiredSets.add(name);
     this.sets.set(name, kept);
   }
 
