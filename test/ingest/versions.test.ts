@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generate } from '../../ingest/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { DATASETS, type DatasetName } from '../../src/lake/layout.js';
-import { currentVersion, type Manifest } from '../../src/lake/versions.js';
+import { currentVersion, setPartition, type Manifest, type SetName } from '../../src/lake/versions.js';
 import { createTestKey, startTestServer, testConfig } from '../helpers/server.js';
 import { listing, runCli } from './lakeutil.js';
 import { tempDir } from './oracle.js';
@@ -198,5 +198,67 @@ describe('lake versions', () => {
     const lastFiles = manifestFiles(lake, all[all.length - 1]!);
     expect((await inconsistencies(db, (n) => (n === 'trades' ? lastFiles(n) : first(n)))).length).toBeGreaterThan(0);
     expect((await inconsistencies(db, (n) => (n === 'candles_1m' ? lastFiles(n) : first(n)))).length).toBeGreaterThan(0);
+  });
+
+  it('an append writes new files in proportion to the batch and rewrites nothing', async () => {
+    const root = path.join(tmp.dir, 'b');
+    const lake = path.join(root, 'lake');
+    const alone = path.join(root, 'alone');
+    const big = path.join(root, 'big');
+    const day = path.join(root, 'day');
+    // A month of history whose trades partition is megabytes, and one later day of three other markets.
+    await generate({ markets: 30, days: 5, seed: 11, start: '2025-10-01', out: big, workers: 0, rate: 1, makerFills: 8 });
+    const small = await generate({ markets: 3, days: 1, seed: 12, start: '2025-10-25', out: day, workers: 0, rate: 1 });
+    await runIngest([big], { lakeDir: lake, ...OPTS });
+    await runIngest([day], { lakeDir: alone, ...OPTS });
+    const tradesMonth = currentVersion(lake).partitionFiles('trades', ['2025-10']);
+    expect(tradesMonth.length).toBe(1);
+    const monthBytes = fs.statSync(tradesMonth[0]!).size;
+    expect(monthBytes).toBeGreaterThan(2_000_000);
+    const aloneManifest = publishedManifest(alone)!;
+    const aloneBytes = [...namedPaths(aloneManifest)].reduce((s, p) => s + fs.statSync(path.join(alone, p)).size, 0);
+
+    const before = publishedManifest(lake)!;
+    const beforeList = listing(lake);
+    const beforeParquet = parquetOnDisk(lake);
+    const hashes = Object.fromEntries(beforeParquet.map((f) => [f, sha256(path.join(lake, f))]));
+    const report = await runIngest([day], { lakeDir: lake, ...OPTS });
+    expect(report.versions_published).toEqual([before.version + 1]);
+    const after = publishedManifest(lake)!;
+
+    // Nothing that existed was rewritten: same bytes, same inode and mtime.
+    for (const f of beforeParquet) {
+      expect(listing(lake)[f], f).toBe(beforeList[f]);
+      expect(sha256(path.join(lake, f)), f).toBe(hashes[f]);
+    }
+    // Every data-set file stays in the new version; only the small catalogue files were replaced.
+    for (const [name, entries] of Object.entries(before.sets)) {
+      if (setPartition(name as SetName) === 'none') continue;
+      const now = new Set((after.sets[name as keyof Manifest['sets']] ?? []).map((e) => e.path));
+      for (const e of entries ?? []) expect(now.has(e.path), `${name} ${e.path} retired`).toBe(true);
+    }
+    // The new bytes: what the same day costs alone, not what the partitions it lands in hold.
+    const added = parquetOnDisk(lake).filter((f) => !(f in hashes));
+    const addedBytes = added.reduce((s, f) => s + fs.statSync(path.join(lake, f)).size, 0);
+    expect(new Set(added)).toEqual(new Set([...namedPaths(after)].filter((p) => !namedPaths(before).has(p))));
+    expect(report.bytes_written).toBe(addedBytes);
+    expect(addedBytes).toBeLessThanOrEqual(10 * aloneBytes);
+    // The trades month in particular gained one small file, not a rewrite of its megabytes.
+    const addedTrades = added.filter((f) => f.startsWith('trades/'));
+    expect(addedTrades.length).toBe(1);
+    const addedTradeBytes = fs.statSync(path.join(lake, addedTrades[0]!)).size;
+    expect(addedTradeBytes).toBeLessThan(monthBytes / 10);
+
+    // The rows: the lake before plus the day alone, set by set, and the day's trades as the generator counted them.
+    expect(report.rows_added.trades).toBe(small.counts.trades);
+    const beforeSets = manifestSets(lake, before);
+    const aloneSets = manifestSets(alone, aloneManifest);
+    const afterSets = manifestSets(lake, after);
+    for (const name of ['trades', 'candles_1m', 'candles_1h', 'l2', 'raw', 'last_trades', 'book_snapshots', 'top_of_book']) {
+      const union = await digestSets(db, new Map([[name, [...beforeSets.get(name)!, ...aloneSets.get(name)!]]]));
+      expect(await digestSets(db, new Map([[name, afterSets.get(name)!]])), name).toEqual(union);
+    }
+    const n = async (files: string[]) => Number((await db.one(`SELECT count(*) AS n FROM read_parquet(${list(files)})`)).n);
+    expect(await n(afterSets.get('trades')!)).toBe((await n(beforeSets.get('trades')!)) + small.counts.trades);
   });
 });
