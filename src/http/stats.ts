@@ -3,6 +3,7 @@ import { datasetSource, hasFiles } from '../lake/runner.js';
 import type { DatasetName } from '../lake/layout.js';
 import { withConnection } from '../lake/duckdb.js';
 import { StampedCache } from '../lake/stamp.js';
+import { lakeVersion } from '../lake/versions.js';
 import type { Route } from './route.js';
 
 /**
@@ -39,6 +40,8 @@ export async function computeStats(db: DuckDBInstance, lakeDir: string): Promise
     top_of_book_rows: 0,
     data_from: null,
     data_to: null,
+    // The version these figures describe (src/lake/versions.ts): the request's pinned one.
+    lake_version: lakeVersion(lakeDir).version,
   };
   if (hasFiles(lakeDir, 'markets')) {
     const m = await scalarRow(
