@@ -262,3 +262,160 @@ describe('lake versions', () => {
     expect(await n(afterSets.get('trades')!)).toBe((await n(beforeSets.get('trades')!)) + small.counts.trades);
   });
 });
+
+/** Rows of a file out of the data set's sort order (NULLs last, as ORDER BY puts them), in file order. */
+async function outOfOrder(d: TestDb, name: DatasetName, file: string): Promise<number> {
+  const cols = DATASETS[name].sortBy.map((c) => `"${c}"`);
+  const cmp = (a: string, b: string) =>
+    `CASE WHEN ${a} IS NOT DISTINCT FROM ${b} THEN 0 WHEN ${a} IS NULL THEN 1 WHEN ${b} IS NULL THEN -1 WHEN ${a} < ${b} THEN -1 ELSE 1 END`;
+  const chain = cols.map((c, i) => cmp(c, `p${i}`)).reduceRight((rest, c) => `CASE WHEN (${c}) <> 0 THEN (${c}) ELSE (${rest}) END`, '0');
+  const r = await d.one(
+    `SELECT count(*) AS bad FROM (
+       SELECT *, ${cols.map((c, i) => `lag(${c}) OVER w AS p${i}`).join(', ')}, row_number() OVER w AS k
+       FROM read_parquet(${q(file)}, file_row_number = true) WINDOW w AS (ORDER BY file_row_number))
+     WHERE k > 1 AND (${chain}) < 0`,
+  );
+  return Number(r.bad);
+}
+
+describe('compaction, re-ingest and the version log (one lake, in order)', () => {
+  const root = path.join(tmp.dir, 'c');
+  const lake = path.join(root, 'lake');
+  const gen = path.join(root, 'gen');
+  const genB = path.join(root, 'genB');
+  const half = (n: string) => path.join(root, 'halves', n);
+  let inputs: string[][] = [];
+  /** What each version should say in the log: kind and rows added, in publication order. */
+  const expected: { kind: string; rows?: Record<string, number> }[] = [];
+  const ingest = async (paths: string[]) => {
+    const r = await runIngest(paths, { lakeDir: lake, ...OPTS });
+    for (const _v of r.versions_published) expected.push({ kind: 'ingest', rows: Object.fromEntries(Object.entries(r.rows_added).filter(([, n]) => n > 0)) });
+    return r;
+  };
+
+  beforeAll(async () => {
+    const g = await generate({ markets: 6, days: 2, seed: 41, start: '2025-10-20', out: gen, workers: 0, rate: 0.5 });
+    await generate({ markets: 2, days: 1, seed: 42, start: '2025-10-22', out: genB, workers: 0, rate: 0.5 });
+    const [d1, d2] = g.files.ws.map((f) => path.basename(f, '.jsonl'));
+    // Day 2's tape arrives in two files, so its date partitions hold two files as well as the month ones.
+    splitJsonl(path.join(gen, 'ws', `${d2}.jsonl`), half('a/ws.jsonl'), half('b/ws.jsonl'));
+    inputs = [
+      [path.join(gen, 'markets'), ...dayInputs(gen, d1!)],
+      [path.join(gen, 'fills', `${d2}.jsonl`), half('a/ws.jsonl')],
+      [half('b/ws.jsonl')],
+      [genB],
+    ];
+    for (const i of inputs) await ingest(i);
+  });
+
+  it('compaction merges each partition into one sorted file with the same rows; the old version stays readable, then is swept', async () => {
+    const pre = publishedManifest(lake)!;
+    expect(pre.version).toBe(4);
+    const preSets = manifestSets(lake, pre);
+    const preDigest = await digestSets(db, preSets);
+    // Which data sets have a partition of several files (each becomes one compaction version).
+    const multi = Object.entries(pre.sets).filter(([name, entries]) => {
+      if (setPartition(name as SetName) === 'none') return false;
+      const per = new Map<string, number>();
+      for (const e of entries ?? []) per.set(e.partition!, (per.get(e.partition!) ?? 0) + 1);
+      return [...per.values()].some((n) => n > 1);
+    }).map(([name]) => name);
+    for (const name of ['trades', 'candles_1m', 'l2', 'raw', 'book_snapshots']) expect(multi).toContain(name);
+
+    const run = await runCli(['compact'], { PMLAKE_LAKE: lake, PMLAKE_DUCKDB_MEMORY: '2GB' });
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout) as { current_version: number; files_out: number; partitions: number };
+    for (const _n of multi) expected.push({ kind: 'compact' });
+    const post = publishedManifest(lake)!;
+    expect(post.version).toBe(pre.version + multi.length);
+    expect(report.current_version).toBe(post.version);
+
+    // One file per partition, in the data set's sort order, no natural key twice.
+    for (const [name, entries] of Object.entries(post.sets)) {
+      if (setPartition(name as SetName) === 'none') continue;
+      const parts = (entries ?? []).map((e) => e.partition);
+      expect(new Set(parts).size, name).toBe(parts.length);
+      for (const e of entries ?? []) expect(await outOfOrder(db, name as DatasetName, path.join(lake, e.path)), e.path).toBe(0);
+      const key = DATASETS[name as DatasetName].naturalKey.map((c) => `"${c}"`).join(', ');
+      const files = (entries ?? []).map((e) => path.join(lake, e.path));
+      expect(Number((await db.one(`SELECT count(*) - count(DISTINCT (${key})) AS d FROM read_parquet(${list(files)})`)).d), name).toBe(0);
+    }
+    // (The order check catches a file written out of order.)
+    const reversed = path.join(root, 'reversed.parquet');
+    const l2 = post.sets.l2![0]!;
+    await db.conn.run(`COPY (SELECT * FROM read_parquet(${q(path.join(lake, l2.path))}) ORDER BY asset_id DESC, seq) TO ${q(reversed)} (FORMAT parquet)`);
+    expect(await outOfOrder(db, 'l2', reversed)).toBeGreaterThan(0);
+    // The same rows, set by set; and still consistent across sets.
+    expect(await digestSets(db, manifestSets(lake, post))).toEqual(preDigest);
+    expect(await inconsistencies(db, manifestFiles(lake, post))).toEqual([]);
+    // A reader still holding the version before can read every file of it (default grace period).
+    expect(await digestSets(db, preSets)).toEqual(preDigest);
+    const retired = [...namedPaths(pre)].filter((p) => !namedPaths(post).has(p));
+    expect(retired.length).toBeGreaterThan(multi.length);
+    for (const p of retired) expect(fs.existsSync(path.join(lake, p)), p).toBe(true);
+
+    // With no grace period, the next compaction (nothing left to merge) removes them, and what earlier ingests
+    // retired (replaced catalogue and candle files): the disk holds exactly the current version's files.
+    const stale = parquetOnDisk(lake).filter((p) => !namedPaths(post).has(p));
+    for (const p of retired) expect(stale).toContain(p);
+    const again = await runCli(['compact'], { PMLAKE_LAKE: lake, PMLAKE_LAKE_GRACE_SECONDS: '0' });
+    expect(again.code, again.stderr).toBe(0);
+    const r2 = JSON.parse(again.stdout) as { version: number | null; current_version: number; swept: { retired: number; orphans: number } };
+    expect(r2.version).toBeNull();
+    expect(r2.current_version).toBe(post.version);
+    expect(r2.swept.retired).toBe(stale.length);
+    expect(r2.swept.orphans).toBe(0);
+    for (const p of retired) expect(fs.existsSync(path.join(lake, p)), p).toBe(false);
+    expect(parquetOnDisk(lake)).toEqual([...namedPaths(post)].sort());
+    expect(await digestSets(db, manifestSets(lake, publishedManifest(lake)!))).toEqual(preDigest);
+  });
+
+  it('re-ingesting the same inputs publishes nothing and adds no row, even with the ledger lost', async () => {
+    const v = publishedManifest(lake)!.version;
+    const files = () => Object.fromEntries(Object.entries(listing(lake)).filter(([f]) => !f.startsWith('_ingest/')));
+    const before = files();
+    const all = inputs.flat();
+    const r = await runIngest(all, { lakeDir: lake, ...OPTS });
+    expect(r.versions_published).toEqual([]);
+    expect(r.skipped).toBeGreaterThan(0);
+    expect(Object.values(r.rows_added).every((n) => n === 0)).toBe(true);
+    expect(publishedManifest(lake)!.version).toBe(v);
+    expect(files()).toEqual(before);
+    // A run killed after its publish and before its ledger line: everything is staged again, and natural keys,
+    // recomputed candles and the catalogue all come out equal to what is stored.
+    fs.renameSync(path.join(lake, '_ingest', 'ledger.jsonl'), path.join(root, 'ledger.away'));
+    const r2 = await runIngest(all, { lakeDir: lake, ...OPTS });
+    expect(r2.ingested).toBe(all.length + 2);
+    expect(r2.versions_published).toEqual([]);
+    expect(Object.values(r2.rows_added).every((n) => n === 0), JSON.stringify(r2.rows_added)).toBe(true);
+    expect(r2.bytes_written).toBe(0);
+    expect(publishedManifest(lake)!.version).toBe(v);
+    expect(files()).toEqual(before);
+  });
+
+  it('an ingest after compaction lands as usual, and `pmlake lake versions` lists every version with its kind', async () => {
+    const genC = path.join(root, 'genC');
+    await generate({ markets: 2, days: 1, seed: 43, start: '2025-10-23', out: genC, workers: 0, rate: 0.5 });
+    const r = await ingest([genC]);
+    expect(r.versions_published.length).toBe(1);
+    const cur = publishedManifest(lake)!;
+    expect(await inconsistencies(db, manifestFiles(lake, cur))).toEqual([]);
+
+    const out = await runCli(['lake', 'versions', '--json'], { PMLAKE_LAKE: lake });
+    expect(out.code, out.stderr).toBe(0);
+    const log = JSON.parse(out.stdout) as {
+      current: number;
+      versions: { version: number; parent: number | null; kind: string; change: { rows_added: Record<string, number>; files_added: number } }[];
+    };
+    expect(log.current).toBe(cur.version);
+    expect(log.versions.map((l) => l.version)).toEqual(expected.map((_, i) => i + 1));
+    expect(log.versions.map((l) => l.parent)).toEqual(expected.map((_, i) => i));
+    expect(log.versions.map((l) => l.kind)).toEqual(expected.map((e) => e.kind));
+    for (const [i, e] of expected.entries()) if (e.rows) expect(log.versions[i]!.change.rows_added, `v${i + 1}`).toEqual(e.rows);
+    expect(log.versions.every((l) => l.change.files_added > 0)).toBe(true);
+    const text = await runCli(['lake', 'versions'], { PMLAKE_LAKE: lake });
+    const marked = text.stdout.split('\n').filter((l) => l.includes('(current)'));
+    expect(marked.length).toBe(1);
+    expect(marked[0]!.trim().split(/\s+/)[0]).toBe(String(cur.version));
+  });
+});
