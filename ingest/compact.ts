@@ -58,6 +58,12 @@ export async function compactLake(conn: DuckDBConnection, lakeDir: string, opts:
       report.files_out += 1;
       report.rows += rows;
       report.bytes_in += entries.reduce((s, e) => s + e.bytes, 0);
+      const pauseMs = Number(process.env.PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS ?? 0);
+      if (pauseMs > 0) {
+        // Test hook (kill test, as in ingest/run.ts): announce each partition written and leave time to be killed.
+        process.stderr.write(`pmlake-test: compacted ${name} ${partition}\n`);
+        await new Promise((r) => setTimeout(r, pauseMs));
+      }
     }
     const published = draft.publish('compact', {}, []);
     if (published) {
