@@ -103,7 +103,9 @@ async function compactPartition(conn: DuckDBConnection, draft: VersionDraft, nam
   return rows;
 }
 
+/** Sort key by age: adopted files first, then by version and the file's number within it (numerically). */
 function rank(rel: string): string {
   const base = rel.slice(rel.lastIndexOf('/') + 1);
-  return base === 'data.parquet' ? '' : base;
+  const m = /^v([0-9]{8})-([0-9]+)-/.exec(base);
+  return m ? `1${m[1]}${m[2]!.padStart(8, '0')}` : `0${base}`;
 }

@@ -45,8 +45,11 @@ export async function compactCommand(args: string[]): Promise<number> {
     try {
       await conn.run('SET preserve_insertion_order = true');
       await adoptLegacyLake(conn, lakeDir);
+      // Before (a killed run's files go at once) and after (files this compaction retired, once past the grace).
+      const before = sweepLake(lakeDir, config.lakeGraceSeconds * 1000);
       const compacted = await compactLake(conn, lakeDir);
-      const swept = sweepLake(lakeDir, config.lakeGraceSeconds * 1000);
+      const after = sweepLake(lakeDir, config.lakeGraceSeconds * 1000);
+      const swept = { orphans: before.orphans + after.orphans, retired: before.retired + after.retired, manifests: before.manifests + after.manifests, bytes: before.bytes + after.bytes };
       const mb = compacted.bytes_in / 1e6;
       const out = {
         ...compacted,

@@ -137,9 +137,7 @@ export class VersionDraft {
     writeDurable(tmp, text, 'w');
     fs.renameSync(tmp, path.join(dir, CURRENT));
     fsyncDir(dir);
-    // The operators' log (`pmlake lake versions`): numbered manifests are deleted once expired, this line stays.
-    const { sets: _sets, ...head } = manifest;
-    fs.appendFileSync(path.join(dir, HISTORY), `${JSON.stringify({ ...head, change: { ...head.change, inputs: head.change.inputs.length } })}\n`);
+    appendHistory(this.lakeDir, manifest);
     return manifest;
   }
 
@@ -191,6 +189,30 @@ function writeDurable(file: string, text: string, flag: 'w' | 'wx'): void {
 
 export const HISTORY = 'history.jsonl';
 
+/** The operators' log (`pmlake lake versions`): numbered manifests are deleted once expired, this line stays. */
+function appendHistory(lakeDir: string, manifest: Manifest): void {
+  const { sets: _sets, ...head } = manifest;
+  fs.appendFileSync(path.join(versionsDir(lakeDir), HISTORY), `${JSON.stringify({ ...head, change: { ...head.change, inputs: head.change.inputs.length } })}\n`);
+}
+
+/** A run killed between the publishing rename and its history line: the next sweep writes the line. */
+function repairHistory(lakeDir: string, current: Manifest): void {
+  let text = '';
+  try {
+    text = fs.readFileSync(path.join(versionsDir(lakeDir), HISTORY), 'utf8');
+  } catch {
+    // no history yet
+  }
+  const last = text.trimEnd().split('\n').pop() ?? '';
+  let logged = -1;
+  try {
+    logged = (JSON.parse(last) as { version: number }).version;
+  } catch {
+    // torn or empty: rewrite below
+  }
+  if (logged !== current.version) appendHistory(lakeDir, current);
+}
+
 export function fsyncDir(dir: string): void {
   const fd = fs.openSync(dir, 'r');
   try {
@@ -213,6 +235,7 @@ export function sweepLake(lakeDir: string, graceMs: number, now: number = Date.n
   const dir = versionsDir(lakeDir);
   const cur = currentVersion(lakeDir);
   if (cur.version === 0) return report;
+  repairHistory(lakeDir, cur.manifest);
   const numbered = fs.readdirSync(dir).flatMap((n) => {
     const v = parseManifestName(n);
     return v === null ? [] : [v];
