@@ -13,6 +13,7 @@ import { tradesPage1k, tradesPageDeep, tradesPageFirst } from './scenarios/trade
 import { mixedLoad } from './scenarios/mixed.js';
 import { bookAtInstant } from './scenarios/orderbook.js';
 import { ingestWs } from './scenarios/ingest.js';
+import { compactAppendedLake, ingestAppend, prepareAppendedLake } from './scenarios/ingest-append.js';
 import { httpSmall } from './scenarios/http.js';
 import { downloadScenarios } from './scenarios/downloads.js';
 import { exportL2Month } from './scenarios/exports.js';
@@ -38,7 +39,10 @@ export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
 
 const USAGE = `usage: pmlake bench [--scale default|small|tiny] [--reps N] [--only a,b] [--lake DIR] [--data DIR]
                    [--markets N] [--days D] [--seed S] [--busy K] [--rate X] [--maker-fills F] [--rebuild] [--profile DIR]
-                   [--out FILE] [--keep-work] [--list]
+                   [--out FILE] [--keep-work] [--list] [--appended N [--then-compact]]
+  --appended N     run the scenarios on a hard-link clone of the bench lake after N small-day appends (pmlake ingest,
+                   no compaction; rows marked "@N appends"); with --then-compact, pmlake compact the clone and run
+                   them again (rows marked "@compacted"). The bench lake itself is never written.
 `;
 
 function allScenarios(scale: Scale): Scenario[] {
@@ -51,6 +55,7 @@ function allScenarios(scale: Scale): Scenario[] {
     ...downloadScenarios,
     exportL2Month,
     ingestWs(scale.ingestReps, scale.ingestMarkets),
+    ingestAppend(scale.ingestReps),
     httpSmall(scale.httpSeconds),
     mixedLoad(scale.mixedSeconds),
   ];
@@ -77,6 +82,8 @@ export async function benchCommand(args: string[]): Promise<number> {
         profile: { type: 'string' },
         out: { type: 'string' },
         'keep-work': { type: 'boolean', default: false },
+        appended: { type: 'string' },
+        'then-compact': { type: 'boolean', default: false },
         list: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -104,7 +111,9 @@ export async function benchCommand(args: string[]): Promise<number> {
   };
   let gen: GenOptions;
   let reps: number;
+  let appended = 0;
   try {
+    appended = values.appended === undefined ? 0 : Math.round(num(values.appended, 'appended', 0));
     gen = {
       markets: num(values.markets, 'markets', base.gen.markets),
       days: num(values.days, 'days', base.gen.days),
@@ -118,6 +127,10 @@ export async function benchCommand(args: string[]): Promise<number> {
     reps = Math.round(num(values.reps, 'reps', 5));
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
+    return 2;
+  }
+  if (values['then-compact'] && appended === 0) {
+    process.stderr.write(`--then-compact needs --appended N\n${USAGE}`);
     return 2;
   }
   const scale: Scale = { ...base, gen };
@@ -149,9 +162,19 @@ export async function benchCommand(args: string[]): Promise<number> {
   const stops: (() => Promise<void>)[] = [];
   const rows: ScenarioRow[] = [];
   try {
-    const lake = await ensureLake({ lakeDir, dataDir, gen, rebuild: values.rebuild, workDir, log });
-    const f = lake.facts;
-    log(`lake: ${f.trades} trades, ${f.l2} L2 level updates, ${f.candles1m} 1m candles, ${f.markets} markets (${lake.build.reused ? 'cached' : `built: generate ${lake.build.generateSeconds.toFixed(0)} s, ingest ${lake.build.ingestSeconds.toFixed(0)} s`})`);
+    const benchLake = await ensureLake({ lakeDir, dataDir, gen, rebuild: values.rebuild, workDir, log });
+    const f = benchLake.facts;
+    log(`lake: ${f.trades} trades, ${f.l2} L2 level updates, ${f.candles1m} 1m candles, ${f.markets} markets (${benchLake.build.reused ? 'cached' : `built: generate ${benchLake.build.generateSeconds.toFixed(0)} s, ingest ${benchLake.build.ingestSeconds.toFixed(0)} s`})`);
+    // --appended N: every scenario (server and baselines) runs on a hard-link clone with N appends; the facts (busiest
+    // token, ranges) stay the bench lake's, so the queries are the same ones as on the bench lake.
+    let lake = benchLake;
+    if (appended > 0) {
+      log(`preparing a hard-link clone of the bench lake with ${appended} appended small days`);
+      const prep = await prepareAppendedLake({ lake: benchLake, n: appended, dir: path.join(workDir, 'appended-lake'), workDir, log });
+      rows.push(...prep.rows);
+      lake = { ...benchLake, lakeDir: prep.lakeDir };
+      log(`appended clone ready at ${prep.lakeDir}`);
+    }
 
     const stateDir = path.join(workDir, 'state');
     const env: Record<string, string> = {};
@@ -167,7 +190,7 @@ export async function benchCommand(args: string[]): Promise<number> {
     stops.push(async () => store.close());
     const start = async (): Promise<ChildServer> => {
       const s = await startPmlakeServer({
-        lakeDir, stateDir, env, logFile: path.join(workDir, 'server.log'), cpuProfDir: values.profile ? path.resolve(values.profile) : undefined,
+        lakeDir: lake.lakeDir, stateDir, env, logFile: path.join(workDir, 'server.log'), cpuProfDir: values.profile ? path.resolve(values.profile) : undefined,
       });
       log(`pmlake server pid ${s.pid} at ${s.url}`);
       return s;
@@ -195,20 +218,37 @@ export async function benchCommand(args: string[]): Promise<number> {
       workDir,
       log,
     };
-    for (const s of selected) {
-      const ts = Date.now();
-      log(`${s.name} …`);
-      try {
-        const out = await s.run(ctx);
-        rows.push(...out);
-      } catch (err) {
-        if (err instanceof NotAvailable) rows.push(naRow(s.name, err.message));
-        else {
-          rows.push(errorRow(s.name, err));
-          log(`${s.name} failed: ${(err as Error).stack ?? String(err)}`);
+    // With --appended, each row's scenario name says which lake it ran on.
+    const runSelected = async (phase: string): Promise<void> => {
+      const tag = (name: string): string => (phase ? `${name} ${phase}` : name);
+      for (const s of selected) {
+        const ts = Date.now();
+        log(`${tag(s.name)} …`);
+        try {
+          const out = await s.run(ctx);
+          rows.push(...out.map((r) => ({ ...r, scenario: tag(r.scenario) })));
+        } catch (err) {
+          if (err instanceof NotAvailable) rows.push(naRow(tag(s.name), err.message));
+          else {
+            rows.push(errorRow(tag(s.name), err));
+            log(`${s.name} failed: ${(err as Error).stack ?? String(err)}`);
+          }
         }
+        log(`${tag(s.name)} done in ${((Date.now() - ts) / 1000).toFixed(1)} s`);
       }
-      log(`${s.name} done in ${((Date.now() - ts) / 1000).toFixed(1)} s`);
+    };
+    await runSelected(appended > 0 ? `@${appended} appends` : '');
+    if (appended > 0 && values['then-compact']) {
+      log('pmlake compact of the appended clone');
+      try {
+        rows.push(await compactAppendedLake(lake.lakeDir, appended, workDir));
+      } catch (err) {
+        rows.push(errorRow(`compact after ${appended} appends`, err));
+        log(`compact failed: ${(err as Error).stack ?? String(err)}`);
+      }
+      // A fresh server: neither side inherits caches from the uncompacted phase.
+      await ctx.restartServer();
+      await runSelected('@compacted');
     }
 
     const text = renderText(rows);
@@ -233,9 +273,9 @@ export async function benchCommand(args: string[]): Promise<number> {
     })();
     // Only a full run at the default scale replaces the committed table: a partial run (--only) or a smaller
     // scale (a harness check) writes beside it in the temp directory.
-    const full = !only && scaleName === 'default';
+    const full = !only && scaleName === 'default' && appended === 0;
     const outFile = path.resolve(
-      values.out ?? (full ? path.join(REPO, 'bench/results/latest.json') : path.join(os.tmpdir(), `pmlake-bench-${only ? 'partial' : scaleName}.json`)),
+      values.out ?? (full ? path.join(REPO, 'bench/results/latest.json') : path.join(os.tmpdir(), `pmlake-bench-${appended ? `appended${appended}-` : ''}${only ? 'partial' : scaleName}.json`)),
     );
     writeResults(outFile, {
       generatedAt: new Date().toISOString(),
@@ -244,6 +284,7 @@ export async function benchCommand(args: string[]): Promise<number> {
       reps,
       machine: machineInfo(duckdbVersion),
       lake: { facts: lake.facts, build: lake.build },
+      ...(appended > 0 ? { appended: { appends: appended, thenCompact: values['then-compact'], lakeDir: lake.lakeDir } } : {}),
       totalSeconds: Math.round((Date.now() - t0) / 1000),
       ratioMeaning: 'baseline seconds / pmlake seconds for the same work (above 1: pmlake faster); http-small: pmlake req/s / bare Express req/s',
       results: rows,
