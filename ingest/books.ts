@@ -30,15 +30,36 @@ const LEVELS = 'STRUCT(price DECIMAL(10,6), size DECIMAL(18,6))[]';
 /** Same type as a from_json structure; values travel as decimal strings, which DuckDB parses exactly. */
 const LEVELS_JSON = '[{"price":"DECIMAL(10,6)","size":"DECIMAL(18,6)"}]';
 
+/**
+ * What the lake already holds of each touched token, from `catalog/token_stats` (ingest/catalog.ts): stored
+ * book snapshots, stored l2 rows and the first receive time of those. A token the lake has never seen (a new
+ * market) needs no seed and no tail, so the history is not scanned for it; without stats (a lake adopted from
+ * before versions, until its first batch) every token is assumed to have both, as before.
+ */
+async function knownTokens(conn: DuckDBConnection, lake: VersionDraft): Promise<void> {
+  const stats = lake.files('token_stats');
+  await conn.run(
+    stats.length > 0
+      ? `CREATE OR REPLACE TEMP TABLE _bk_known AS
+         SELECT t.asset_id, t.min_seq, coalesce(s.books, 0) AS books, coalesce(s.l2_rows, 0) AS l2_rows, s.l2_lo
+         FROM _bk_touch t LEFT JOIN read_parquet($f::VARCHAR[]) s ON s.token_id = t.asset_id`
+      : `CREATE OR REPLACE TEMP TABLE _bk_known AS
+         SELECT asset_id, min_seq, 1 AS books, 1 AS l2_rows, NULL::TIMESTAMP AS l2_lo FROM _bk_touch`,
+    stats.length > 0 ? { f: new DuckDBListValue(stats) } : {},
+  );
+}
+
 async function prepareSeeds(conn: DuckDBConnection, lake: VersionDraft): Promise<void> {
+  await knownTokens(conn, lake);
   const snapshots = lake.files('book_snapshots');
-  if (snapshots.length > 0) {
+  const seeded = Number((await conn.runAndReadAll('SELECT count(*) FROM _bk_known WHERE books > 0')).getRows()[0]?.[0] ?? 0);
+  if (snapshots.length > 0 && seeded > 0) {
     const g = new DuckDBListValue(snapshots);
     // Two passes so the wide list columns are read only for the one snapshot per token that is needed.
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE _bk_seedkey AS
        SELECT s.asset_id, max(s.seq) AS seq FROM read_parquet($g::VARCHAR[], hive_partitioning = false) s
-       JOIN _bk_touch t USING (asset_id) WHERE s.seq < t.min_seq GROUP BY s.asset_id`,
+       JOIN (SELECT asset_id, min_seq FROM _bk_known WHERE books > 0) t USING (asset_id) WHERE s.seq < t.min_seq GROUP BY s.asset_id`,
       { g },
     );
     await conn.run(
@@ -58,7 +79,7 @@ async function prepareSeeds(conn: DuckDBConnection, lake: VersionDraft): Promise
       `CREATE OR REPLACE TEMP TABLE _bk_tail AS
        SELECT l.asset_id, l.seq, l.level_idx, l.side, l.price, l.size, l.is_snapshot
        FROM read_parquet($g::VARCHAR[], hive_partitioning = false) l
-       JOIN _bk_touch t USING (asset_id) LEFT JOIN _bk_seedkey k USING (asset_id)
+       JOIN (SELECT asset_id, min_seq FROM _bk_known WHERE l2_rows > 0) t USING (asset_id) LEFT JOIN _bk_seedkey k USING (asset_id)
        WHERE l.seq < t.min_seq AND (k.seq IS NULL OR l.seq > k.seq)`,
       { g: new DuckDBListValue(tailFiles) },
     );
@@ -71,17 +92,20 @@ async function prepareSeeds(conn: DuckDBConnection, lake: VersionDraft): Promise
  * The stored l2 files that can hold tail rows. A tail row of a seeded token has a seq above the seed's, and an
  * l2 row's seq is its receive ms * 1e6 + k while its partition is its receive date, so when every touched
  * token has a seed only the days from the oldest seed on are read — not the whole history, which every batch
- * of a long ingest would otherwise rescan. A token without a seed may have rows on any day: then all files.
+ * of a long ingest would otherwise rescan. A token without a seed starts at its first stored l2 row (stats), or
+ * on any day when that is unknown. Tokens with no stored l2 row read nothing.
  */
 async function l2TailFiles(conn: DuckDBConnection, lake: VersionDraft): Promise<string[]> {
   const row = (
     await conn.runAndReadAll(
-      `SELECT count(*) FILTER (WHERE k.seq IS NULL) AS unseeded, min(k.seq) AS lo, max(t.min_seq) AS hi
-       FROM _bk_touch t LEFT JOIN _bk_seedkey k USING (asset_id)`,
+      `SELECT count(*) AS n, count(*) FILTER (WHERE k.seq IS NULL AND t.l2_lo IS NULL) AS unbounded,
+              least(min(k.seq), min(epoch_ms(t.l2_lo) * 1000000) FILTER (WHERE k.seq IS NULL)) AS lo, max(t.min_seq) AS hi
+       FROM _bk_known t LEFT JOIN _bk_seedkey k USING (asset_id) WHERE t.l2_rows > 0`,
     )
   ).getRowObjectsJS()[0]!;
+  if (Number(row.n) === 0) return [];
   const day = (seq: unknown): string => new Date(Number(BigInt(seq as bigint) / 1_000_000n)).toISOString().slice(0, 10);
-  const from = Number(row.unseeded) === 0 && row.lo !== null ? day(row.lo) : '';
+  const from = Number(row.unbounded) === 0 && row.lo !== null ? day(row.lo) : '';
   const to = row.hi !== null ? day(row.hi) : '~';
   return lake.partitionFiles('l2', lake.partitionValues('l2').filter((p) => p >= from && p <= to));
 }
@@ -387,7 +411,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     lap('book_snapshots insert');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
-    for (const t of ['_bk_in', '_bk_seed', '_bk_seedkey', '_bk_tail', '_bk_touch']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+    for (const t of ['_bk_in', '_bk_seed', '_bk_seedkey', '_bk_tail', '_bk_touch', '_bk_known']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
   }
   ctx.counts.book_snapshots = (ctx.counts.book_snapshots ?? 0) + stats.snapshots;
   ctx.counts.top_of_book_changes = (ctx.counts.top_of_book_changes ?? 0) + stats.topChanges;

@@ -364,33 +364,15 @@ async function backfillTradeOutcomes(conn: DuckDBConnection, lake: VersionDraft)
 
 /**
  * Availability per market: trades and book snapshots (by token), summed over the market's tokens; data_from /
- * data_to span both. Per-token figures live in `catalog/token_stats` and are carried forward: the stored stats
- * plus the rows of the files this batch added (appends only add rows, and each row once). Counting the whole
- * lake every batch cost ~2 s on the bench lake (book_snapshots' small row groups) for a 1,000-row append. When
- * the batch retired a trades or snapshot file (a rewrite, e.g. the outcome backfill), or the lake has no stats
- * yet, they are counted from every file once.
+ * data_to span both. Per-token figures live in `catalog/token_stats` (also the token's stored l2 rows and their
+ * first receive time, which the book replay uses to skip history a token does not have) and are carried
+ * forward: the stored stats plus the rows of the files this batch added (appends only add rows, and each row
+ * once). Counting the whole lake every batch cost ~2 s on the bench lake (book_snapshots' small row groups) for a
+ * 1,000-row append. When the batch retired a file of a counted set (a rewrite, e.g. the outcome backfill), or the
+ * lake has no stats yet, they are counted from every file once.
  */
 async function computeAvailability(conn: DuckDBConnection, lake: VersionDraft): Promise<void> {
-  const stored = lake.files('token_stats');
-  const incremental = stored.length > 0 && !lake.retiredFrom('trades') && !lake.retiredFrom('book_snapshots');
-  const tradeFiles = incremental ? lake.addedFiles('trades') : lake.files('trades');
-  const bookFiles = incremental ? lake.addedFiles('book_snapshots') : lake.files('book_snapshots');
-  const parts: string[] = [];
-  if (incremental) parts.push(`SELECT token_id AS tok, trades, books, lo, hi FROM read_parquet(${parquetList(stored)})`);
-  if (tradeFiles.length > 0) {
-    parts.push(`SELECT token_id AS tok, count(*) AS trades, 0 AS books, min(ts) AS lo, max(ts) AS hi
-                FROM read_parquet(${parquetList(tradeFiles)}) GROUP BY token_id`);
-  }
-  if (bookFiles.length > 0) {
-    parts.push(`SELECT asset_id AS tok, 0 AS trades, count(*) AS books, min(ts) AS lo, max(ts) AS hi
-                FROM read_parquet(${parquetList(bookFiles)}) GROUP BY asset_id`);
-  }
-  const stats = parts.length > 0
-    ? `SELECT tok, sum(trades)::BIGINT AS trades, sum(books)::BIGINT AS books, min(lo) AS lo, max(hi) AS hi
-       FROM (${parts.join(' UNION ALL ')}) WHERE tok IS NOT NULL GROUP BY tok`
-    : `SELECT NULL::VARCHAR AS tok, 0::BIGINT AS trades, 0::BIGINT AS books, NULL::TIMESTAMP AS lo, NULL::TIMESTAMP AS hi WHERE false`;
-  await conn.run(`CREATE OR REPLACE TEMP TABLE _cat_token_stats AS ${stats}`);
-  await writeIfChanged(conn, `SELECT tok AS token_id, trades, books, lo, hi FROM _cat_token_stats ORDER BY tok`, lake, 'token_stats');
+  await updateTokenStats(conn, lake);
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _cat_avail AS
      SELECT mkey, sum(trades)::BIGINT AS trade_count, sum(books)::BIGINT AS orderbook_count,
@@ -398,6 +380,36 @@ async function computeAvailability(conn: DuckDBConnection, lake: VersionDraft): 
      FROM (SELECT mkey, unnest(all_tokens) AS tok FROM _cat_markets) mt JOIN _cat_token_stats st USING (tok)
      GROUP BY mkey`,
   );
+}
+
+/** Recomputes `_cat_token_stats` (and the draft's token_stats file): carried forward, or counted in full. */
+export async function updateTokenStats(conn: DuckDBConnection, lake: VersionDraft): Promise<void> {
+  const stored = lake.files('token_stats');
+  const incremental = stored.length > 0 && !(['trades', 'book_snapshots', 'l2'] as const).some((d) => lake.retiredFrom(d));
+  const pick = (d: 'trades' | 'book_snapshots' | 'l2'): string[] => (incremental ? lake.addedFiles(d) : lake.files(d));
+  const parts: string[] = [];
+  if (incremental) parts.push(`SELECT token_id AS tok, trades, books, lo, hi, l2_rows, l2_lo FROM read_parquet(${parquetList(stored)})`);
+  const trades = pick('trades');
+  if (trades.length > 0) {
+    parts.push(`SELECT token_id, count(*), 0, min(ts), max(ts), 0, NULL::TIMESTAMP FROM read_parquet(${parquetList(trades)}) GROUP BY token_id`);
+  }
+  const books = pick('book_snapshots');
+  if (books.length > 0) {
+    parts.push(`SELECT asset_id, 0, count(*), min(ts), max(ts), 0, NULL::TIMESTAMP FROM read_parquet(${parquetList(books)}) GROUP BY asset_id`);
+  }
+  const l2 = pick('l2');
+  if (l2.length > 0) {
+    parts.push(`SELECT asset_id, 0, 0, NULL::TIMESTAMP, NULL::TIMESTAMP, count(*), min(recv_ts) FROM read_parquet(${parquetList(l2)}) GROUP BY asset_id`);
+  }
+  const stats = parts.length > 0
+    ? `SELECT tok, sum(trades)::BIGINT AS trades, sum(books)::BIGINT AS books, min(lo) AS lo, max(hi) AS hi,
+              sum(l2_rows)::BIGINT AS l2_rows, min(l2_lo) AS l2_lo
+       FROM (${parts.join(' UNION ALL ')}) x(tok, trades, books, lo, hi, l2_rows, l2_lo)
+       WHERE tok IS NOT NULL GROUP BY tok`
+    : `SELECT NULL::VARCHAR AS tok, 0::BIGINT AS trades, 0::BIGINT AS books, NULL::TIMESTAMP AS lo, NULL::TIMESTAMP AS hi,
+              0::BIGINT AS l2_rows, NULL::TIMESTAMP AS l2_lo WHERE false`;
+  await conn.run(`CREATE OR REPLACE TEMP TABLE _cat_token_stats AS ${stats}`);
+  await writeIfChanged(conn, `SELECT tok AS token_id, trades, books, lo, hi, l2_rows, l2_lo FROM _cat_token_stats ORDER BY tok`, lake, 'token_stats');
 }
 
 /** Series: records merged by priority; crypto Up/Down slugs fill asset, symbol and timeframe. */

@@ -6,7 +6,8 @@ import { currentVersion, versionsDir } from '../src/lake/versions.js';
 import { compactLake } from './compact.js';
 import { acquireLakeLock, LakeLockedError } from './ledger.js';
 import { makeScratchDir, sweepScratch } from './scratch.js';
-import { adoptLegacyLake, HISTORY, sweepLake } from './versions.js';
+import { HISTORY, sweepLake } from './versions.js';
+import { adoptLegacyLake } from './adopt.js';
 
 /**
  * `pmlake compact`: merges every partition with more than one file into one sorted, de-duplicated file and

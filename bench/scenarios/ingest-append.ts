@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { generate } from '../../ingest/generate/index.js';
-import { adoptLegacyLake } from '../../ingest/versions.js';
+import { adoptLegacyLake } from '../../ingest/adopt.js';
 import { currentVersion, readCurrentManifest, versionsDir, type Manifest } from '../../src/lake/versions.js';
 import type { BenchLake } from '../lake.js';
 import { dirBytes } from '../lake.js';
