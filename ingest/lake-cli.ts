@@ -6,7 +6,8 @@ import { currentVersion, versionsDir } from '../src/lake/versions.js';
 import { compactLake } from './compact.js';
 import { acquireLakeLock, LakeLockedError } from './ledger.js';
 import { makeScratchDir, sweepScratch } from './scratch.js';
-import { HISTORY, sweepLake } from './versions.js';
+import { HISTORY } from './versions.js';
+import { sweepLake } from './sweep.js';
 import { adoptLegacyLake } from './adopt.js';
 
 /**

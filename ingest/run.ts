@@ -12,7 +12,8 @@ import type { BatchContext, IngestIssue, SourceHandler, SourceKind } from './typ
 import type { TapeBatchContext } from './ws/common.js';
 import { wsHandlers } from './ws/index.js';
 import { makeScratchDir, sweepScratch } from './scratch.js';
-import { sweepLake, VersionDraft, type SweepReport } from './versions.js';
+import { VersionDraft } from './versions.js';
+import { sweepLake, type SweepReport } from './sweep.js';
 import { adoptLegacyLake } from './adopt.js';
 import { compactLake, type CompactReport } from './compact.js';
 import { currentVersion } from '../src/lake/versions.js';
