@@ -139,7 +139,7 @@ describe('lake versions', () => {
       while (!stop) {
         const r = await fetch(`${srv.url}/v1/stats`);
         const s = (await r.json()) as Record<string, number>;
-        answers.push(`${s.markets}|${s.trades}|${s.orderbook_snapshots}|${s.top_of_book_rows}`);
+        answers.push(`${s.lake_version}|${s.markets}|${s.trades}|${s.orderbook_snapshots}|${s.top_of_book_rows}`);
         await new Promise((res) => setTimeout(res, 20));
       }
     })();
@@ -176,12 +176,12 @@ describe('lake versions', () => {
         `SELECT (SELECT count(*) FROM read_parquet(${list(f('markets'))})) AS m, (SELECT count(*) FROM read_parquet(${list(f('trades'))})) AS t,
                 (SELECT count(*) FROM read_parquet(${list(f('book_snapshots'))})) AS b, (SELECT count(*) FROM read_parquet(${list(f('top_of_book'))})) AS k`,
       );
-      counts.add(`${c.m}|${c.t}|${c.b}|${c.k}`);
+      counts.add(`${m.version}|${c.m}|${c.t}|${c.b}|${c.k}`);
     }
     const finalTrades = Number((await db.one(`SELECT count(*) AS n FROM read_parquet(${list(currentVersion(lake).files('trades'))})`)).n);
     const genTrades = g.counts.trades + JSON.parse(fs.readFileSync(path.join(genB, 'manifest.json'), 'utf8')).counts.trades;
     expect(finalTrades).toBe(genTrades);
-    // The service answered throughout, and each answer was exactly one published version's counts.
+    // The service answered throughout, and each answer was exactly the counts of the version it names.
     expect(answers.length).toBeGreaterThanOrEqual(10);
     for (const a of new Set(answers)) expect(counts, a).toContain(a);
     expect(new Set(answers).size).toBeGreaterThanOrEqual(2);
@@ -191,6 +191,9 @@ describe('lake versions', () => {
     expect(markets.reduce((s, m) => s + m.trade_count, 0)).toBe(finalTrades);
     const stats = (await (await fetch(`${srv.url}/v1/stats`)).json()) as { trades: number };
     expect(stats.trades).toBe(finalTrades);
+    const health = (await (await fetch(`${srv.url}/health`)).json()) as { lake_version: number; lake_published_at: string };
+    expect(health.lake_version).toBe(all[all.length - 1]!.version);
+    expect(health.lake_published_at).toBe(all[all.length - 1]!.published_at);
     await srv.close();
 
     // The checks have teeth: trades of the last version with everything else of the first is caught.
