@@ -18,7 +18,11 @@ export type DatasetDef = Readonly<{
   /** Hive partition: month=YYYY-MM or date=YYYY-MM-DD derived from `partitionColumn`; 'none' is one file. */
   partition: PartitionKind;
   partitionColumn?: string;
-  /** Order of rows inside every file: the queries that matter filter on the first key. */
+  /**
+   * Order of rows inside every file: the queries that matter filter on the first key. The first key must be a
+   * function of the natural key (the same trade id always has the same token): an append checks for duplicates
+   * only among stored rows with the batch's first-key values (ingest/partitions.ts).
+   */
   sortBy: readonly string[];
   /** Rows equal on these columns are the same fact; ingest keeps one. */
   naturalKey: readonly string[];
