@@ -247,7 +247,10 @@ describe('exports: S3 stopped mid-upload', () => {
     const row = () => B.srv.ctx.state.db.prepare('SELECT upload_id FROM export_jobs WHERE id = ?').get(job.id) as { upload_id: string | null };
     const leftovers = uploadsFor(key!);
     expect(leftovers).toHaveLength(1);
-    expect(leftovers[0]!.parts[0]).toBe(1);
+    // At least one acknowledged part; which ones depends on the moment the store stopped (parts upload
+    // concurrently: part 2 may be stored when part 1 was cut off — seen once on a loaded machine).
+    expect(leftovers[0]!.parts.length).toBeGreaterThan(0);
+    expect(leftovers[0]!.parts.every((n) => Number.isInteger(n) && n >= 1)).toBe(true);
     expect(row().upload_id).toBe(leftovers[0]!.id);
     // s3rver refuses AbortMultipartUpload (405) and cannot list uploads (501): the sweep's discard goes
     // through what it does allow (complete-then-delete, src/s3/store.ts) for the upload the job recorded.
