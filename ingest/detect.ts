@@ -83,7 +83,7 @@ export async function gunzipTo(file: string, out: string): Promise<void> {
 }
 
 /** The first handler (in the given priority order) that recognises the file. */
-export function pickHandler(handlers: SourceHandler[], file: string, head: string): SourceHandler | undefined {
+export function pickHandler(handlers: readonly SourceHandler[], file: string, head: string): SourceHandler | undefined {
   return handlers.find((h) => {
     try {
       return h.detect(file, head);

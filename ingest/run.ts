@@ -8,9 +8,14 @@ import { deriveBooks } from './books.js';
 import { expandInputs, gunzipTo, isGzip, pickHandler, readHead } from './detect.js';
 import { acquireLakeLock, appendLedger, FileHasher, readLedger, type LedgerEntry } from './ledger.js';
 import { mergeIntoPartitions, sweepTempFiles } from './partitions.js';
-import type { BatchContext, IngestIssue, SourceHandler, SourceKind } from './types.js';
+import type { IngestIssue, SourceHandler, SourceKind } from './types.js';
 import type { TapeBatchContext } from './ws/common.js';
 import { wsHandlers } from './ws/index.js';
+import { metadataHandler } from './metadata.js';
+import { fillsHandler } from './fills.js';
+import { optionsHandler } from './options.js';
+import { deriveCandles } from './candles.js';
+import { finalizeCatalog } from './catalog.js';
 import { makeScratchDir, sweepScratch } from './scratch.js';
 import { VersionDraft } from './versions.js';
 import { sweepLake, type SweepReport } from './sweep.js';
@@ -68,34 +73,10 @@ export type IngestReport = {
   compacted?: CompactReport;
 };
 
-type Derive = (ctx: BatchContext) => Promise<void>;
-
-/** Another helper's module that may not exist yet in a partial checkout: loaded if present. */
-async function optional<T>(spec: string, name: string, log: Logger): Promise<T | undefined> {
-  try {
-    const mod = (await import(spec)) as Record<string, unknown>;
-    return mod[name] as T | undefined;
-  } catch (err) {
-    log.warn({ err: (err as Error).message, module: spec }, 'ingest module not available');
-    return undefined;
-  }
-}
-
 const KIND_ORDER: Record<SourceKind, number> = { metadata: 0, fills: 1, options: 2, ws: 3 };
 
-export async function defaultHandlers(log: Logger): Promise<SourceHandler[]> {
-  // Variables, not literals, so a checkout without these modules still type-checks and runs.
-  const metadata = './metadata.js';
-  const fills = './fills.js';
-  const options = './options.js';
-  const list = [
-    await optional<SourceHandler>(metadata, 'metadataHandler', log),
-    await optional<SourceHandler>(fills, 'fillsHandler', log),
-    await optional<SourceHandler>(options, 'optionsHandler', log),
-    ...wsHandlers,
-  ];
-  return list.filter((h): h is SourceHandler => h !== undefined);
-}
+/** Every format handler, statically imported: a broken handler is a type or load error, never a skipped source. */
+export const defaultHandlers: readonly SourceHandler[] = [metadataHandler, fillsHandler, optionsHandler, ...wsHandlers];
 
 const STAGED: DatasetName[] = Object.keys(DATASETS) as DatasetName[];
 /** Partitioned data sets are merged here; the catalogue files are rebuilt by finalizeCatalog. */
@@ -168,10 +149,8 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     const { files, missing } = expandInputs(paths);
     for (const m of missing) report.issues.push({ file: m, message: 'no such file or directory' });
     report.files = files.length;
-    const handlers = opts.handlers ?? (await defaultHandlers(log));
+    const handlers = opts.handlers ?? defaultHandlers;
     const withDerived = opts.derived !== false;
-    const deriveCandles = withDerived ? await optional<Derive>('./candles.js', 'deriveCandles', log) : undefined;
-    const finalizeCatalog = withDerived ? await optional<Derive>('./catalog.js', 'finalizeCatalog', log) : undefined;
 
     // Detect first, then stage by kind (catalogue before fills before tape) so a batch's trades and tape
     // find the metadata that arrived with them. Files are hashed on a worker thread in staging order, each
@@ -240,7 +219,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         ctx.lake = new VersionDraft(lakeDir);
         const added: Record<string, number> = {};
         await timed('books', () => deriveBooks(ctx));
-        if (deriveCandles) await timed('candles', () => deriveCandles(ctx));
+        if (withDerived) await timed('candles', () => deriveCandles(ctx));
         const pauseMs = Number(process.env.PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS ?? 0);
         for (const d of MERGED) {
           if ((await count(conn, `SELECT count(*) FROM stg_${d}`)) === 0) continue;
@@ -253,7 +232,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
             await sleep(pauseMs);
           }
         }
-        if (finalizeCatalog) await timed('catalog', () => finalizeCatalog(ctx));
+        if (withDerived) await timed('catalog', () => finalizeCatalog(ctx));
         if (pauseMs > 0) {
           process.stderr.write(`pmlake-test: publishing\n`);
           await sleep(pauseMs);
