@@ -28,7 +28,10 @@ function repairHistory(lakeDir: string, current: Manifest): void {
   } catch {
     // torn or empty: rewrite below
   }
-  if (logged !== current.version) appendHistory(lakeDir, current);
+  if (logged === current.version) return;
+  // A torn last line (a kill mid-append) is closed first, or the new line would be glued to it.
+  if (text !== '' && !text.endsWith('\n')) fs.appendFileSync(path.join(versionsDir(lakeDir), HISTORY), '\n');
+  appendHistory(lakeDir, current);
 }
 
 export type SweepReport = { orphans: number; retired: number; manifests: number; bytes: number };
