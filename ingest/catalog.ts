@@ -4,7 +4,7 @@ import { DATASETS } from '../src/lake/layout.js';
 import { sqlIdent, sqlString } from '../src/lake/duckdb.js';
 import { writeParquetFile } from './partitions.js';
 import type { VersionDraft } from './versions.js';
-import { RECORD_SETS, type SetName } from '../src/lake/versions.js';
+import type { SetName } from '../src/lake/versions.js';
 import type { BatchContext } from './types.js';
 
 /**
@@ -55,8 +55,6 @@ export const SERIES_RECORD_COLUMNS: Readonly<Record<string, string>> = {
   ...S,
 };
 
-export const MARKET_RECORDS_DIR = RECORD_SETS.market_records;
-export const SERIES_RECORDS_DIR = RECORD_SETS.series_records;
 
 function ddl(cols: Readonly<Record<string, string>>): string {
   return Object.entries(cols)

@@ -1,11 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
-import { openLakeDb } from '../src/lake/duckdb.js';
 import { currentVersion, versionsDir } from '../src/lake/versions.js';
 import { compactLake } from './compact.js';
 import { acquireLakeLock, LakeLockedError } from './ledger.js';
-import { makeScratchDir, sweepScratch } from './scratch.js';
+import { makeScratchDir, openScratchDb, sweepScratch } from './scratch.js';
 import { HISTORY } from './versions.js';
 import { sweepLake } from './sweep.js';
 import { adoptLegacyLake } from './adopt.js';
@@ -35,17 +34,8 @@ export async function compactCommand(args: string[]): Promise<number> {
   try {
     sweepScratch(lakeDir);
     workDir = makeScratchDir(lakeDir, 'compact');
-    const db = await openLakeDb({
-      allowedDirectories: [lakeDir, workDir],
-      threads: config.duckdbThreads ?? 2,
-      memoryLimit: config.duckdbMemory,
-      path: path.join(workDir, 'compact.duckdb'),
-      tempDirectory: path.join(workDir, 'spill'),
-      lock: false,
-    });
-    const conn = await db.connect();
+    const { instance: db, conn } = await openScratchDb(lakeDir, workDir, { threads: config.duckdbThreads, memoryLimit: config.duckdbMemory });
     try {
-      await conn.run('SET preserve_insertion_order = true');
       await adoptLegacyLake(conn, lakeDir);
       // Before (a killed run's files go at once) and after (files this compaction retired, once past the grace).
       const before = sweepLake(lakeDir, config.lakeGraceSeconds * 1000);

@@ -78,8 +78,7 @@ export async function mergeIntoPartitions(
   const write = async (selectSql: string, p: string | null, params: Record<string, DuckDBValue>): Promise<number> => {
     const file = draft.newFile(name, p);
     const rows = await writeParquetFile(conn, selectSql, file, params, def.rowGroupSize);
-    draft.add(name, p, file, rows);
-    result.bytesWritten += fs.statSync(file).size;
+    result.bytesWritten += draft.add(name, p, file, rows).bytes;
     return rows;
   };
   for (const { p, unique } of parts) {

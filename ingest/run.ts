@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { openLakeDb, sqlIdent } from '../src/lake/duckdb.js';
+import { sqlIdent } from '../src/lake/duckdb.js';
 import { DATASETS, columnDdl, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
 import { createLogger, type Logger } from '../src/log.js';
 import { deriveBooks } from './books.js';
@@ -16,7 +16,7 @@ import { fillsHandler } from './fills.js';
 import { optionsHandler } from './options.js';
 import { deriveCandles } from './candles.js';
 import { finalizeCatalog } from './catalog.js';
-import { makeScratchDir, sweepScratch } from './scratch.js';
+import { makeScratchDir, openScratchDb, sweepScratch } from './scratch.js';
 import { VersionDraft } from './versions.js';
 import { sweepLake, type SweepReport } from './sweep.js';
 import { adoptLegacyLake } from './adopt.js';
@@ -174,19 +174,12 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     hasher = new FileHasher();
     for (const item of items) item.sha256 = hasher.hash(item.file);
 
-    const allowed = [lakeDir, workDir, ...new Set(files.map((f) => path.dirname(f)))];
-    const instance = await openLakeDb({
-      allowedDirectories: allowed,
-      threads: opts.threads ?? 2,
+    const { instance, conn } = await openScratchDb(lakeDir, workDir, {
+      threads: opts.threads,
       memoryLimit: opts.memoryLimit,
-      path: path.join(workDir, 'stage.duckdb'),
-      tempDirectory: path.join(workDir, 'spill'),
-      lock: false,
+      readDirs: [...new Set(files.map((f) => path.dirname(f)))],
     });
-    const conn = await instance.connect();
     try {
-      // Insertion order is what makes WITH ORDINALITY follow file order.
-      await conn.run('SET preserve_insertion_order = true');
       const adopted = await adoptLegacyLake(conn, lakeDir);
       if (adopted) report.versions_published.push(adopted.version);
       report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);

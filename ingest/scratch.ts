@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { openLakeDb } from '../src/lake/duckdb.js';
 import { ingestDir } from './ledger.js';
 
 /**
@@ -43,4 +45,27 @@ function treeBytes(p: string): number {
   let sum = 0;
   for (const name of fs.readdirSync(p)) sum += treeBytes(path.join(p, name));
   return sum;
+}
+
+/**
+ * The disk-backed DuckDB of an ingest or a compaction, inside its scratch directory (database and spill there,
+ * so a kill leaves nothing the next run does not sweep). Insertion order is preserved: WITH ORDINALITY follows
+ * file order, and a single file read back keeps its order.
+ */
+export async function openScratchDb(
+  lakeDir: string,
+  workDir: string,
+  opts: { threads?: number; memoryLimit?: string | undefined; readDirs?: readonly string[] },
+): Promise<{ instance: DuckDBInstance; conn: DuckDBConnection }> {
+  const instance = await openLakeDb({
+    allowedDirectories: [lakeDir, workDir, ...(opts.readDirs ?? [])],
+    threads: opts.threads ?? 2,
+    memoryLimit: opts.memoryLimit,
+    path: path.join(workDir, 'scratch.duckdb'),
+    tempDirectory: path.join(workDir, 'spill'),
+    lock: false,
+  });
+  const conn = await instance.connect();
+  await conn.run('SET preserve_insertion_order = true');
+  return { instance, conn };
 }

@@ -100,9 +100,8 @@ export function sweepLake(lakeDir: string, graceMs: number, now: number = Date.n
 }
 
 /** Every `.parquet` file under the sets' directories, relative to the lake (`_ingest/`, `_versions/` are not data). */
-function dataFilesOnDisk(lakeDir: string): string[] {
+export function dataFilesOnDisk(lakeDir: string): string[] {
   const out: string[] = [];
-  const seen = new Set<string>();
   const walk = (rel: string): void => {
     let ents: fs.Dirent[];
     try {
@@ -113,10 +112,7 @@ function dataFilesOnDisk(lakeDir: string): string[] {
     for (const e of ents) {
       const r = `${rel}/${e.name}`;
       if (e.isDirectory()) walk(r);
-      else if (e.name.endsWith('.parquet') && !seen.has(r)) {
-        seen.add(r);
-        out.push(r);
-      }
+      else if (e.name.endsWith('.parquet')) out.push(r);
     }
   };
   for (const r of new Set(SET_NAMES.map((n) => setDir(n).split('/')[0]!))) walk(r);

@@ -42,11 +42,6 @@ export class VersionDraft {
     for (const [name, entries] of Object.entries(this.base.manifest.sets)) this.sets.set(name as SetName, [...(entries ?? [])]);
   }
 
-  /** The draft as a reader would see it if published now. */
-  view(): LakeVersion {
-    return new LakeVersion(this.lakeDir, this.toManifest('ingest', {}, []));
-  }
-
   entries(name: SetName): readonly FileEntry[] {
     return this.sets.get(name) ?? [];
   }
@@ -72,8 +67,8 @@ export class VersionDraft {
     return path.join(this.lakeDir, dir, file);
   }
 
-  /** Adds a written file (absolute path from `newFile`) with its row count. */
-  add(name: SetName, partition: string | null, absPath: string, rows: number): void {
+  /** Adds a written file (absolute path from `newFile`) with its row count; returns its entry. */
+  add(name: SetName, partition: string | null, absPath: string, rows: number): FileEntry {
     const entry: FileEntry = { path: this.rel(absPath), partition, rows, bytes: fs.statSync(absPath).size };
     const list = this.sets.get(name) ?? [];
     list.push(entry);
@@ -81,6 +76,7 @@ export class VersionDraft {
     this.sets.set(name, list);
     this.added.push(entry);
     this.addedBy.set(name, [...(this.addedBy.get(name) ?? []), entry]);
+    return entry;
   }
 
   /** Absolute paths of the files this draft added to a set (not in the version it started from). */

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { generate } from '../../ingest/generate/index.js';
 import { adoptLegacyLake } from '../../ingest/adopt.js';
+import type { CompactReport } from '../../ingest/compact.js';
+import { dataFilesOnDisk } from '../../ingest/sweep.js';
 import { currentVersion, readCurrentManifest, versionsDir, type Manifest } from '../../src/lake/versions.js';
 import type { BenchLake } from '../lake.js';
 import { dirBytes } from '../lake.js';
@@ -83,23 +85,7 @@ export function fingerprintChanges(before: Map<string, string>, after: Map<strin
 
 /** Parquet files under a lake's data directories (not `_ingest/`, `_versions/`), relative path → bytes. */
 function parquetFiles(lakeDir: string): Map<string, number> {
-  const out = new Map<string, number>();
-  const walk = (rel: string): void => {
-    let ents: fs.Dirent[];
-    try {
-      ents = fs.readdirSync(path.join(lakeDir, rel), { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of ents) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) {
-        if (!r.startsWith('_')) walk(r);
-      } else if (e.name.endsWith('.parquet')) out.set(r, fs.statSync(path.join(lakeDir, r)).size);
-    }
-  };
-  walk('');
-  return out;
+  return new Map(dataFilesOnDisk(lakeDir).map((r) => [r, fs.statSync(path.join(lakeDir, r)).size]));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -204,18 +190,8 @@ type IngestJson = {
   issues_total?: number;
 };
 
-export type CompactJson = {
-  version: number | null;
-  partitions: number;
-  files_in: number;
-  files_out: number;
-  rows: number;
-  bytes_in: number;
-  bytes_out: number;
-  seconds: number;
-  mb_per_second: number;
-  rows_per_second: number;
-};
+/** What `pmlake compact` prints (ingest/lake-cli.ts). */
+export type CompactJson = CompactReport & { mb_per_second: number; rows_per_second: number };
 
 function childEnv(lakeDir: string): NodeJS.ProcessEnv {
   // Automatic compaction off: the append alone is measured (compaction is its own step and row).

@@ -309,13 +309,6 @@ export const DATASETS = {
 
 export type DatasetName = keyof typeof DATASETS;
 
-/** Where a data set's files live: a glob DuckDB reads with hive_partitioning, or the single catalogue file. */
-export function datasetGlob(lakeDir: string, name: DatasetName): string {
-  const def: DatasetDef = DATASETS[name];
-  const dir = path.join(lakeDir, def.dir);
-  return def.partition === 'none' ? path.join(dir, 'data.parquet') : path.join(dir, '*', '*.parquet');
-}
-
 /** Directory of one partition value, e.g. lake/trades/month=2025-03. */
 export function partitionDir(lakeDir: string, name: DatasetName, value: string | null): string {
   const def: DatasetDef = DATASETS[name];

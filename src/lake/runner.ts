@@ -161,10 +161,9 @@ export type Lake = {
  * `date`, so partition pruning compares strings); a data set with no file yet is an empty relation with the
  * same columns, so an empty lake answers `[]` rather than a DuckDB "no files" error.
  */
-export function lakeSources(lakeDir: string): Lake & { version: LakeVersion } {
+export function lakeSources(lakeDir: string): Lake {
   const v = lakeVersion(lakeDir);
   return {
-    version: v,
     from: (name) => versionSource(v, name),
     hourlyCandles: () => {
       const hours = new Set(v.partitionValues('candles_1h'));
@@ -201,11 +200,6 @@ function readFiles(def: DatasetDef, files: readonly string[]): string {
 
 export function hasFiles(lakeDir: string, name: DatasetName): boolean {
   return lakeVersion(lakeDir).hasFiles(name);
-}
-
-/** Every Parquet file of a data set in the reader's version (partition order). */
-export function dataFiles(lakeDir: string, name: DatasetName): string[] {
-  return lakeVersion(lakeDir).files(name);
 }
 
 /** Partition values that hold files, e.g. ['2025-01', '2025-02'] for trades. */

@@ -124,7 +124,8 @@ export class LakeVersion {
 // ---------------------------------------------------------------------------------------------------------
 // Resolving the current version.
 
-type Resolved = { stat: string; version: LakeVersion };
+/** `stat`: current.json's identity when the version came from it; null for a lake without versions (listed at `at`). */
+type Resolved = { stat: string | null; at: number; version: LakeVersion };
 const resolved = new Map<string, Resolved>();
 
 function statKey(file: string): string | null {
@@ -155,11 +156,11 @@ export function currentVersion(lakeDir: string): LakeVersion {
   const key = statKey(path.join(versionsDir(dir), CURRENT));
   const hit = resolved.get(dir);
   // An unversioned lake is listed again at most every 500 ms: its files change under readers anyway.
-  if (hit && key !== null && hit.stat === key) return hit.version;
-  if (hit && key === null && hit.stat.startsWith('legacy:') && Date.now() - Number(hit.stat.slice(7)) < 500) return hit.version;
+  const now = Date.now();
+  if (hit && hit.stat === key && (key !== null || now - hit.at < 500)) return hit.version;
   const manifest = key === null ? null : readCurrentManifest(dir);
   const version = new LakeVersion(dir, manifest ?? legacyManifest(dir));
-  resolved.set(dir, { stat: manifest ? key! : `legacy:${Date.now()}`, version });
+  resolved.set(dir, { stat: manifest ? key : null, at: now, version });
   return version;
 }
 

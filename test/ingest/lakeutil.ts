@@ -39,26 +39,55 @@ export async function datasetRows(files: string[]): Promise<string[]> {
 
 export type CliRun = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
 
-/** Runs `npm run -s pmlake -- ingest ...` as a child process; `onStderr` may kill it. */
+/** Runs `pmlake <args>` as a child process to its end; `onStderr` may kill it. */
 export function runCli(
   args: string[],
   env: Record<string, string>,
   onStderr?: (text: string, kill: () => void) => void,
 ): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
-      cwd: path.resolve('.'),
-      env: { ...process.env, LOG_LEVEL: 'error', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      onStderr?.(stderr, () => child.kill('SIGKILL'));
-    });
+  const child = spawnCli(args, env);
+  if (onStderr) child.onStderr(() => onStderr(child.stderr(), child.kill));
+  return child.done;
+}
+
+export type Child = {
+  /** Resolves when the process ended (killed or not). */
+  done: Promise<CliRun>;
+  /** The `pmlake-test:` marker lines printed so far. */
+  markers(): string[];
+  kill(): void;
+  /** Called on every stderr chunk. */
+  onStderr(cb: () => void): void;
+  /** Everything printed on stderr so far. */
+  stderr(): string;
+};
+
+/** `pmlake <args>` as a child process, with its handle for killing it at any moment. */
+export function spawnCli(args: string[], env: Record<string, string>): Child {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    cwd: path.resolve('.'),
+    env: { ...process.env, LOG_LEVEL: 'error', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const listeners: (() => void)[] = [];
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    for (const l of listeners) l();
+  });
+  const done = new Promise<CliRun>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
+  return {
+    done,
+    markers: () => stderr.split('\n').filter((l) => l.startsWith('pmlake-test: ')),
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+    onStderr: (cb) => listeners.push(cb),
+    stderr: () => stderr,
+  };
 }

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -128,41 +127,4 @@ export function jsonlLines(file: string): Record<string, unknown>[] {
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-export type Child = {
-  /** Resolves when the process ended (killed or not). */
-  done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
-  /** The `pmlake-test:` marker lines printed so far. */
-  markers(): string[];
-  kill(): void;
-  /** Called on every stderr chunk. */
-  onStderr(cb: () => void): void;
-};
-
-/** `pmlake <args>` as a child process (like lakeutil runCli), with its handle for killing it at any moment. */
-export function spawnCli(args: string[], env: Record<string, string>): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
-    cwd: path.resolve('.'),
-    env: { ...process.env, LOG_LEVEL: 'error', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  const listeners: (() => void)[] = [];
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-    for (const l of listeners) l();
-  });
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-  return {
-    done,
-    markers: () => stderr.split('\n').filter((l) => l.startsWith('pmlake-test: ')),
-    kill: () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    },
-    onStderr: (cb) => listeners.push(cb),
-  };
-}
+export { spawnCli, type Child } from './lakeutil.js';
