@@ -6,12 +6,13 @@ import { openLakeDb } from './lake/duckdb.js';
 import type { Logger } from './log.js';
 import { createApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
-import { accountAuthenticator } from './http/auth.js';
+import { accountAuthenticator } from './accounts/auth.js';
 import { StateStore } from './state/store.js';
 import { sqliteMeter } from './accounts/usage.js';
 import { failInterruptedDownloads } from './state/pulls.js';
 import { fifoRoot } from './lake/stream.js';
 import { ExportService } from './exports/service.js';
+import { MarketResolver } from './markets/resolver.js';
 
 /** Builds every service the app needs from the configuration. Tests call this too, on a temp lake and state. */
 export async function createContext(config: Config, log: Logger): Promise<AppContext> {
@@ -27,7 +28,7 @@ export async function createContext(config: Config, log: Logger): Promise<AppCon
   // Downloads cut off by a crash or restart are refunded (fair-use bytes and rate-limit slot released).
   failInterruptedDownloads(state, new Date());
   const auth = accountAuthenticator(state, { secret: config.jwtSecret, jwksFile: config.jwksFile });
-  const ctx = { config, db, log, state, auth, meter: sqliteMeter(state, { log }) } as AppContext;
+  const ctx = { config, db, log, state, auth, meter: sqliteMeter(state, { log }), markets: new MarketResolver({ db, lakeDir: config.lakeDir }) } as AppContext;
   // Export jobs need the finished context (they plan pulls like downloads do); start() resumes persisted jobs.
   ctx.exports = new ExportService(ctx);
   ctx.exports.start();

@@ -1,4 +1,4 @@
-import type { Principal } from '../http/auth.js';
+import type { Principal } from './principal.js';
 import { fairUseUsedBytes } from '../state/pulls.js';
 import type { StateStore } from '../state/store.js';
 import { entitlementOf } from './entitlements.js';

@@ -1,4 +1,4 @@
-import type { Principal } from '../http/auth.js';
+import type { Principal } from './principal.js';
 
 /**
  * The seam between pulls (downloads, exports) and accounting. A pull asks `begin` before it produces a byte;

@@ -45,7 +45,7 @@ export class RequestCounter {
     const batch = [...this.pending.values()];
     this.pending = new Map();
     try {
-      // Counters cannot change what a key may do: the write must not empty the principal cache (src/http/auth.ts).
+      // Counters cannot change what a key may do: the write must not empty the principal cache (src/accounts/auth.ts).
       this.store.writeBehind(() => addRequestCounts(this.store, batch));
     } catch (err) {
       // Busy past busy_timeout (another process holds the write lock): keep the counts for the next flush

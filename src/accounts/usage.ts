@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { Principal } from '../http/auth.js';
-import { HttpError, PaymentRequired, RateLimited, Unauthorized } from '../http/errors.js';
+import type { Principal } from './principal.js';
+import { PaymentRequired, QuotaExceeded, RateLimited, Unauthorized } from '../errors.js';
 import { completePull, downloadsSince, failPull, fairUseUsedBytes, insertPull } from '../state/pulls.js';
 import { newId, type StateStore } from '../state/store.js';
 import { coverage, entitlementOf } from './entitlements.js';
@@ -121,14 +121,14 @@ function checkDownloadRate(store: StateStore, userId: string, perHour: number, p
   }
 }
 
-function fairUseCap(planName: string, allowance: number, used: number, estimated: number, resetsAt: Date): HttpError {
+function fairUseCap(planName: string, allowance: number, used: number, estimated: number, resetsAt: Date): QuotaExceeded {
   const gb = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GB`;
   const message =
     used >= allowance
       ? `The ${planName} plan's monthly fair-use volume of ${gb(allowance)} is used up; it resets on ${resetsAt.toISOString()}`
       : `This pull (about ${gb(estimated)}) would exceed the ${planName} plan's monthly fair-use volume: ${gb(allowance - used)} of ${gb(allowance)} left until ${resetsAt.toISOString()}`;
   // No Retry-After on purpose: retrying does not help before the next billing date.
-  return new HttpError(429, {
+  return new QuotaExceeded({
     code: 'fair_use_cap',
     message,
     allowance_bytes: allowance,

@@ -1,5 +1,5 @@
-import type { Principal } from '../http/auth.js';
-import { BadRequest, NotFound } from '../http/errors.js';
+import type { Principal } from '../accounts/principal.js';
+import { BadRequest, NotFound } from '../errors.js';
 import type { Query } from '../lake/duckdb.js';
 import { runOne } from '../lake/runner.js';
 import type { CopyFormat } from '../lake/stream.js';
@@ -19,7 +19,7 @@ import {
 } from '../query/downloads.js';
 import { timeframeOf, type Timeframe } from '../timeframe.js';
 import { findRawDataset, parseOptionsSeries } from './catalog.js';
-import { resolveMarket } from '../http/ids.js';
+
 import type { AppContext } from '../http/context.js';
 
 /**
@@ -89,7 +89,7 @@ export async function planDownload(
 
   const needMarket = async () => {
     if (!spec.market_id) throw wrongDataType('missing_market_id', `a ${spec.kind} download needs market_id`, itemIndex);
-    const r = await resolveMarket(ctx, spec.market_id);
+    const r = await ctx.markets.resolve(spec.market_id);
     const tokens = r.token ? [r.token] : r.tokens;
     return { tokens, tokenIds: tokens.map((t) => t.token_id), conditionId: String(r.market.condition_id ?? '') };
   };

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { Readable } from 'node:stream';
 import type { AppContext } from '../http/context.js';
-import { NotFound } from '../http/errors.js';
+import { NotFound } from '../errors.js';
 import type { PullRequest } from '../accounts/meter.js';
 import type { Query } from '../lake/duckdb.js';
 import { CONTENT_TYPES, OutputClosed, startCopy, writeCopyTo, type CopyFormat } from '../lake/stream.js';

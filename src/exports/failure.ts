@@ -1,4 +1,4 @@
-import { HttpError } from '../http/errors.js';
+import { ServiceError } from '../errors.js';
 import { s3ErrorOf } from './store.js';
 
 /**
@@ -40,7 +40,7 @@ export function failureReason(err: unknown, shuttingDown: boolean): string {
   if (err instanceof StorageError) return storageReason(err.cause);
   if (err instanceof AccountGone) return err.message;
   // Refusals raised by planning (unknown market, plan coverage, …) are written for the caller already.
-  if (err instanceof HttpError) return typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail);
+  if (err instanceof ServiceError) return typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail);
   return 'the export could not be built';
 }
 

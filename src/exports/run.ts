@@ -1,4 +1,4 @@
-import type { Principal } from '../http/auth.js';
+import type { Principal } from '../accounts/principal.js';
 import type { AppContext } from '../http/context.js';
 import { CONTENT_TYPES, startCopy, type CopyFormat, type CopyStream } from '../lake/stream.js';
 import { planDownload, type DownloadKind } from '../downloads/plan.js';

@@ -1,9 +1,9 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import PQueue from 'p-queue';
-import type { Principal } from '../http/auth.js';
+import type { Principal } from '../accounts/principal.js';
 import type { AppContext } from '../http/context.js';
-import { Forbidden, Gone, NotFound } from '../http/errors.js';
+import { Forbidden, Gone, NotFound } from '../errors.js';
 import { S3ObjectStore } from '../s3/store.js';
 import { createOrGetExport, expireExport, failExport, getExport, jobsWithStatus, requeueExport, type ExportJobRow } from '../state/exports.js';
 import { discardRecordedUpload, sweepExports } from './cleanup.js';

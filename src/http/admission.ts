@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type { Config } from '../config.js';
-import { HttpError } from './errors.js';
+import { Unavailable } from '../errors.js';
 
 /**
  * Load shedding: bounded concurrency per cost class. Every route names its class in the route table
@@ -137,9 +137,7 @@ export class Admission {
     }
     if (!admitted) {
       req.log.warn({ cost, in_flight: q.inFlight, queued: q.queued }, 'request shed: server busy');
-      throw new HttpError(503, `Server busy: too many ${cost} requests in progress; retry shortly`, {
-        'Retry-After': String(Math.max(1, Math.ceil(this.config.queueTimeoutMs / 1000))),
-      });
+      throw new Unavailable(`Server busy: too many ${cost} requests in progress; retry shortly`, this.config.queueTimeoutMs / 1000);
     }
     res.on('close', () => q.release());
     return true;

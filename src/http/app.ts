@@ -1,8 +1,10 @@
 import crypto from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { AppContext } from './context.js';
-import { errorHandler, Forbidden, notFoundHandler, parse, Unauthorized } from './errors.js';
+import { errorHandler, notFoundHandler } from './errors.js';
+import { Forbidden, parse, Unauthorized } from '../errors.js';
 import type { Route } from './route.js';
+import type { Principal } from '../accounts/principal.js';
 import { assertJsonDepth } from './body-limits.js';
 import { Admission } from './admission.js';
 import { routes } from './routes.js';
@@ -12,6 +14,9 @@ import { requestCounterFor, type RequestCounter } from '../accounts/requests.js'
 
 declare module 'express-serve-static-core' {
   interface Request {
+    /** Who is calling: attached by the gate for every keyed route. */
+    principal?: Principal;
+    id?: string;
     log: AppContext['log'];
     /** The exact request body bytes, kept only for webhook routes (signatures are over the raw bytes). */
     rawBody?: Buffer;
@@ -124,7 +129,7 @@ function requestLog(ctx: AppContext, counter: RequestCounter) {
 function gate(ctx: AppContext, limits: Limiter[], route: Route, admission: Admission) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (req.headers['x-api-key'] !== undefined || req.headers.authorization !== undefined) {
-      req.principal = (await ctx.auth.authenticate(req)) ?? undefined;
+      req.principal = (await ctx.auth.authenticate({ apiKey: req.header('x-api-key'), authorization: req.header('authorization') })) ?? undefined;
     }
     for (const limit of limits) {
       const allowed = limit(req, res);

@@ -3,7 +3,7 @@ import { entitlementOf } from '../accounts/entitlements.js';
 import { BYTES_PER_ROW, LEGACY_MINIMUM_ORDER_USD, PLANS, planOf, REFERENCE_RATE_PER_MB } from '../accounts/plans.js';
 import { activeSubscription, cancelSubscription, type SubscriptionRow } from '../state/accounts.js';
 import { getCreditAccount, listLedger, redeemSubscription, type LedgerRow } from '../state/billing.js';
-import { Conflict, NotFound, PaymentRequired, Unauthorized } from './errors.js';
+import { Conflict, NotFound, PaymentRequired, Unauthorized } from '../errors.js';
 import type { Route } from './route.js';
 import { BalanceResponse, CheckoutResponse, TransactionResponse } from './account-schemas.js';
 import { openCheckout } from './checkout-start.js';

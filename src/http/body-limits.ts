@@ -1,4 +1,4 @@
-import { BadRequest } from './errors.js';
+import { BadRequest } from '../errors.js';
 
 /**
  * Limits on what a JSON body may be, checked on the raw bytes before JSON.parse runs. V8's JSON.parse takes

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { AppContext } from './context.js';
 import { deliverWebhook, LOCAL_PROVIDER, LOCAL_WEBHOOK_PATH, newEvent } from '../payments/local.js';
 import { cancelCheckout, getCheckout, type CheckoutRow } from '../state/billing.js';
-import { NotFound } from './errors.js';
+import { NotFound } from '../errors.js';
 import type { Route } from './route.js';
 
 /**

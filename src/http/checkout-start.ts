@@ -4,7 +4,7 @@ import { type CheckoutIntent, ProviderError } from '../payments/provider.js';
 import { createCheckout, type CheckoutRow } from '../state/billing.js';
 import { newId } from '../state/store.js';
 import type { AppContext } from './context.js';
-import { HttpError } from './errors.js';
+import { Unavailable, UpstreamFailed } from '../errors.js';
 import { publicBase } from './public-url.js';
 
 /**
@@ -21,7 +21,7 @@ export async function openCheckout(
   fields: Omit<CheckoutIntent, 'id' | 'user_id' | 'created_at'>,
 ): Promise<{ session: CheckoutRow; url: string }> {
   const provider = configuredProvider(ctx.config);
-  if (!provider) throw new HttpError(503, NO_PROVIDER_DETAIL);
+  if (!provider) throw new Unavailable(NO_PROVIDER_DETAIL);
   const intent: CheckoutIntent = { ...fields, id: newId('chk'), user_id: req.principal!.userId, created_at: new Date().toISOString() };
   let opened;
   try {
@@ -30,7 +30,7 @@ export async function openCheckout(
     if (!(err instanceof ProviderError)) throw err;
     // The reason (and the provider's address) goes to the log; the caller learns what failed, not where.
     req.log.error({ err: err.message, status: err.status, provider: provider.name, checkout: intent.id }, 'payment provider refused the checkout');
-    throw new HttpError(502, 'The payment provider could not start the checkout; nothing was charged. Try again later.');
+    throw new UpstreamFailed('The payment provider could not start the checkout; nothing was charged. Try again later.');
   }
   const session = createCheckout(ctx.state, { ...intent, provider: provider.name, provider_ref: opened.providerRef, status: 'open', completed_at: null });
   req.log.info({ checkout: session.id, provider: provider.name, provider_ref: opened.providerRef, kind: session.kind }, 'checkout opened');

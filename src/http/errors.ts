@@ -1,129 +1,29 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { z } from 'zod';
+import { NotFound, ServiceError, type ErrorKind } from '../errors.js';
 
 /**
- * The one place errors become HTTP. Handlers throw these; the middleware below formats them as the spec's
- * `{ "detail": ... }` bodies. Nothing else in the service writes an error response.
+ * The one place errors become HTTP. The core throws ServiceErrors (src/errors.ts) naming a kind; this maps the
+ * kind to a status and formats the spec's `{ "detail": ... }` body. Nothing else in the service writes an
+ * error response.
  */
-export type Detail = string | { code: string; message: string; [k: string]: unknown } | ValidationIssue[];
+const STATUS: Record<ErrorKind, number> = {
+  bad_request: 400,
+  unauthorized: 401,
+  payment_required: 402,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  gone: 410,
+  range_not_satisfiable: 416,
+  unprocessable: 422,
+  rate_limited: 429,
+  quota_exceeded: 429,
+  upstream_failed: 502,
+  unavailable: 503,
+};
 
-export type ValidationIssue = { loc: (string | number)[]; msg: string; type: string; input?: unknown };
-
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly detail: Detail,
-    readonly headers: Record<string, string> = {},
-  ) {
-    // Not JSON.stringify(detail): a detail may carry (bounded) echoes of input; the message is for logs.
-    super(typeof detail === 'string' ? detail : Array.isArray(detail) ? `${detail.length} validation issue(s)` : detail.message);
-  }
-}
-
-export class BadRequest extends HttpError {
-  constructor(detail: Detail) {
-    super(400, detail);
-  }
-}
-export class Unauthorized extends HttpError {
-  constructor(detail: Detail = 'Invalid API key') {
-    super(401, detail);
-  }
-}
-export class Forbidden extends HttpError {
-  constructor(detail: Detail) {
-    super(403, detail);
-  }
-}
-export class NotFound extends HttpError {
-  constructor(detail: Detail = 'Not found') {
-    super(404, detail);
-  }
-}
-export class Conflict extends HttpError {
-  constructor(detail: Detail) {
-    super(409, detail);
-  }
-}
-export class Gone extends HttpError {
-  constructor(detail: Detail) {
-    super(410, detail);
-  }
-}
-export class PaymentRequired extends HttpError {
-  constructor(detail: Detail) {
-    super(402, detail);
-  }
-}
-export class RateLimited extends HttpError {
-  constructor(retryAfterSeconds: number, headers: Record<string, string> = {}) {
-    super(429, 'Rate limit exceeded', { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))), ...headers });
-  }
-}
-export class QuotaExceeded extends HttpError {
-  constructor(message: string) {
-    // No Retry-After: retrying does not help until the next billing date.
-    super(429, { code: 'fair_use_cap', message });
-  }
-}
-export class Unprocessable extends HttpError {
-  constructor(issues: ValidationIssue[]) {
-    super(422, issues);
-  }
-}
-
-/** zod issues → the anchor's HTTPValidationError shape: a list naming where each bad value was. */
-export function fromZod(where: 'query' | 'path' | 'body' | 'header', err: z.ZodError, input: unknown): Unprocessable {
-  return new Unprocessable(
-    err.issues.map((i) => {
-      const loc: (string | number)[] = [where, ...i.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
-      let value: unknown = input;
-      for (const p of i.path) value = value && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[p] : undefined;
-      const issue: ValidationIssue = { loc, msg: i.message, type: i.code };
-      if (value !== undefined && isSmallEcho(value)) issue.input = value;
-      return issue;
-    }),
-  );
-}
-
-/**
- * Whether an input is small enough to echo in a validation error. Hostile input is named, not reflected: a
- * megabyte string, a 100,000-element array or a deeply nested value would make the answer as large as the
- * request (and walking a deep one recursively overflowed the stack). Iterative, with a budget, so the check
- * itself is cheap whatever it is given.
- */
-const ECHO_MAX_NODES = 64;
-const ECHO_MAX_DEPTH = 4;
-const ECHO_MAX_CHARS = 200;
-
-export function isSmallEcho(value: unknown): boolean {
-  const stack: [unknown, number][] = [[value, 0]];
-  let nodes = 0;
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (++nodes > ECHO_MAX_NODES || depth > ECHO_MAX_DEPTH) return false;
-    if (typeof v === 'string') {
-      if (v.length > ECHO_MAX_CHARS) return false;
-    } else if (Array.isArray(v)) {
-      if (v.length > ECHO_MAX_NODES) return false;
-      for (const x of v) stack.push([x, depth + 1]);
-    } else if (v !== null && typeof v === 'object') {
-      const keys = Object.keys(v);
-      if (keys.length > ECHO_MAX_NODES) return false;
-      for (const k of keys) {
-        if (k.length > ECHO_MAX_CHARS) return false;
-        stack.push([(v as Record<string, unknown>)[k], depth + 1]);
-      }
-    } else if (typeof v === 'bigint' || typeof v === 'function' || typeof v === 'symbol') return false;
-  }
-  return true;
-}
-
-/** Parses a request part with a zod schema or throws a 422 naming the parameter. */
-export function parse<S extends z.ZodType>(where: 'query' | 'path' | 'body' | 'header', schema: S, input: unknown): z.infer<S> {
-  const r = schema.safeParse(input);
-  if (!r.success) throw fromZod(where, r.error, input);
-  return r.data;
+export function statusOf(err: ServiceError): number {
+  return STATUS[err.kind];
 }
 
 export const notFoundHandler: RequestHandler = (_req, _res, next) => next(new NotFound('Not Found'));
@@ -150,9 +50,9 @@ function sendError(err: unknown, req: Req, res: Res): void {
     res.destroy(err instanceof Error ? err : undefined);
     return;
   }
-  if (err instanceof HttpError) {
+  if (err instanceof ServiceError) {
     for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-    res.status(err.status).json({ detail: err.detail });
+    res.status(STATUS[err.kind]).json({ detail: err.detail });
     return;
   }
   // express.json() failures carry a status; report them without internals.

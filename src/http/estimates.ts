@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PLANS, REFERENCE_RATE_PER_MB, planOf, type DatasetKey, type PlanDef } from '../accounts/plans.js';
 import { coverage, entitlementOf } from '../accounts/entitlements.js';
 import { fairUseShare } from '../accounts/fairuse.js';
-import type { Principal } from './auth.js';
+import type { Principal } from '../accounts/principal.js';
 import type { AppContext } from './context.js';
 import { datasetBytesPerRow } from '../lake/runner.js';
 import { ESTIMATE_DATA_TYPES, estimateDataset, type EstimateDataType } from '../query/estimate.js';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { contentDisposition } from '../downloads/send.js';
 import { parseRange } from '../exports/range.js';
 import { CONTENT_TYPES, type CopyFormat } from '../lake/stream.js';
-import { HttpError } from './errors.js';
+import { ServiceError } from '../errors.js';
 import type { Route } from './route.js';
 
 /**
@@ -49,7 +49,7 @@ export const exportFileRoutes: Route[] = [
         }
         const range = parseRange(req.get('range'), object.size, req.get('if-range'), object.etag);
         if (range === 'unsatisfiable') {
-          throw new HttpError(416, 'Range Not Satisfiable', { 'Content-Range': `bytes */${object.size}` });
+          throw new ServiceError('range_not_satisfiable', 'Range Not Satisfiable', { 'Content-Range': `bytes */${object.size}` });
         }
         const start = range?.start ?? 0;
         const end = range?.end ?? object.size - 1;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ExportService, ExportSpec } from '../exports/service.js';
 import { getOwnExport, listExports, type ExportJobRow } from '../state/exports.js';
 import type { AppContext } from './context.js';
-import { Conflict, Gone, NotFound, Unprocessable } from './errors.js';
+import { Conflict, Gone, NotFound, Unprocessable } from '../errors.js';
 import { isoDateTime, marketIdParam, timeframeParam } from './params.js';
 import type { Route } from './route.js';
 import { exportFileRoutes } from './export-file.js';

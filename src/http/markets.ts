@@ -2,11 +2,11 @@ import type { Response } from 'express';
 import { z } from 'zod';
 import { timeframeOf } from '../timeframe.js';
 import type { Route } from './route.js';
-import { NotFound } from './errors.js';
+import { NotFound } from '../errors.js';
 import { lakeSources, runOne, runQuery, type Json, type Row } from '../lake/runner.js';
 import { listMarketsQuery, marketBookStatsQuery, marketTradeStatsQuery, seriesExistsQuery, SORT_BY } from '../query/markets.js';
 import { estimateRowsQuery } from '../query/estimate.js';
-import { resolveMarket } from './ids.js';
+
 import { checkWindow, isoDateTime, marketIdParam, queryBool, queryInt } from './params.js';
 import { bytesFor, EstimateBody, MarketEstimateResponse, pricingFor, type EstimateInput } from './estimates.js';
 
@@ -157,7 +157,7 @@ export const marketRoutes: Route[] = [
     params: MarketPath,
     response: MarketResponse,
     handler: async (_req, res, ctx) => {
-      const r = await resolveMarket(ctx, res.locals.params.market_id);
+      const r = await ctx.markets.resolve(res.locals.params.market_id);
       res.locals.rows = 1;
       sendMarket(res, r.market);
       return undefined;
@@ -173,7 +173,7 @@ export const marketRoutes: Route[] = [
     params: MarketPath,
     response: MarketStatsResponse,
     handler: async (_req, res, ctx) => {
-      const r = await resolveMarket(ctx, res.locals.params.market_id);
+      const r = await ctx.markets.resolve(res.locals.params.market_id);
       const tokens = r.token ? [r.token] : r.tokens;
       const lake = lakeSources(ctx.config.lakeDir);
       const ids = tokens.map((t) => t.token_id);
@@ -229,7 +229,7 @@ export const marketRoutes: Route[] = [
     body: EstimateBody,
     response: MarketEstimateResponse,
     handler: async (req, res, ctx) => {
-      const r = await resolveMarket(ctx, res.locals.params.market_id);
+      const r = await ctx.markets.resolve(res.locals.params.market_id);
       const b = res.locals.body as EstimateInput;
       const tokens = (r.token ? [r.token] : r.tokens).map((t) => t.token_id);
       const w = { start: b.start ?? undefined, end: b.end ?? undefined };

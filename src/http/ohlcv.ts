@@ -3,9 +3,9 @@ import type { Route } from './route.js';
 import { lakeSources, runJsonArray } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
 import { ohlcvPageQuery } from '../query/ohlcv.js';
-import { resolveMarket, selectTokens } from './ids.js';
+import { selectTokens } from '../markets/resolver.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt, timeframeParam } from './params.js';
-import { NotFound } from './errors.js';
+import { NotFound } from '../errors.js';
 
 export const OHLCVResponse = z
   .object({
@@ -46,7 +46,7 @@ export const ohlcvRoutes: Route[] = [
     response: z.array(OHLCVResponse),
     handler: async (_req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof OhlcvQuery>;
-      const r = await resolveMarket(ctx, q.market_id);
+      const r = await ctx.markets.resolve(q.market_id);
       const [token] = selectTokens(r, q.outcome);
       if (!token) throw new NotFound('Market has no outcome tokens');
       const out = await runJsonArray(

@@ -1,15 +1,15 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
-import { NotFound } from './errors.js';
+import { NotFound } from '../errors.js';
 import { isoFromMicros, lakeSources, runJsonArray, runOne, runQuery, type Json, type Lake, type Row } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
 import { bookOnDayQuery, foldTape, MAX_RAW_TAPE_ROWS, seqReceiveMicros, snapshotAtQuery, tapeAfterQuery, topOfBookPageQuery } from '../query/orderbook.js';
 import { DAY_MICROS, dateOf } from '../query/common.js';
 import { planOf } from '../accounts/plans.js';
-import { resolveMarket, selectTokens, type ResolvedMarket, type TokenRef } from './ids.js';
+import { selectTokens, type ResolvedMarket, type TokenRef } from '../markets/resolver.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from './params.js';
 import type { AppContext } from './context.js';
-import type { Principal } from './auth.js';
+import type { Principal } from '../accounts/principal.js';
 
 const Level = z.object({ price: z.number(), size: z.number() });
 
@@ -208,7 +208,7 @@ export const orderbookRoutes: Route[] = [
     response: BookResponse,
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof SnapshotQuery>;
-      const r = await resolveMarket(ctx, q.market_id);
+      const r = await ctx.markets.resolve(q.market_id);
       const [token] = selectTokens(r, q.outcome);
       if (!token) throw new NotFound('Market has no outcome tokens');
       // The book's best bid/ask is the top of book: a delayed plan sees the book no later than its delay.
@@ -230,7 +230,7 @@ export const orderbookRoutes: Route[] = [
     response: z.array(TopOfBookResponse),
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof TopQuery>;
-      const r = await resolveMarket(ctx, q.market_id);
+      const r = await ctx.markets.resolve(q.market_id);
       const tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
       let end = q.end;
       const cap = delayCap(req.principal);

@@ -3,7 +3,7 @@ import { coverage, entitlementOf } from '../accounts/entitlements.js';
 import { datasetOf, sizeItem, type OrderDataType } from '../accounts/order-sizing.js';
 import { BYTES_PER_ROW, LEGACY_MINIMUM_ORDER_USD, REFERENCE_RATE_PER_MB } from '../accounts/plans.js';
 import { findOrderByKey, listOrders, orderItems, placeOrder, type OrderItemRow, type OrderRow, type PricedItem } from '../state/billing.js';
-import { BadRequest, NotFound, PaymentRequired, Unauthorized } from './errors.js';
+import { BadRequest, NotFound, PaymentRequired, Unauthorized } from '../errors.js';
 import { usagePricing } from './billing.js';
 import type { Route } from './route.js';
 import { isoDateTime } from './params.js';

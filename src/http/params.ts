@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseTimeframe, type Timeframe } from '../timeframe.js';
+import { CONDITION_ID_MESSAGE } from '../markets/resolver.js';
 
 /**
  * zod pieces shared by the query endpoints. Query strings arrive as text: booleans as 'true'/'false',
@@ -78,13 +79,6 @@ export const timeframeParam = z
     return r.value;
   })
   .meta({ type: 'string', pattern: '^[1-9][0-9]*[smhdw]$', examples: ['30s', '1m', '7m', '1h', '4h', '1d', '1w'] });
-
-/**
- * A market id in a request: the numeric markets.id or one outcome token id. A 0x condition id is refused
- * with a message that says what to send instead (the spec: condition ids are not accepted in requests).
- */
-export const CONDITION_ID_MESSAGE =
-  'market_id takes the numeric market id (the `id` field of GET /v1/markets) or an outcome token id; a 0x condition id is not accepted. Find the numeric id with GET /v1/markets?search=...';
 
 export const marketIdParam = z
   .string()

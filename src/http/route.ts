@@ -15,7 +15,7 @@ export type Route = {
   auth: 'public' | 'key';
   /**
    * Credentials a keyed route takes (for the OpenAPI document): 'any' (default) = X-API-Key or the legacy
-   * dashboard bearer JWT (src/http/auth.ts accountAuthenticator); 'jwt' = the bearer token only (the handler
+   * dashboard bearer JWT (src/accounts/auth.ts accountAuthenticator); 'jwt' = the bearer token only (the handler
    * refuses an API key).
    */
   credentials?: 'any' | 'jwt';

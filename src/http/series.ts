@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Route } from './route.js';
 import type { AppContext } from './context.js';
 import { StampedCache } from '../lake/stamp.js';
-import { NotFound } from './errors.js';
+import { NotFound } from '../errors.js';
 import { lakeSources, runOne, runQuery, type Row } from '../lake/runner.js';
 import { seriesQuery } from '../query/series.js';
 import { seriesRowsQuery } from '../query/estimate.js';

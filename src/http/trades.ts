@@ -9,7 +9,7 @@ import { tradeHours, tradePartitions } from '../lake/trade-hours.js';
 import type { AppContext } from './context.js';
 import { PageCache } from './page-cache.js';
 import { monthOf } from '../query/common.js';
-import { resolveMarket, selectTokens } from './ids.js';
+import { selectTokens } from '../markets/resolver.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from './params.js';
 
 export const TradeResponse = z
@@ -97,7 +97,7 @@ export const tradeRoutes: Route[] = [
       const q = res.locals.query as z.infer<typeof TradesQuery>;
       let tokens: string[] | undefined;
       if (q.market_id !== undefined) {
-        const r = await resolveMarket(ctx, q.market_id);
+        const r = await ctx.markets.resolve(q.market_id);
         tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
       }
       const out = await tradesPage(ctx, res, q, tokens);

@@ -7,7 +7,7 @@ import { getKey, listKeys, provisionKey, revokeKey, rotateKey } from '../state/a
 import { dailyPullTotals, listPulls, type PullRow } from '../state/pulls.js';
 import type { ApiKeyRow } from '../state/store.js';
 import { dailyRequestCounts, requestCountsByKey } from '../state/usage.js';
-import { Forbidden, NotFound, Unauthorized } from './errors.js';
+import { Forbidden, NotFound, Unauthorized } from '../errors.js';
 import type { Route } from './route.js';
 import { ApiKeyCreatedResponse, ApiKeyResponse, DownloadHistoryResponse, UsageResponse } from './account-schemas.js';
 

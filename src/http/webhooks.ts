@@ -3,7 +3,7 @@ import { PADDLE_PROVIDER, PADDLE_WEBHOOK_PATH, parsePaddleEvent } from '../payme
 import { PADDLE_SIGNATURE_HEADER, verifyPaddleSignature } from '../payments/paddle-signature.js';
 import { SIGNATURE_HEADER } from '../payments/signature.js';
 import { applyCheckoutEvent } from '../state/billing.js';
-import { BadRequest, NotFound } from './errors.js';
+import { BadRequest, NotFound } from '../errors.js';
 import type { Route } from './route.js';
 
 /**

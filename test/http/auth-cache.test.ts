@@ -7,7 +7,7 @@ import type { RunningServer } from '../../src/server.js';
 import { StateStore } from '../../src/state/store.js';
 
 /**
- * The in-process cache of resolved keys (src/http/auth.ts) must never answer for a key the state store no
+ * The in-process cache of resolved keys (src/accounts/auth.ts) must never answer for a key the state store no
  * longer allows: a change committed by another process, another connection or this server is seen by the
  * very next request, and a key's expiry ends its cached entry without any write at all.
  */

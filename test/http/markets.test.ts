@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildQueryLake, catalog, glob, type QueryLake } from '../helpers/query-lake.js';
 import { createTestKey } from '../helpers/server.js';
 import { expireSubscriptions } from '../../src/state/accounts.js';
-import type { Principal } from '../../src/http/auth.js';
+import type { Principal } from '../../src/accounts/principal.js';
 
 type M = Record<string, any>;
 

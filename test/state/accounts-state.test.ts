@@ -9,7 +9,7 @@ import { sqliteMeter } from '../../src/accounts/usage.js';
 import { fairUseShare, fairUseStatus } from '../../src/accounts/fairuse.js';
 import { adjustBalance, getCreditAccount, ledgerSum, moveTx } from '../../src/state/billing.js';
 import type { SubscriptionRow } from '../../src/state/accounts.js';
-import type { Principal } from '../../src/http/auth.js';
+import type { Principal } from '../../src/accounts/principal.js';
 
 const GB = 1024 ** 3;
 const dirs: { cleanup(): void }[] = [];

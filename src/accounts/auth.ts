@@ -1,33 +1,10 @@
 import fs from 'node:fs';
-import type { Request } from 'express';
 import { createLocalJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { StateStore } from '../state/store.js';
+import type { Authenticator, Principal } from './principal.js';
 import { activeSubscription, userForEmail } from '../state/accounts.js';
-import { planOf, PLANS } from '../accounts/plans.js';
+import { planOf, PLANS } from './plans.js';
 import type { UserRow } from '../state/store.js';
-
-/** Who is calling. Attached to `req.principal` by the auth middleware for every keyed route. */
-export type Principal = {
-  userId: string;
-  email: string;
-  keyId: string | null;
-  plan: string;
-  scopes: ReadonlyArray<'read' | 'download'>;
-  /** How the caller authenticated: an API key, or the legacy dashboard bearer JWT. */
-  authMethod?: 'api_key' | 'jwt';
-};
-
-/** Resolves a request's credentials (X-API-Key, or a dashboard bearer JWT) to a principal, or null. */
-export interface Authenticator {
-  authenticate(req: Request): Promise<Principal | null>;
-}
-
-declare module 'express-serve-static-core' {
-  interface Request {
-    principal?: Principal;
-    id?: string;
-  }
-}
 
 /** last_used_at is refreshed at most this often per key: it is informational, and each refresh is a write. */
 const TOUCH_EVERY_MS = 60_000;
@@ -88,8 +65,8 @@ export function keyAuthenticator(store: StateStore): Authenticator {
   const cache = new Map<string, CachedKey>();
   let stamp = '';
   return {
-    async authenticate(req) {
-      const key = req.header('x-api-key');
+    async authenticate(creds) {
+      const key = creds.apiKey;
       // Bound the work an attacker can cause: real keys are short.
       if (!key || key.length > 200) return null;
       const t = Date.now();
@@ -136,8 +113,8 @@ export function jwtAuthenticator(store: StateStore, opts: { secret?: string | un
     return null;
   }
   return {
-    async authenticate(req) {
-      const header = req.header('authorization') ?? '';
+    async authenticate(creds) {
+      const header = creds.authorization ?? '';
       const m = /^Bearer\s+([A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)$/.exec(header);
       if (!m || header.length > 8192) return null;
       try {
@@ -158,9 +135,9 @@ export function accountAuthenticator(store: StateStore, jwt: { secret?: string |
   const keys = keyAuthenticator(store);
   const bearer = jwtAuthenticator(store, jwt);
   return {
-    async authenticate(req) {
-      if (req.header('x-api-key')) return keys.authenticate(req);
-      return bearer ? bearer.authenticate(req) : null;
+    async authenticate(creds) {
+      if (creds.apiKey) return keys.authenticate(creds);
+      return bearer ? bearer.authenticate(creds) : null;
     },
   };
 }
