@@ -15,10 +15,12 @@ import { lakeVersion, type LakeVersion } from './versions.js';
 import { sqlIdent, sqlString, withConnection, type Query } from './duckdb.js';
 
 /**
- * The lake runner: executes a builder's `{ sql, params }` on the service's DuckDB with the values bound, and
- * turns DuckDB values into JSON-safe ones (DECIMAL and BIGINT → number — a BIGINT beyond 2^53 → decimal text —
- * TIMESTAMP → ISO 8601 with `Z`,
- * lists and structs → arrays and objects). Only for small JSON answers: bulk output goes through COPY.
+ * The lake runner, the one way to the lake: executes a builder's `{ sql, params }` (src/query/) on the service's
+ * DuckDB with the values bound — rows (`runQuery`), one row (`runOne`), a count (`runCount`), one JSON array
+ * text (`runJsonArray`), or a byte stream (`startCopy`, re-exported from ./stream.ts) — over the sources below.
+ * Rows come back JSON-safe (DECIMAL and BIGINT → number — a BIGINT beyond 2^53 → decimal text — TIMESTAMP →
+ * ISO 8601 with `Z`, lists and structs → arrays and objects). Only for small JSON answers: bulk output goes
+ * through COPY.
  */
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type Row = Record<string, Json>;
@@ -33,6 +35,20 @@ export async function runQuery(db: DuckDBInstance, q: Query): Promise<Row[]> {
 export async function runOne(db: DuckDBInstance, q: Query): Promise<Row | undefined> {
   return (await runQuery(db, q))[0];
 }
+
+/** The first column of the first row as a number (a `count(*)`), 0 when there is no row or it is NULL. */
+export async function runCount(db: DuckDBInstance, q: Query): Promise<number> {
+  return withConnection(db, async (conn) => {
+    const reader = await conn.runAndReadAll(q.sql, q.params as Record<string, DuckDBValue>);
+    return Number(reader.getRows()[0]?.[0] ?? 0);
+  });
+}
+
+/**
+ * Streaming, the runner's fifth way: a builder's SELECT wrapped in `COPY … TO '<fifo>'`, the bytes read from the
+ * FIFO (downloads, bulk items, exports). It lives in ./stream.ts with its FIFO machinery.
+ */
+export { startCopy, type CopyFormat, type CopyStream } from './stream.js';
 
 /** SQL for the ISO 8601 text of a TIMESTAMP, formatted exactly as isoFromMicros does in JavaScript. */
 export function isoSql(col: string): string {
@@ -198,6 +214,11 @@ function readFiles(def: DatasetDef, files: readonly string[]): string {
   return `read_parquet(${list}, hive_partitioning = true, hive_types_autocast = false)`;
 }
 
+/**
+ * Whether a data set has files in the reader's version: the version's own answer (`LakeVersion.hasFiles`, the one
+ * implementation), so it agrees with the sources above — a manifest names only published files, and a lake from
+ * before versions lists only `*.parquet` (an ingest's temp files never end so).
+ */
 export function hasFiles(lakeDir: string, name: DatasetName): boolean {
   return lakeVersion(lakeDir).hasFiles(name);
 }
