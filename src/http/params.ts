@@ -87,6 +87,9 @@ export const marketIdParam = z
   .refine((v) => !/^0x[0-9a-fA-F]*$/.test(v), { message: CONDITION_ID_MESSAGE })
   .describe('Numeric market id (markets.id), or one outcome token id (narrows to that outcome)');
 
+/** The path of /v1/markets/{market_id} and its sub-resources. */
+export const MarketPath = z.object({ market_id: marketIdParam });
+
 /** start before end, otherwise a 422 naming `start`. */
 export function checkWindow<T extends { start?: bigint | undefined; end?: bigint | undefined }>(v: T, ctx: z.RefinementCtx, names: [string, string] = ['start', 'end']): void {
   if (v.start !== undefined && v.end !== undefined && v.start > v.end) {

@@ -1,37 +1,66 @@
 import type { Route } from './route.js';
-import { marketRoutes } from './markets.js';
+import { marketListRoutes } from './markets/list.js';
+import { marketDetailRoutes } from './markets/detail.js';
+import { marketStatsRoutes } from './markets/stats.js';
+import { marketEstimateRoutes } from './markets/estimate.js';
 import { seriesRoutes } from './series.js';
 import { tradeRoutes } from './trades.js';
 import { ohlcvRoutes } from './ohlcv.js';
-import { orderbookRoutes } from './orderbook.js';
+import { orderbookSnapshotRoutes } from './orderbook/snapshot.js';
+import { topOfBookRoutes } from './orderbook/top-of-book.js';
 import { openapiRoutes } from './openapi.js';
 import { docsRoutes } from './docs.js';
-import { userRoutes } from './user.js';
-import { billingRoutes } from './billing.js';
-import { orderRoutes } from './orders.js';
-import { webhookRoutes } from './webhooks.js';
-import { checkoutPageRoutes } from './checkout-page.js';
+import { userProfileRoutes } from './user/profile.js';
+import { userKeyRoutes } from './user/keys.js';
+import { userProvisionRoutes } from './user/provision.js';
+import { userUsageRoutes } from './user/usage.js';
+import { userHistoryRoutes } from './user/history.js';
+import { billingPricingRoutes } from './billing/pricing.js';
+import { creditRoutes } from './billing/credits.js';
+import { subscriptionRoutes } from './billing/subscriptions.js';
+import { orderListRoutes } from './orders/list.js';
+import { orderPlaceRoutes } from './orders/place.js';
+import { webhookRoutes } from './billing/webhooks.js';
+import { localCheckoutRoutes } from './billing/local-checkout.js';
 import { statsRoutes } from './stats.js';
 import { downloadRoutes } from './downloads.js';
 import { exportRoutes } from './exports.js';
 
 /**
- * Every route of the service, in one table. Each endpoint family lives in its own file under src/http/ and
- * exports its rows; this list is their union, in the order Express matches them.
+ * Every route of the service, in one table. Each endpoint family lives in its own file under src/http/, or in a
+ * folder of files by sub-resource when it is larger (markets/, orderbook/, user/, billing/, orders/); each file
+ * exports its rows and this list is their union, in the order Express matches them.
  */
 export const routes: Route[] = [
-  ...marketRoutes,
+  // /v1/markets
+  ...marketListRoutes,
+  ...marketDetailRoutes,
+  ...marketStatsRoutes,
+  ...marketEstimateRoutes,
   ...seriesRoutes,
   ...tradeRoutes,
   ...ohlcvRoutes,
-  ...orderbookRoutes,
+  // /v1/orderbook
+  ...orderbookSnapshotRoutes,
+  ...topOfBookRoutes,
   ...openapiRoutes,
   ...docsRoutes,
-  ...userRoutes,
-  ...billingRoutes,
-  ...orderRoutes,
+  // /v1/user
+  ...userProfileRoutes,
+  ...userKeyRoutes,
+  ...userProvisionRoutes,
+  ...userUsageRoutes,
+  ...userHistoryRoutes,
+  // /v1/billing
+  ...billingPricingRoutes,
+  ...creditRoutes,
+  ...subscriptionRoutes,
+  // /v1/orders
+  ...orderListRoutes,
+  ...orderPlaceRoutes,
+  // /v1/billing: the providers' webhooks and the local provider's checkout page
   ...webhookRoutes,
-  ...checkoutPageRoutes,
+  ...localCheckoutRoutes,
   ...statsRoutes,
   ...downloadRoutes,
   ...exportRoutes,

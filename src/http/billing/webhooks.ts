@@ -1,10 +1,10 @@
-import { LOCAL_PROVIDER, LOCAL_WEBHOOK_PATH, verifyLocalWebhook } from '../payments/local.js';
-import { PADDLE_PROVIDER, PADDLE_WEBHOOK_PATH, parsePaddleEvent } from '../payments/paddle.js';
-import { PADDLE_SIGNATURE_HEADER, verifyPaddleSignature } from '../payments/paddle-signature.js';
-import { SIGNATURE_HEADER } from '../payments/signature.js';
-import { applyCheckoutEvent } from '../state/billing.js';
-import { BadRequest, NotFound } from '../errors.js';
-import type { Route } from './route.js';
+import { LOCAL_PROVIDER, LOCAL_WEBHOOK_PATH, verifyLocalWebhook } from '../../payments/local.js';
+import { PADDLE_PROVIDER, PADDLE_WEBHOOK_PATH, parsePaddleEvent } from '../../payments/paddle.js';
+import { PADDLE_SIGNATURE_HEADER, verifyPaddleSignature } from '../../payments/paddle-signature.js';
+import { SIGNATURE_HEADER } from '../../payments/signature.js';
+import { applyCheckoutEvent } from '../../state/billing.js';
+import { BadRequest, NotFound } from '../../errors.js';
+import type { Route } from '../route.js';
 
 /**
  * Payment-provider webhooks. A webhook exists only where its provider is configured (404 otherwise, as for

@@ -1,10 +1,10 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { AppContext } from './context.js';
-import { deliverWebhook, LOCAL_PROVIDER, LOCAL_WEBHOOK_PATH, newEvent } from '../payments/local.js';
-import { cancelCheckout, getCheckout, type CheckoutRow } from '../state/billing.js';
-import { NotFound } from '../errors.js';
-import type { Route } from './route.js';
+import type { AppContext } from '../context.js';
+import { deliverWebhook, LOCAL_PROVIDER, LOCAL_WEBHOOK_PATH, newEvent } from '../../payments/local.js';
+import { cancelCheckout, getCheckout, type CheckoutRow } from '../../state/billing.js';
+import { NotFound } from '../../errors.js';
+import type { Route } from '../route.js';
 
 /**
  * The local provider's hosted checkout page. The checkout id in the URL is the credential (24 random hex
@@ -60,7 +60,7 @@ function withCheckoutId(url: string, id: string): string {
   return u.toString();
 }
 
-export const checkoutPageRoutes: Route[] = [
+export const localCheckoutRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/billing/checkout/local/:checkout_id',

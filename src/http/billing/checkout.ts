@@ -1,11 +1,19 @@
 import type { Request } from 'express';
-import { configuredProvider } from '../payments/configured.js';
-import { type CheckoutIntent, ProviderError } from '../payments/provider.js';
-import { createCheckout, type CheckoutRow } from '../state/billing.js';
-import { newId } from '../state/store.js';
-import type { AppContext } from './context.js';
-import { Unavailable, UpstreamFailed } from '../errors.js';
-import { publicBase } from './public-url.js';
+import { z } from 'zod';
+import { configuredProvider } from '../../payments/configured.js';
+import { type CheckoutIntent, ProviderError } from '../../payments/provider.js';
+import { createCheckout, type CheckoutRow } from '../../state/billing.js';
+import { newId } from '../../state/store.js';
+import type { AppContext } from '../context.js';
+import { Unavailable, UpstreamFailed } from '../../errors.js';
+import { publicBase } from '../public-url.js';
+
+/** Where the provider returns the customer (success_url, cancel_url): an http(s) URL. */
+export const ReturnUrl = z
+  .string()
+  .max(2000)
+  .url()
+  .refine((u) => /^https?:\/\//i.test(u), 'must be an http(s) URL');
 
 /**
  * Opening a checkout, shared by the credit and subscription checkouts. No provider configured: 503 and

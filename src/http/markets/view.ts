@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import type { Json, Row } from '../../lake/runner.js';
+
+/** The Market object of /v1/markets and /v1/markets/{id}: its schema and how a catalogue row becomes one. */
+
+const dt = z.string().nullable();
+
+export const MARKET_STATUS = ['active', 'resolved', 'paused'] as const;
+export type MarketStatus = (typeof MARKET_STATUS)[number];
+
+/**
+ * The legacy `status` string, derived from the boolean flags (the spec lists the values, not the rule):
+ * resolved wins; a market that is closed but not yet resolved, or flagged not active, is 'paused' (no
+ * trading, no outcome yet); everything else is 'active'.
+ */
+export function marketStatus(flags: { active: boolean; closed: boolean; resolved: boolean }): MarketStatus {
+  if (flags.resolved) return 'resolved';
+  if (flags.closed || !flags.active) return 'paused';
+  return 'active';
+}
+
+export const MarketResponse = z
+  .object({
+    id: z.string().describe('Numeric market id (markets.id): what requests take as market_id'),
+    event_id: z.string().nullable(),
+    question: z.string().describe('For a market known only from the order-book tape or from fills (no metadata yet): "Unknown market <condition id or token id>"'),
+    description: z.string().nullable(),
+    outcomes: z.array(z.string()).describe('Parallel to outcome_token_ids. Without metadata: ["Yes","No"] for two tokens, else "Outcome <index>" per token'),
+    outcome_prices: z.array(z.number()).nullable(),
+    outcome_token_ids: z.array(z.string()).nullable().describe('Outcome token ids, parallel to outcomes; trade and candle rows carry these in market_id'),
+    active: z.boolean().nullable(),
+    closed: z.boolean().nullable(),
+    resolved: z.boolean().nullable(),
+    status: z.enum(MARKET_STATUS).describe('Legacy field derived from the flags: resolved if resolved; paused if closed but unresolved, or not active; else active'),
+    winning_outcome: z.number().int().nullable(),
+    resolution_date: dt,
+    volume: z.number().nullable(),
+    volume_24h: z.number().nullable(),
+    liquidity: z.number().nullable(),
+    start_date: dt,
+    end_date: dt,
+    trade_count: z.number().int(),
+    orderbook_count: z.number().int(),
+    data_from: dt,
+    data_to: dt,
+    category: z.string().nullable(),
+    condition_id: z.string().nullable().describe('The 0x condition id; order-book rows carry it in market_id. Not accepted in requests.'),
+    series_id: z.string().nullable(),
+  })
+  .meta({ id: 'MarketResponse' });
+
+/**
+ * Outcome labels. A market seen only on the tape or in fills has tokens but no metadata (NULL outcomes),
+ * and its token order is ingest's sort order, not the venue's. Labels stay parallel to outcome_token_ids:
+ * the anchor's default ["Yes","No"] only for exactly two tokens, else one "Outcome <index>" per token
+ * (the index requests take as `outcome`), and [] when no token is known.
+ */
+function outcomesOf(m: Row, tokens: Json[] | null): string[] {
+  if (Array.isArray(m.outcomes) && m.outcomes.length > 0) return m.outcomes as string[];
+  if (!tokens || tokens.length === 0) return [];
+  if (tokens.length === 2) return ['Yes', 'No'];
+  return tokens.map((_, i) => `Outcome ${i}`);
+}
+
+/** The Market object: every seed field present, lists never null where the seed defaults them. */
+export function marketOut(m: Row): Row {
+  const tokens = Array.isArray(m.outcome_token_ids) && m.outcome_token_ids.length > 0 ? (m.outcome_token_ids as Json[]) : null;
+  const active = (m.active as boolean | null) ?? true;
+  const closed = (m.closed as boolean | null) ?? false;
+  const resolved = (m.resolved as boolean | null) ?? false;
+  // Placeholders (tape- or fills-only markets) have no question yet: name them by what identifies them.
+  const question = typeof m.question === 'string' ? m.question : `Unknown market ${String(m.condition_id ?? tokens?.[0] ?? m.id)}`;
+  return {
+    id: String(m.id),
+    event_id: m.event_id ?? null,
+    question,
+    description: m.description ?? null,
+    outcomes: outcomesOf(m, tokens),
+    outcome_prices: m.outcome_prices ?? null,
+    outcome_token_ids: tokens,
+    active,
+    closed,
+    resolved,
+    status: marketStatus({ active, closed, resolved }),
+    winning_outcome: m.winning_outcome ?? null,
+    resolution_date: m.resolution_date ?? null,
+    volume: m.volume ?? null,
+    volume_24h: m.volume_24h ?? null,
+    liquidity: m.liquidity ?? null,
+    start_date: m.start_date ?? null,
+    end_date: m.end_date ?? null,
+    trade_count: m.trade_count ?? 0,
+    orderbook_count: m.orderbook_count ?? 0,
+    data_from: m.data_from ?? null,
+    data_to: m.data_to ?? null,
+    category: m.category ?? null,
+    condition_id: m.condition_id ?? null,
+    series_id: m.series_id ?? null,
+  };
+}

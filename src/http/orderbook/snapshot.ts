@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import type { Route } from '../route.js';
+import { NotFound } from '../../errors.js';
+import { selectTokens } from '../../markets/resolver.js';
+import { isoDateTime, marketIdParam, outcomeParam, queryInt } from '../params.js';
+import { bookAt } from './book-at.js';
+import { delayCap, nowMicros } from './delay.js';
+
+/** GET /v1/orderbook/snapshot: the book of one outcome at any instant (src/http/orderbook/book-at.ts). */
+
+const Level = z.object({ price: z.number(), size: z.number() });
+
+export const BookResponse = z
+  .object({
+    market_id: z.string().nullable().describe('The market condition id (0x…)'),
+    asset_id: z.string().describe('The outcome token id'),
+    outcome: z.number().int(),
+    outcome_label: z.string().nullable(),
+    timestamp: z.string().describe('The instant asked for'),
+    book_timestamp: z.string().nullable().describe('Receive time of the last message the book reflects'),
+    snapshot_timestamp: z.string().nullable().describe('The stored snapshot the replay started from (null: started from a book message on the tape)'),
+    updates_applied: z.number().int().describe('Level updates replayed on top of that snapshot'),
+    bids: z.array(Level).describe('Best (highest) price first'),
+    asks: z.array(Level).describe('Best (lowest) price first'),
+    best_bid: z.number().nullable(),
+    best_ask: z.number().nullable(),
+    mid: z.number().nullable(),
+    spread: z.number().nullable(),
+    bid_levels: z.number().int().describe('Levels on the book (before depth is applied)'),
+    ask_levels: z.number().int(),
+  })
+  .meta({ id: 'OrderBookSnapshot' });
+
+const SnapshotQuery = z.object({
+  market_id: marketIdParam,
+  outcome: outcomeParam.default(0).describe('Outcome index; ignored when market_id is a token id'),
+  at: isoDateTime.optional().describe('The instant (default: now). Any instant, not only stored snapshot times'),
+  depth: queryInt({ min: 1, max: 1000, default: 50, description: 'Levels per side' }),
+});
+
+export const orderbookSnapshotRoutes: Route[] = [
+  {
+    method: 'get',
+    path: '/v1/orderbook/snapshot',
+    cost: 'query',
+    auth: 'key',
+    tag: 'orderbook',
+    summary: 'The order book of one outcome at any instant (stored snapshot + tape replay), best price first',
+    query: SnapshotQuery,
+    response: BookResponse,
+    handler: async (req, res, ctx) => {
+      const q = res.locals.query as z.infer<typeof SnapshotQuery>;
+      const r = await ctx.markets.resolve(q.market_id);
+      const [token] = selectTokens(r, q.outcome);
+      if (!token) throw new NotFound('Market has no outcome tokens');
+      // The book's best bid/ask is the top of book: a delayed plan sees the book no later than its delay.
+      const cap = delayCap(req.principal);
+      const wanted = q.at ?? nowMicros();
+      const book = await bookAt({ db: ctx.db, lakeDir: ctx.config.lakeDir }, r, token, cap !== null && wanted > cap ? cap : wanted, q.depth);
+      res.locals.rows = 1;
+      return book;
+    },
+  },
+];

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import type { Route } from '../route.js';
+import { lakeSources, runJsonArray } from '../../lake/runner.js';
+import { topOfBookPageQuery } from '../../query/orderbook.js';
+import { selectTokens } from '../../markets/resolver.js';
+import { sendJsonText } from '../respond.js';
+import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from '../params.js';
+import { delayCap } from './delay.js';
+
+/** GET /v1/orderbook/top_of_book: every change of best bid/ask of one outcome in a window. */
+
+export const TopOfBookResponse = z
+  .object({
+    market_id: z.string().nullable().describe('The market condition id (0x…)'),
+    asset_id: z.string(),
+    timestamp: z.string(),
+    seq: z.string().describe('Arrival sequence number (receive ms × 1e6 + rank), as text: it exceeds 2^53'),
+    best_bid: z.number().nullable(),
+    best_bid_size: z.number().nullable(),
+    best_ask: z.number().nullable(),
+    best_ask_size: z.number().nullable(),
+    mid: z.number().nullable(),
+    spread: z.number().nullable(),
+  })
+  .meta({ id: 'TopOfBookRow' });
+
+const TopQuery = z
+  .object({
+    market_id: marketIdParam,
+    outcome: outcomeParam.default(0),
+    start: isoDateTime.optional().describe('Inclusive'),
+    end: isoDateTime.optional().describe('Exclusive'),
+    limit: queryInt({ min: 1, max: 10_000, default: 1000 }),
+    offset: queryInt({ min: 0, max: 1_000_000, default: 0 }),
+  })
+  .superRefine((v, ctx) => checkWindow(v, ctx));
+
+export const topOfBookRoutes: Route[] = [
+  {
+    method: 'get',
+    path: '/v1/orderbook/top_of_book',
+    cost: 'query',
+    auth: 'key',
+    tag: 'orderbook',
+    summary: 'Every change of best bid/ask of one outcome in a window, oldest first',
+    query: TopQuery,
+    response: z.array(TopOfBookResponse),
+    handler: async (req, res, ctx) => {
+      const q = res.locals.query as z.infer<typeof TopQuery>;
+      const r = await ctx.markets.resolve(q.market_id);
+      const tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
+      let end = q.end;
+      const cap = delayCap(req.principal);
+      if (cap !== null && (end === undefined || end > cap)) end = cap;
+      const out = await runJsonArray(
+        ctx.db,
+        topOfBookPageQuery(lakeSources(ctx.config.lakeDir), tokens, { start: q.start, end }, { limit: q.limit, offset: q.offset }),
+        { timestamps: ['timestamp'], text: ['seq'] },
+      );
+      return sendJsonText(res, out);
+    },
+  },
+];

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { listOrders, orderItems } from '../../state/billing.js';
+import type { Route } from '../route.js';
+import { OrderResponse } from '../account-schemas.js';
+import { usagePricing } from '../billing/pricing.js';
+import { orderView } from './views.js';
+
+/** GET /v1/orders/estimate (the constants a client prices an order with) and GET /v1/orders (the caller's orders). */
+
+const ListQuery = z.object({ limit: z.coerce.number().int().min(1).max(200).default(20) });
+
+export const orderListRoutes: Route[] = [
+  {
+    method: 'get',
+    path: '/v1/orders/estimate',
+    cost: 'cheap',
+    auth: 'key',
+    tag: 'Orders',
+    summary: 'Constants for a live order-cost estimate: rate per MB, bytes per row, minimum order',
+    handler: async () => usagePricing(),
+  },
+  {
+    method: 'get',
+    path: '/v1/orders',
+    cost: 'cheap',
+    auth: 'key',
+    tag: 'Orders',
+    summary: "The caller's orders, newest first",
+    query: ListQuery,
+    response: z.array(OrderResponse),
+    handler: async (req, res, ctx) => {
+      const q = res.locals.query as z.infer<typeof ListQuery>;
+      return listOrders(ctx.state, req.principal!.userId, q.limit).map((o) => orderView(o, orderItems(ctx.state, o.id)));
+    },
+  },
+];

@@ -1,0 +1,129 @@
+import { z } from 'zod';
+import { coverage, entitlementOf, type Entitlement } from '../../accounts/entitlements.js';
+import { datasetOf, sizeItem, type OrderDataType } from '../../accounts/order-sizing.js';
+import { BYTES_PER_ROW, LEGACY_MINIMUM_ORDER_USD, REFERENCE_RATE_PER_MB } from '../../accounts/plans.js';
+import { findOrderByKey, orderItems, placeOrder, type PricedItem } from '../../state/billing.js';
+import { BadRequest, NotFound, PaymentRequired, Unauthorized } from '../../errors.js';
+import type { AppContext } from '../context.js';
+import type { Route } from '../route.js';
+import { isoDateTime } from '../params.js';
+import { OrderResponse } from '../account-schemas.js';
+import { orderView } from './views.js';
+
+/**
+ * POST /v1/orders, the legacy credit model: each item is sized from the lake, priced at the per-MB reference
+ * rate of its type (items the caller's active subscription covers cost nothing), the total is raised to the
+ * 10 USD minimum when anything is charged, and the balance is debited atomically. The same idempotency key
+ * (per user) returns the first order and never charges twice.
+ */
+const MB = 1_048_576;
+const REDOWNLOAD_DAYS = 7;
+
+const Item = z
+  .object({
+    market_id: z
+      .string()
+      .regex(/^\d{1,20}$/, 'market_id is the numeric markets.id')
+      .nullish(),
+    series_id: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,100}$/)
+      .nullish(),
+    data_type: z.enum(['trades', 'ohlcv', 'orderbook', 'greeks', 'snapshots']),
+    format: z.enum(['csv', 'parquet', 'json']).default('csv'),
+    // The query API's parser: dates, datetimes with or without a zone (UTC when none), as Python sends them.
+    start: isoDateTime.nullish(),
+    end: isoDateTime.nullish(),
+    timeframe: z.enum(['1m', '1h', '1d']).nullish(),
+  })
+  .refine((i) => i.market_id || i.series_id, { message: 'an item needs market_id or series_id' })
+  .refine((i) => i.start == null || i.end == null || i.start < i.end, { message: 'start must be before end', path: ['end'] });
+
+const isoOf = (micros: bigint | null | undefined) => (micros == null ? null : new Date(Number(micros / 1000n)).toISOString());
+
+const CreateOrderBody = z.object({
+  items: z.array(Item).min(1).max(50),
+  idempotency_key: z.string().min(1).max(128).nullish(),
+});
+
+/** Sizes and prices every item in order; the first item that cannot be sold stops the order (400 / 404). */
+async function priceItems(ctx: AppContext, ent: Entitlement, items: z.infer<typeof Item>[], expires: string): Promise<PricedItem[]> {
+  const priced: PricedItem[] = [];
+  const empty: number[] = [];
+  for (const [idx, it] of items.entries()) {
+    if (it.data_type === 'greeks') {
+      throw new BadRequest({ code: 'wrong_data_type', message: 'greeks exist only for crypto-options series, which pmlake does not sell as orders', item_index: idx });
+    }
+    const t = it.data_type as OrderDataType;
+    const sel = it.series_id ? { seriesId: it.series_id } : { marketId: it.market_id! };
+    const start = isoOf(it.start);
+    const end = isoOf(it.end);
+    const rows = await sizeItem(ctx.db, ctx.config.lakeDir, t, sel, { start, end }, it.timeframe ?? undefined);
+    if (rows === null) throw new NotFound(it.series_id ? 'Series not found' : 'Market not found');
+    if (rows === 0) empty.push(idx);
+    const bytes = rows * (BYTES_PER_ROW[t] ?? 230);
+    // A subscriber's plan already includes what it covers: those lines cost nothing.
+    const covered = Boolean(ent.subscription) && coverage(ent, datasetOf(t)).ok;
+    const cost = covered ? 0 : Math.round((bytes / MB) * (REFERENCE_RATE_PER_MB[t] ?? 1) * 100);
+    priced.push({
+      market_id: it.market_id ?? '',
+      series_id: it.series_id ?? null,
+      data_type: t,
+      format: it.format,
+      timeframe: t === 'ohlcv' ? (it.timeframe ?? '1h') : (it.timeframe ?? null),
+      start_date: start,
+      end_date: end,
+      record_count: rows,
+      size_bytes: bytes,
+      cost_cents: cost,
+      status: covered ? 'completed' : 'paid',
+      expires_at: expires,
+    });
+  }
+  if (empty.length > 0) {
+    throw new BadRequest({ code: 'empty_line_item', message: 'Some items hold no data in the requested window', empty_items: empty });
+  }
+  return priced;
+}
+
+export const orderPlaceRoutes: Route[] = [
+  {
+    method: 'post',
+    path: '/v1/orders',
+    cost: 'cheap',
+    auth: 'key',
+    scope: 'download',
+    limit: 'orders',
+    tag: 'Orders',
+    summary: 'Place an order from credits (402 "Insufficient credits" when short; idempotent by idempotency_key)',
+    body: CreateOrderBody,
+    response: OrderResponse,
+    handler: async (req, res, ctx) => {
+      const body = res.locals.body as z.infer<typeof CreateOrderBody>;
+      const user = ctx.state.getUser(req.principal!.userId);
+      if (!user) throw new Unauthorized();
+      // A repeat of a placed order answers at once, without sizing or charging again.
+      const prior = body.idempotency_key ? findOrderByKey(ctx.state, user.id, body.idempotency_key) : undefined;
+      if (prior) return { ...orderView(prior, orderItems(ctx.state, prior.id)), replayed: true };
+      const at = new Date();
+      const ent = entitlementOf(ctx.state, user, at);
+      const expires = new Date(at.getTime() + REDOWNLOAD_DAYS * 86_400_000).toISOString();
+      const priced = await priceItems(ctx, ent, body.items, expires);
+      const sum = priced.reduce((s, i) => s + i.cost_cents, 0);
+      const charged = priced.some((i) => i.status === 'paid');
+      const minimumCents = LEGACY_MINIMUM_ORDER_USD * 100;
+      const total = charged ? Math.max(sum, minimumCents) : 0;
+      const out = placeOrder(ctx.state, {
+        userId: user.id,
+        idempotencyKey: body.idempotency_key ?? null,
+        items: priced,
+        totalCents: total,
+        minimumApplied: charged && sum < minimumCents,
+        at,
+      });
+      if (out.outcome === 'insufficient') throw new PaymentRequired('Insufficient credits');
+      req.log.info({ order: out.order.id, outcome: out.outcome, total_cents: out.order.total_cost_cents }, 'order');
+      return { ...orderView(out.order, out.items), replayed: out.outcome === 'replayed' };
+    },
+  },
+];

@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { provisionKey } from '../../state/accounts.js';
+import { Forbidden } from '../../errors.js';
+import type { Route } from '../route.js';
+import { ApiKeyCreatedResponse } from '../account-schemas.js';
+import { createdView } from './key-views.js';
+
+/** POST /v1/user/provision: the dashboard's login, which replaces the user's auto-provisioned key. */
+
+const ProvisionBody = z.object({
+  email: z.string().min(3).max(320),
+  name: z.string().min(1).max(100).default('Default'),
+});
+
+export const userProvisionRoutes: Route[] = [
+  {
+    method: 'post',
+    path: '/v1/user/provision',
+    cost: 'cheap',
+    auth: 'key',
+    credentials: 'jwt',
+    tag: 'User',
+    summary: "Dashboard login: replace the user's auto-provisioned key (bearer JWT only; email must match the token)",
+    body: ProvisionBody,
+    response: ApiKeyCreatedResponse,
+    handler: async (req, res, ctx) => {
+      const body = res.locals.body as z.infer<typeof ProvisionBody>;
+      const p = req.principal!;
+      // Only the identity provider's token may do this: an API key must not mint keys by email.
+      if (p.authMethod !== 'jwt') throw new Forbidden('This endpoint needs the dashboard bearer token');
+      if (body.email.trim().toLowerCase() !== p.email) throw new Forbidden("The email does not match the token's email claim");
+      const { row, plaintext } = provisionKey(ctx.state, p.userId, body.name, ctx.config.keyPrefix);
+      req.log.info({ key_id: row.id, user: p.userId }, 'api key provisioned');
+      return createdView(row, plaintext);
+    },
+  },
+];
