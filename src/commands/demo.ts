@@ -1,5 +1,6 @@
-import { DuckDBListValue } from '@duckdb/node-api';
-import { currentFiles } from '../lake/versions.js';
+import type { DuckDBInstance } from '@duckdb/node-api';
+import { lakeSources, runOne } from '../lake/runner.js';
+import { busiestMarketQuery } from '../query/markets.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,7 +57,7 @@ export async function demoCommand(_args: string[]): Promise<number> {
   const freeUser = store.upsertUser('demo-free@pmlake.local', 'free');
   const proKey = store.createApiKey({ userId: proUser.id, name: 'demo professional', prefix: config.keyPrefix }).plaintext;
   const freeKey = store.createApiKey({ userId: freeUser.id, name: 'demo free', prefix: config.keyPrefix }).plaintext;
-  const market = await busiestMarket(running.ctx);
+  const market = await busiestMarket(running.ctx.db, config.lakeDir);
 
   out.write(`\npmlake listening on ${running.url}\n`);
   out.write(`  professional key: ${proKey}\n  free key:         ${freeKey}\n`);
@@ -79,18 +80,7 @@ export async function demoCommand(_args: string[]): Promise<number> {
 }
 
 /** The market with the most trades, so the printed curl line returns candles. */
-async function busiestMarket(ctx: { db: import('@duckdb/node-api').DuckDBInstance; config: Config }): Promise<string | null> {
-  const files = currentFiles(ctx.config.lakeDir, 'markets');
-  if (files.length === 0) return null;
-  const conn = await ctx.db.connect();
-  try {
-    const reader = await conn.runAndReadAll(
-      'SELECT id FROM read_parquet($f::VARCHAR[]) WHERE trade_count > 0 ORDER BY trade_count DESC, id LIMIT 1',
-      { f: new DuckDBListValue(files) },
-    );
-    const row = reader.getRowObjectsJS()[0];
-    return row ? String(row.id) : null;
-  } finally {
-    conn.closeSync();
-  }
+async function busiestMarket(db: DuckDBInstance, lakeDir: string): Promise<string | null> {
+  const row = await runOne(db, busiestMarketQuery(lakeSources(lakeDir)));
+  return row ? String(row.id) : null;
 }

@@ -128,3 +128,8 @@ GROUP BY asset_id`,
     params,
   );
 }
+
+/** The market with the most trades (ties by id): the demo's printed example call returns candles for it. */
+export function busiestMarketQuery(lake: Lake): Query {
+  return query(`SELECT id FROM ${lake.from('markets')} WHERE trade_count > 0 ORDER BY trade_count DESC, id LIMIT 1`, {});
+}

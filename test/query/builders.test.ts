@@ -5,13 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBInstance, timestampValue } from '@duckdb/node-api';
 import type { Query } from '../../src/lake/duckdb.js';
 import { lakeSources, runQuery, type Lake } from '../../src/lake/runner.js';
-import { listMarketsQuery, marketByIdQuery, marketByTokenListQuery, marketByTokenQuery, marketBookStatsQuery, marketTradeStatsQuery, seriesExistsQuery } from '../../src/query/markets.js';
+import { busiestMarketQuery, listMarketsQuery, marketByIdQuery, marketByTokenListQuery, marketByTokenQuery, marketBookStatsQuery, marketTradeStatsQuery, seriesExistsQuery } from '../../src/query/markets.js';
 import { recentTradesQuery, tradesPageQuery, tradesSelect } from '../../src/query/trades.js';
 import { ohlcvPageQuery, ohlcvSelect } from '../../src/query/ohlcv.js';
 import { bookOnDayQuery, bookSnapshotsSelect, datesBetween, foldTape, MAX_RAW_TAPE_ROWS, snapshotAtQuery, tapeAfterQuery, topOfBookPageQuery, topOfBookSelect } from '../../src/query/orderbook.js';
 import { estimateRowsQuery, seriesRowsQuery } from '../../src/query/estimate.js';
 import { seriesQuery } from '../../src/query/series.js';
+import { orderCatalogCountQuery, orderItemRowsQuery } from '../../src/query/order-sizing.js';
+import { marketStatsQuery, rowCountQuery, tradeSpanQuery } from '../../src/query/stats.js';
 import { containsPattern } from '../../src/query/common.js';
+import { columnDdl, DATASETS } from '../../src/lake/layout.js';
 import { timeframeOf } from '../../src/timeframe.js';
 
 const fake: Lake = { from: (n) => `src_${n}` };
@@ -161,6 +164,19 @@ LIMIT 1`);
     expect(foldTape([])).toEqual({ levels: [], resetSeq: null, updates: 0, lastUs: null });
   });
 
+  it('order sizing: one count per item, the tokens by semi-join on the catalogue, the window bound', () => {
+    const q = orderItemRowsQuery(fake, 'orderbook', { seriesId: 's1' }, { start: T0, end: T0 + 1000n }, timeframeOf(3600));
+    expect(q.sql).toBe(
+      'SELECT count(*) AS n FROM src_book_snapshots WHERE asset_id IN (SELECT unnest(outcome_token_ids) FROM src_markets WHERE series_id = $sel) AND ts >= $start AND ts < $end',
+    );
+    expect(q.params).toEqual({ sel: 's1', start: timestampValue(T0), end: timestampValue(T0 + 1000n) });
+    const o = orderItemRowsQuery(fake, 'ohlcv', { marketId: '7' }, {}, timeframeOf(86_400));
+    expect(o.sql).toBe('SELECT count(DISTINCT (token_id, epoch(bucket) // $step_s)) AS n FROM src_candles_1m WHERE token_id IN (SELECT unnest(outcome_token_ids) FROM src_markets WHERE id = $sel)');
+    expect(o.params).toEqual({ sel: '7', step_s: 86_400 });
+    expect(orderItemRowsQuery(fake, 'snapshots', { marketId: '7' }, {}, timeframeOf(60)).sql).toContain('FROM src_top_of_book WHERE asset_id IN');
+    expect(orderCatalogCountQuery(fake, { marketId: '7' })).toEqual({ sql: 'SELECT count(*) AS n FROM src_markets WHERE id = $sel', params: { sel: '7' } });
+  });
+
   it('no user value ever reaches the SQL text', () => {
     for (const h of HOSTILE) {
       const qs: Query[] = [
@@ -170,7 +186,7 @@ LIMIT 1`);
         tradesPageQuery(fake, { tokens: [h] }, { limit: 1, offset: 0 }), ohlcvPageQuery(fake, { token: h, outcome: 0, timeframe: timeframeOf(60) }, 1),
         snapshotAtQuery(fake, h, T0, undefined), tapeAfterQuery(fake, h, null, T0), bookOnDayQuery(fake, h, T0), topOfBookSelect(fake, [h], {}), bookSnapshotsSelect(fake, [h], {}),
         estimateRowsQuery(fake, 'trades', [h], {}), estimateRowsQuery(fake, 'ohlcv', [h], {}, timeframeOf(3600)), seriesRowsQuery(fake, 'raw', h, {}),
-        seriesQuery(fake, h),
+        seriesQuery(fake, h), orderCatalogCountQuery(fake, { seriesId: h }), orderItemRowsQuery(fake, 'trades', { marketId: h }, { start: T0 }, timeframeOf(60)),
       ];
       for (const q of qs) {
         // '$token0' is also a placeholder name the builders use; its value still travels as a parameter.
@@ -224,6 +240,8 @@ describe('SQL builders on a real DuckDB', () => {
         snapshotAtQuery(lake, h, T0, '2025-01-01'), topOfBookSelect(lake, [h], { start: T0 }), bookSnapshotsSelect(lake, [h], { end: T0 }),
         estimateRowsQuery(lake, 'ohlcv', [h], { start: T0 }, timeframeOf(3600)), seriesRowsQuery(lake, 'ohlcv', h, {}, timeframeOf(60)),
         seriesRowsQuery(lake, 'trades', h, { end: T0 }), seriesQuery(lake, h), seriesExistsQuery(lake, h),
+        orderCatalogCountQuery(lake, { marketId: h }), orderItemRowsQuery(lake, 'ohlcv', { seriesId: h }, { start: T0, end: T0 + 1n }, timeframeOf(3600)),
+        orderItemRowsQuery(lake, 'snapshots', { marketId: h }, {}, timeframeOf(60)),
       ];
       for (const q of qs) {
         const rows = await runQuery(db, q);
@@ -235,5 +253,35 @@ describe('SQL builders on a real DuckDB', () => {
       expect(tape).toEqual([{ reset_seq: null, side: null, price: null, size: null, last_ts: null, updates: 0 }]);
       expect(await runQuery(db, estimateRowsQuery(lake, 'trades', [h], {}))).toEqual([{ rows: 0, tokens: 0 }]);
     }
+  });
+
+  it('stats and the busiest market on an empty lake: zero counts, no span, no market', async () => {
+    expect(await runQuery(db, marketStatsQuery(lake))).toEqual([{ markets: 0, active: 0, resolved: 0, series: 0, tokens: 0 }]);
+    expect(await runQuery(db, tradeSpanQuery(lake))).toEqual([{ n: 0, first: null, last: null }]);
+    expect(await runQuery(db, rowCountQuery(lake, 'top_of_book'))).toEqual([{ n: 0 }]);
+    expect(await runQuery(db, busiestMarketQuery(lake))).toEqual([]);
+  });
+
+  it('the busiest market: most trades, ties by id, none when no market has a trade', async () => {
+    const busiest = async (counts: Array<[string, number | null]>): Promise<unknown> => {
+      const lakeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-busiest-'));
+      try {
+        const file = path.join(lakeDir, DATASETS.markets.dir, 'data.parquet');
+        fs.mkdirSync(path.dirname(file), { recursive: true });
+        const conn = await db.connect();
+        try {
+          await conn.run(`CREATE OR REPLACE TEMP TABLE m (${columnDdl('markets')})`);
+          for (const [id, n] of counts) await conn.run('INSERT INTO m (id, trade_count) VALUES ($id, $n)', { id, n });
+          await conn.run(`COPY m TO '${file}' (FORMAT parquet)`);
+        } finally {
+          conn.closeSync();
+        }
+        return (await runQuery(db, busiestMarketQuery(lakeSources(lakeDir))))[0]?.id ?? null;
+      } finally {
+        fs.rmSync(lakeDir, { recursive: true, force: true });
+      }
+    };
+    expect(await busiest([['5', 3], ['2', 9], ['4', 9], ['9', null]])).toBe('2');
+    expect(await busiest([['5', 0], ['9', null]])).toBeNull();
   });
 });
