@@ -5,36 +5,24 @@ import { deliverWebhook, LOCAL_PROVIDER, LOCAL_WEBHOOK_PATH, newEvent } from '..
 import { cancelCheckout, getCheckout, type CheckoutRow } from '../../state/billing.js';
 import { NotFound } from '../../errors.js';
 import type { Route } from '../route.js';
+import { checkoutPageCsp, closedCheckoutPage, notConfirmedPage, openCheckoutPage } from '../pages/checkout.js';
 
 /**
  * The local provider's hosted checkout page. The checkout id in the URL is the credential (24 random hex
  * digits, like a hosted provider's session URL); the page never moves money itself. "Pay" makes the provider
  * side deliver a signed webhook to pmlake over HTTP, and only that webhook credits or activates. The page
  * confirms without taking any money, so it exists only when PMLAKE_PAYMENT_PROVIDER=local (404 otherwise).
+ * The HTML is src/http/pages/checkout.ts.
  */
 const Params = z.object({ checkout_id: z.string().regex(/^chk_[0-9a-f]{24}$/, 'not a checkout id') });
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-function page(res: Response, status: number, title: string, body: string, returnUrls: string[] = []): void {
-  // form-action also governs the redirect after a form post: allow the session's own return origins.
-  const origins = returnUrls.map((u) => new URL(u).origin).join(' ');
+function sendPage(res: Response, status: number, html: string, returnUrls: string[] = []): void {
   res
     .status(status)
     .setHeader('Content-Type', 'text/html; charset=utf-8')
-    // The page posts only to itself and loads nothing: lock it down.
-    .setHeader('Content-Security-Policy', `default-src 'none'; style-src 'unsafe-inline'; form-action 'self' ${origins}; base-uri 'none'; frame-ancestors 'none'`)
+    .setHeader('Content-Security-Policy', checkoutPageCsp(returnUrls))
     .setHeader('Cache-Control', 'no-store')
-    .send(
-      `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem}.muted{color:#666}</style>
-</head><body>${body}</body></html>`,
-    );
-}
-
-function what(co: CheckoutRow): string {
-  const amount = `${(co.amount_cents / 100).toFixed(2)} USD`;
-  return co.kind === 'credits' ? `Buy ${amount} of credits` : `${co.tier} subscription (${co.billing_period}): ${amount}`;
+    .send(html);
 }
 
 function load(ctx: AppContext, res: Response): CheckoutRow {
@@ -71,20 +59,8 @@ export const localCheckoutRoutes: Route[] = [
     params: Params,
     handler: async (_req, res, ctx) => {
       const co = load(ctx, res);
-      if (co.status !== 'open') {
-        page(res, 200, 'Checkout closed', `<h1>Checkout ${esc(co.status)}</h1><p class="muted">${esc(what(co))}</p>`);
-        return undefined;
-      }
-      page(
-        res,
-        200,
-        'pmlake checkout',
-        `<h1>pmlake checkout</h1><p id="summary">${esc(what(co))}</p>
-<p class="muted">Local test provider: no card is charged. Paying sends a signed webhook to pmlake.</p>
-<form method="post" action="/v1/billing/checkout/local/${esc(co.id)}/confirm" style="display:inline"><button id="pay" type="submit">Pay ${esc((co.amount_cents / 100).toFixed(2))} USD</button></form>
-<form method="post" action="/v1/billing/checkout/local/${esc(co.id)}/cancel" style="display:inline"><button id="cancel" type="submit">Cancel</button></form>`,
-        [co.success_url, co.cancel_url],
-      );
+      if (co.status !== 'open') sendPage(res, 200, closedCheckoutPage(co));
+      else sendPage(res, 200, openCheckoutPage(co), [co.success_url, co.cancel_url]);
       return undefined;
     },
   },
@@ -105,7 +81,7 @@ export const localCheckoutRoutes: Route[] = [
           return { status: 0, body: '' };
         });
         if (out.status < 200 || out.status >= 300) {
-          page(res, 502, 'Payment not confirmed', `<h1>Payment not confirmed</h1><p>The payment provider could not notify pmlake (status ${out.status}). Nothing was charged; try again.</p>`);
+          sendPage(res, 502, notConfirmedPage(out.status));
           return undefined;
         }
       }
