@@ -13,6 +13,8 @@ import {
 import { DATASETS, type DatasetDef, type DatasetName } from './layout.js';
 import { lakeVersion, type LakeVersion } from './versions.js';
 import { sqlIdent, sqlString, withConnection, type Query } from './duckdb.js';
+// The one builder the runner runs itself; src/query/file-meta.ts imports nothing of the runner (no cycle).
+import { storedRowsQuery } from '../query/file-meta.js';
 
 /**
  * The lake runner, the one way to the lake: executes a builder's `{ sql, params }` (src/query/) on the service's
@@ -254,11 +256,7 @@ export async function datasetBytesPerRow(db: DuckDBInstance, lakeDir: string, na
   if (hit && hit.key === key) return hit.perRow;
   let rows = entries.reduce((s, e) => s + e.rows, 0);
   if (entries.some((e) => e.rows < 0)) {
-    const row = await runOne(db, {
-      sql: `SELECT coalesce(sum(num_rows), 0) AS rows FROM parquet_file_metadata([${v.files(name).map(sqlString).join(', ')}])`,
-      params: {},
-    });
-    rows = Number(row?.rows ?? 0);
+    rows = await runCount(db, storedRowsQuery(v.files(name)));
   }
   const bytes = entries.reduce((s, e) => s + e.bytes, 0);
   const perRow = rows > 0 ? bytes / rows : 0;
