@@ -4,8 +4,8 @@ import type { Route } from './route.js';
 /**
  * GET /v1/openapi.json: an OpenAPI 3.1 document generated from the route table itself — the same zod
  * schemas the app validates with (request side as their input type, responses as their output type), so
- * the description cannot drift from what is enforced. Built once per process, on first request, after every
- * module has added its rows.
+ * the description cannot drift from what is enforced. This module knows no table: src/http/routes.ts hands
+ * its own to openapiRoutes, and the row it gets back is one of the table's (so the document describes itself).
  */
 type Json = Record<string, unknown>;
 
@@ -149,23 +149,22 @@ function rewriteRefs(v: unknown): unknown {
   return v;
 }
 
-let cached: Json | undefined;
-
-export const openapiRoutes: Route[] = [
-  {
-    method: 'get',
-    path: '/v1/openapi.json',
-    cost: 'cheap',
-    auth: 'public',
-    limit: 'none',
-    tag: 'meta',
-    summary: 'This API described as OpenAPI 3.1',
-    handler: async () => {
-      // Imported here, not at the top: routes.ts imports this module, and the table is complete only once
-      // every module has loaded.
-      const { routes } = await import('./routes.js');
-      cached ??= buildOpenApi(routes);
-      return cached;
+/**
+ * The row serving the document of `table`, built once on the first request: `table` is a function because
+ * the table holding this row is not complete while its own rows are being made.
+ */
+export function openapiRoutes(table: () => readonly Route[]): Route[] {
+  let built: Json | undefined;
+  return [
+    {
+      method: 'get',
+      path: '/v1/openapi.json',
+      cost: 'cheap',
+      auth: 'public',
+      limit: 'none',
+      tag: 'meta',
+      summary: 'This API described as OpenAPI 3.1',
+      handler: async () => (built ??= buildOpenApi(table())),
     },
-  },
-];
+  ];
+}

@@ -43,7 +43,8 @@ export const routes: Route[] = [
   // /v1/orderbook
   ...orderbookSnapshotRoutes,
   ...topOfBookRoutes,
-  ...openapiRoutes,
+  // The document describes this very table; read when first asked for, once the table is complete.
+  ...openapiRoutes(() => routes),
   ...docsRoutes,
   // /v1/user
   ...userProfileRoutes,
