@@ -61,7 +61,9 @@ const pages = new PageCache(32 * 2 ** 20, 2 * 2 ** 20);
 /**
  * One page of trades. A market's page is read from the partitions it lands in, each token from the newest
  * hours that hold the page (src/query/trade-plan.ts) — not a top-N over the whole market — and the answer is
- * kept until a trades file changes: the busiest markets' first pages are what a crowd asks for.
+ * kept until a trades file changes: the busiest markets' first pages are what a crowd asks for. A page still
+ * deep after the plan's skipped partitions (offset ≥ DEEP_PAGE_OFFSET) takes two steps in its statement: the
+ * page's keys from the narrow sort columns, then those rows in full (tradesPageQuery, src/query/trades.ts).
  */
 async function tradesPage(ctx: AppContext, res: Response, q: z.infer<typeof TradesQuery>, tokens: string[] | undefined): Promise<{ json: string; rows: number } | null> {
   const lakeDir = ctx.config.lakeDir;
