@@ -115,7 +115,7 @@ export function jwtAuthenticator(store: StateStore, opts: { secret?: string | un
   return {
     async authenticate(creds) {
       const header = creds.authorization ?? '';
-      const m = /^Bearer\s+([A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)$/.exec(header);
+      const m = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/.exec(header);
       if (!m || header.length > 8192) return null;
       try {
         const { payload } = await jwtVerify(m[1]!, key as Uint8Array, { algorithms, requiredClaims: ['exp'] });
