@@ -1,48 +1,30 @@
 import crypto from 'node:crypto';
-import type { Request, Response } from 'express';
-import { z } from 'zod';
+import type { Writable } from 'node:stream';
 import type { UsageTicket } from '../accounts/meter.js';
-import type { AppContext } from '../http/context.js';
-import { checkWindow, isoDateTime, timeframeParam } from '../http/params.js';
+import type { Principal } from '../accounts/principal.js';
 import { startCopy, type CopyStream } from '../lake/stream.js';
-import { planDownload, type DownloadPlan } from './plan.js';
-import { contentDisposition, preflight } from './send.js';
+import { planDownload, type DownloadPlan, type PlanDeps } from './plan.js';
+import { preflight, type SendDeps } from './send.js';
+import type { PullSpec } from './spec.js';
 import { ZipWriter } from './zip.js';
 
 /**
- * POST /v1/download/bulk: 1–25 line items, each mirroring one GET /v1/download/* call, streamed as one ZIP —
- * a file per item plus manifest.json {item, file, rows, bytes, sha256, status}. Items run one after the other,
- * each a DuckDB COPY into its ZIP entry, so memory stays flat however large the bundle. Entries are stored,
- * not deflated: Parquet is already compressed, and deflating CSV on a 2-core box would halve throughput.
+ * A bulk download: 1–25 line items, each one file pull, streamed as one ZIP — a file per item plus
+ * manifest.json {item, file, rows, bytes, sha256, status}. Items run one after the other, each a DuckDB COPY
+ * into its ZIP entry, so memory stays flat however large the bundle. Entries are stored, not deflated: Parquet
+ * is already compressed, and deflating CSV on a 2-core box would halve throughput.
  *
  * Every item is planned (validated, resolved) and metered before the first byte, so an invalid item or a
- * refused pull fails the whole request with a proper status and nothing is charged. An item with no rows in
- * its window becomes `<file>.EMPTY.txt`, status "empty", and does not fail the bundle.
+ * refused pull fails the whole bundle with a typed error and nothing is charged. An item with no rows in its
+ * window becomes `<file>.EMPTY.txt`, status "empty", and does not fail the bundle.
  *
- * The ZIP is written by ./zip.ts straight into the response (native CRC-32, one write per FIFO chunk). The
+ * The ZIP is written by ./zip.ts straight into the output (native CRC-32, one write per FIFO chunk). The
  * manifest's sha256 is the issue's requirement (a checksum a client can verify per file after unzipping); it
  * is computed by OpenSSL as the bytes pass, ≈1 GB/s with SHA-NI.
  */
 
-const BulkItem = z
-  .object({
-    kind: z.enum(['trades', 'ohlcv', 'orderbook', 'top_of_book', 'options', 'series', 'raw']),
-    market_id: z.string().min(1).max(200).nullish(),
-    series_id: z.string().min(1).max(128).nullish(),
-    data_type: z.string().min(1).max(64).nullish(),
-    timeframe: timeframeParam.nullish(),
-    instrument_prefix: z.string().min(1).max(64).nullish(),
-    shape: z.enum(['raw', 'normalized']).default('raw'),
-    start: isoDateTime.nullish(),
-    end: isoDateTime.nullish(),
-    format: z.enum(['csv', 'parquet', 'json']).default('csv'),
-    limit: z.number().int().min(1).max(2_000_000).default(100_000),
-  })
-  .transform((v) => ({ ...v, start: v.start ?? undefined, end: v.end ?? undefined }))
-  .superRefine((v, ctx) => checkWindow(v, ctx));
-
-export const BulkBody = z.object({ items: z.array(BulkItem).min(1).max(25) });
-type Body = z.infer<typeof BulkBody>;
+/** One line item: the pull, and the request as the caller sent it (echoed in the manifest). */
+export type BulkItem = { spec: PullSpec; echo: Readonly<Record<string, unknown>> };
 
 type ManifestItem = {
   item: number;
@@ -57,35 +39,28 @@ type ManifestItem = {
   request: Record<string, unknown>;
 };
 
-export async function sendBulk(req: Request, res: Response, ctx: AppContext, body: Body): Promise<void> {
+export type BulkDeps = PlanDeps & SendDeps;
+
+/**
+ * `out`'s 'close' before it finished means the consumer went away. `begin` is called once every item is
+ * planned and metered, before the first byte: the caller's moment for headers.
+ */
+export type BulkTarget = { out: Writable; begin(): void };
+
+/**
+ * `error`: the bundle failed after `begin` (not because the consumer left); every item was refunded and the
+ * COPY stopped. The output is left to the caller: if nothing was written yet it can still answer an error.
+ */
+export type BulkResult = { rows: number; bytes: number; complete: boolean; error?: unknown };
+
+export async function sendBulk(deps: BulkDeps, principal: Principal, items: readonly BulkItem[], target: BulkTarget): Promise<BulkResult> {
   const plans: DownloadPlan[] = [];
-  for (const [i, it] of body.items.entries()) {
-    plans.push(
-      await planDownload(
-        ctx,
-        req.principal,
-        {
-          kind: it.kind,
-          market_id: it.market_id ?? undefined,
-          series_id: it.series_id ?? undefined,
-          data_type: it.data_type ?? undefined,
-          timeframe: it.timeframe ?? undefined,
-          instrument_prefix: it.instrument_prefix ?? undefined,
-          shape: it.shape,
-          start: it.start,
-          end: it.end,
-          format: it.format,
-          limit: it.limit,
-        },
-        i,
-      ),
-    );
-  }
+  for (const [i, it] of items.entries()) plans.push(await planDownload(deps, principal, it.spec, i));
   const tickets: UsageTicket[] = [];
   try {
     for (const p of plans) {
       tickets.push(
-        await ctx.meter.begin(req.principal!, {
+        await deps.meter.begin(principal, {
           kind: 'download',
           dataset: p.dataset,
           description: `bulk: ${p.description}`,
@@ -104,30 +79,28 @@ export async function sendBulk(req: Request, res: Response, ctx: AppContext, bod
     throw err;
   }
 
-  const zip = new ZipWriter(res);
+  const { out } = target;
+  const zip = new ZipWriter(out);
   let current: CopyStream | null = null;
   let clientGone = false;
   const onClose = (): void => {
-    if (!res.writableFinished) {
+    if (!out.writableFinished) {
       clientGone = true;
       // Interrupts DuckDB; the ZIP writer, waiting on the COPY's stream or on a drain, then fails too.
       current?.cancel('client disconnected');
     }
   };
-  res.once('close', onClose);
-  res.status(200);
-  res.setHeader('Content-Type', 'application/zip');
-  res.setHeader('Content-Disposition', contentDisposition(`pmlake_bulk_${new Date().toISOString().replace(/[:.]/g, '-')}.zip`));
-  res.setHeader('Cache-Control', 'no-store');
+  out.once('close', onClose);
+  target.begin();
 
   const manifest: ManifestItem[] = [];
   try {
     for (const [i, p] of plans.entries()) {
       const name = `${String(i + 1).padStart(2, '0')}_${p.fileName}`;
-      const copy = await startCopy(ctx.db, p.query, p.format);
+      const copy = await startCopy(deps.db, p.query, p.format);
       current = copy;
       const head = await preflight(copy.stream);
-      const request = { ...body.items[i], start: p.start, end: p.end, timeframe: p.timeframe ?? null };
+      const request = { ...items[i]!.echo, start: p.start, end: p.end, timeframe: p.timeframe ?? null };
       if (head.ended) {
         const r = await copy.done;
         if (r.rows === 0) {
@@ -151,32 +124,14 @@ export async function sendBulk(req: Request, res: Response, ctx: AppContext, bod
       const hash = crypto.createHash('sha256');
       const entry = await zip.addStream(name, copy, head.chunks, !head.ended, (b) => hash.update(b));
       const r = await copy.done;
-      manifest.push({
-        item: i,
-        kind: p.dataset,
-        file: name,
-        format: p.format,
-        status: 'ok',
-        rows: r.rows,
-        bytes: entry.bytes,
-        sha256: hash.digest('hex'),
-        cost: 0,
-        request,
-      });
+      manifest.push({ item: i, kind: p.dataset, file: name, format: p.format, status: 'ok', rows: r.rows, bytes: entry.bytes, sha256: hash.digest('hex'), cost: 0, request });
     }
     current = null;
     const totals = manifest.reduce((a, m) => ({ rows: a.rows + m.rows, bytes: a.bytes + m.bytes }), { rows: 0, bytes: 0 });
     await zip.addBuffer(
       'manifest.json',
       JSON.stringify(
-        {
-          created_at: new Date().toISOString(),
-          items: manifest,
-          total_rows: totals.rows,
-          total_bytes: totals.bytes,
-          total_cost: 0,
-          pricing_model: 'subscription',
-        },
+        { created_at: new Date().toISOString(), items: manifest, total_rows: totals.rows, total_bytes: totals.bytes, total_cost: 0, pricing_model: 'subscription' },
         null,
         2,
       ),
@@ -184,24 +139,20 @@ export async function sendBulk(req: Request, res: Response, ctx: AppContext, bod
     await zip.finish();
     if (clientGone) throw new Error('client disconnected');
   } catch (err) {
-    res.off('close', onClose);
+    out.off('close', onClose);
     current?.cancel('bulk failed');
     const sent = zip.bytesWritten;
     if (clientGone) {
       settle(tickets, manifest, sent, true);
-      return;
+      return { rows: 0, bytes: sent, complete: false };
     }
     for (const t of tickets) t.refund('bulk download failed');
-    req.log.error({ err }, 'bulk download failed');
-    if (!res.headersSent) throw err;
-    res.destroy();
-    return;
+    return { rows: 0, bytes: sent, complete: false, error: err };
   }
   const sent = zip.bytesWritten;
-  res.off('close', onClose);
-  res.locals.rows = manifest.reduce((a, m) => a + m.rows, 0);
-  res.locals.bytes = sent;
+  out.off('close', onClose);
   settle(tickets, manifest, sent, false);
+  return { rows: manifest.reduce((a, m) => a + m.rows, 0), bytes: sent, complete: true };
 }
 
 /**

@@ -1,9 +1,11 @@
+import type { DuckDBInstance } from '@duckdb/node-api';
 import type { Principal } from '../accounts/principal.js';
 import { BadRequest, NotFound } from '../errors.js';
 import type { Query } from '../lake/duckdb.js';
 import { runOne } from '../lake/runner.js';
 import type { CopyFormat } from '../lake/stream.js';
 import { planOf } from '../accounts/plans.js';
+import type { MarketResolver } from '../markets/resolver.js';
 import { query, type Window } from '../query/common.js';
 import { lakeSources, type Lake } from '../lake/runner.js';
 import {
@@ -17,31 +19,17 @@ import {
   topOfBookDownload,
   tradesDownload,
 } from '../query/downloads.js';
-import { timeframeOf, type Timeframe } from '../timeframe.js';
+import { timeframeOf } from '../timeframe.js';
 import { findRawDataset, parseOptionsSeries } from './catalog.js';
-
-import type { AppContext } from '../http/context.js';
+import type { PullSpec } from './spec.js';
 
 /**
- * One download, whatever route asked for it (a GET /v1/download/* call, a bulk line item or an export):
- * validated parameters in, the SELECT to COPY and the names for the file and the history record out.
+ * One file pull, whatever asked for it (a GET /v1/download/* call, a bulk line item or an export job): its
+ * spec in (./spec.ts), the SELECT to COPY and the names for the file and the history record out.
  */
-export type DownloadKind = 'trades' | 'ohlcv' | 'orderbook' | 'top_of_book' | 'raw' | 'options' | 'series';
 
-export type DownloadSpec = {
-  kind: DownloadKind;
-  market_id?: string | undefined;
-  series_id?: string | undefined;
-  data_type?: string | undefined;
-  timeframe?: Timeframe | undefined;
-  instrument_prefix?: string | undefined;
-  shape?: 'raw' | 'normalized' | undefined;
-  start?: bigint | undefined;
-  end?: bigint | undefined;
-  format: CopyFormat;
-  /** null: no row cap (exports). */
-  limit: number | null;
-};
+/** What planning reads: the lake (market resolution, the series check) and nothing else. */
+export type PlanDeps = { db: DuckDBInstance; lakeDir: string; markets: MarketResolver };
 
 export type DownloadPlan = {
   query: Query;
@@ -74,14 +62,9 @@ function safeName(s: string): string {
 
 const NO_LIMIT = 2 ** 62;
 
-export async function planDownload(
-  ctx: AppContext,
-  principal: Principal | undefined,
-  spec: DownloadSpec,
-  itemIndex?: number,
-): Promise<DownloadPlan> {
-  const db = ctx.db;
-  const lake: Lake = lakeSources(ctx.config.lakeDir);
+export async function planDownload(deps: PlanDeps, principal: Principal | undefined, spec: PullSpec, itemIndex?: number): Promise<DownloadPlan> {
+  const { db } = deps;
+  const lake: Lake = lakeSources(deps.lakeDir);
   const w: Window = { start: spec.start, end: spec.end };
   const limit = spec.limit ?? NO_LIMIT;
   const ext = spec.format;
@@ -89,7 +72,7 @@ export async function planDownload(
 
   const needMarket = async () => {
     if (!spec.market_id) throw wrongDataType('missing_market_id', `a ${spec.kind} download needs market_id`, itemIndex);
-    const r = await ctx.markets.resolve(spec.market_id);
+    const r = await deps.markets.resolve(spec.market_id);
     const tokens = r.token ? [r.token] : r.tokens;
     return { tokens, tokenIds: tokens.map((t) => t.token_id), conditionId: String(r.market.condition_id ?? '') };
   };
@@ -203,7 +186,7 @@ export async function planDownload(
     case 'series': {
       if (!spec.series_id) throw wrongDataType('missing_series_id', 'a series download needs series_id', itemIndex);
       if (parseOptionsSeries(spec.series_id)) {
-        return planDownload(ctx, principal, { ...spec, kind: 'options' }, itemIndex);
+        return planDownload(deps, principal, { ...spec, kind: 'options' }, itemIndex);
       }
       const exists = await runOne(db, query(`SELECT 1 AS x FROM ${lake.from('series')} WHERE series_id = $id LIMIT 1`, { id: spec.series_id }));
       if (!exists) throw new NotFound('Series not found');

@@ -1,10 +1,10 @@
-import type { Request, Response } from 'express';
-import type { Readable } from 'node:stream';
-import type { AppContext } from '../http/context.js';
+import type { Readable, Writable } from 'node:stream';
+import type { DuckDBInstance } from '@duckdb/node-api';
+import type { PullRequest, UsageMeter } from '../accounts/meter.js';
+import type { Principal } from '../accounts/principal.js';
 import { NotFound } from '../errors.js';
-import type { PullRequest } from '../accounts/meter.js';
 import type { Query } from '../lake/duckdb.js';
-import { CONTENT_TYPES, OutputClosed, startCopy, writeCopyTo, type CopyFormat } from '../lake/stream.js';
+import { OutputClosed, startCopy, writeCopyTo, type CopyFormat } from '../lake/stream.js';
 
 /** Bytes held back before the headers go out: a small file gets an exact Content-Length this way. */
 const PREFLIGHT_BYTES = 256 * 1024;
@@ -15,7 +15,7 @@ export type Preflight = { chunks: Buffer[]; size: number; ended: boolean };
 
 /**
  * Reads the start of a stream: until PREFLIGHT_BYTES are buffered, the stream ends, or PREFLIGHT_MS passed
- * after the first byte. A failure here still becomes a proper HTTP error because no header has been sent.
+ * after the first byte. A failure here still becomes a proper error answer because nothing has been sent.
  */
 export function preflight(s: Readable, maxBytes = PREFLIGHT_BYTES, ms = PREFLIGHT_MS): Promise<Preflight> {
   return new Promise((resolve, reject) => {
@@ -56,31 +56,43 @@ export function preflight(s: Readable, maxBytes = PREFLIGHT_BYTES, ms = PREFLIGH
   });
 }
 
-/** RFC 6266 attachment header; file names are built from validated ids, the ASCII fallback is belt and braces. */
-export function contentDisposition(fileName: string): string {
-  const ascii = fileName.replace(/[^A-Za-z0-9._-]/g, '_');
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`;
-}
+/** What a file pull streams with: the lake database and the usage meter. */
+export type SendDeps = { db: DuckDBInstance; meter: UsageMeter };
 
-export type SendResult = { rows: number; bytes: number; complete: boolean };
+export type CopyRequest = {
+  query: Query;
+  format: CopyFormat;
+  pull: Omit<PullRequest, 'format'>;
+  /** When set, a file with no rows is not sent: NotFound with this text (the pull costs nothing). */
+  emptyMessage?: string;
+};
 
 /**
- * Streams `COPY (query) TO fifo` to the response and settles the usage ticket:
+ * Where the bytes go. `out` is any Writable (an HTTP response, a file); its 'close' before it finished means
+ * the consumer went away. `begin` is called once, just before the first byte is written, with the file's size
+ * and row count when the whole file fit in the preflight buffer (else null): the caller's moment for headers.
+ */
+export type CopyTarget = { out: Writable; begin(known: { size: number; rows: number } | null): void };
+
+/**
+ * `started`: `begin` was called (bytes may have gone out). `error`: the service failed after that point; the
+ * output was destroyed and the pull refunded (a failure before it is thrown instead).
+ */
+export type SendResult = { rows: number; bytes: number; complete: boolean; started: boolean; error?: unknown };
+
+/**
+ * Streams `COPY (query) TO fifo` into `target.out` and settles the usage ticket:
  *  - complete → commit the rows and bytes sent;
- *  - the client went away mid-way → commit the bytes that were actually sent (rows unknown, recorded as 0):
+ *  - the consumer went away mid-way → commit the bytes that were actually sent (rows unknown, recorded as 0):
  *    the caller received them, and the accounts rule is that recorded bytes equal bytes sent;
  *  - the service failed (DuckDB error) → refund: a 5xx costs nothing.
  */
-export async function sendCopy(
-  req: Request,
-  res: Response,
-  ctx: AppContext,
-  opts: { query: Query; format: CopyFormat; fileName: string; pull: Omit<PullRequest, 'format'>; emptyMessage?: string },
-): Promise<SendResult> {
-  const ticket = await ctx.meter.begin(req.principal!, { ...opts.pull, format: opts.format });
+export async function sendCopy(deps: SendDeps, principal: Principal, opts: CopyRequest, target: CopyTarget): Promise<SendResult> {
+  const { out } = target;
+  const ticket = await deps.meter.begin(principal, { ...opts.pull, format: opts.format });
   let copy;
   try {
-    copy = await startCopy(ctx.db, opts.query, opts.format);
+    copy = await startCopy(deps.db, opts.query, opts.format);
   } catch (err) {
     ticket.refund('download failed to start');
     throw err;
@@ -88,22 +100,22 @@ export async function sendCopy(
   const c = copy;
   let clientGone = false;
   const onClose = (): void => {
-    if (!res.writableFinished) {
+    if (!out.writableFinished) {
       clientGone = true;
       c.cancel('client disconnected');
     }
   };
-  res.once('close', onClose);
+  out.once('close', onClose);
 
   let head: Preflight;
   try {
     head = await preflight(c.stream);
   } catch (err) {
-    res.off('close', onClose);
+    out.off('close', onClose);
     await c.done.catch(() => {});
     // Nothing was sent yet: whether the client left or the query failed, the pull costs nothing.
     ticket.refund(clientGone ? 'client disconnected before the first byte' : 'download failed');
-    if (clientGone) return { rows: 0, bytes: 0, complete: false };
+    if (clientGone) return { rows: 0, bytes: 0, complete: false, started: false };
     throw err;
   }
 
@@ -114,54 +126,44 @@ export async function sendCopy(
     try {
       r = await c.done;
     } catch (err) {
-      res.off('close', onClose);
+      out.off('close', onClose);
       ticket.refund('download failed');
       throw err;
     }
     rows = r.rows;
     if (rows === 0 && opts.emptyMessage) {
       // Nothing in the window: a 404 the anchor's client recognises ("… in this range"), and nothing served.
-      res.off('close', onClose);
+      out.off('close', onClose);
       ticket.refund('empty result');
       throw new NotFound(opts.emptyMessage);
     }
-    res.setHeader('Content-Length', String(head.size));
-    res.setHeader('X-Record-Count', String(rows));
   }
-  res.status(200);
-  res.setHeader('Accept-Ranges', 'none');
-  res.setHeader('Content-Type', CONTENT_TYPES[opts.format]);
-  res.setHeader('Content-Disposition', contentDisposition(opts.fileName));
-  res.setHeader('Cache-Control', 'no-store');
+  target.begin(head.ended ? { size: head.size, rows: rows ?? 0 } : null);
   let sent = 0;
   try {
-    // Chunks go straight from the FIFO's pooled read buffers to the socket and back to the pool
-    // (writeCopyTo), paused while the socket is full.
-    await writeCopyTo(c, res, head.chunks, !head.ended, (b) => {
+    // Chunks go straight from the FIFO's pooled read buffers to the output and back to the pool
+    // (writeCopyTo), paused while the output is full.
+    await writeCopyTo(c, out, head.chunks, !head.ended, (b) => {
       sent += b.length;
     });
     if (!head.ended) rows = (await c.done).rows;
     await new Promise<void>((resolve, reject) => {
-      res.once('close', () => (res.writableFinished ? resolve() : reject(new OutputClosed())));
-      res.end(resolve);
+      out.once('close', () => (out.writableFinished ? resolve() : reject(new OutputClosed())));
+      out.end(resolve);
     });
   } catch (err) {
     await c.done.catch(() => {});
-    res.off('close', onClose);
-    res.locals.bytes = sent;
+    out.off('close', onClose);
     if (clientGone) {
       ticket.commit({ bytes: sent, rows: 0 });
-      return { rows: 0, bytes: sent, complete: false };
+      return { rows: 0, bytes: sent, complete: false, started: true };
     }
     ticket.refund('download failed mid-stream');
-    req.log.error({ err }, 'download failed after headers were sent');
-    res.destroy();
-    return { rows: 0, bytes: sent, complete: false };
+    out.destroy();
+    return { rows: 0, bytes: sent, complete: false, started: true, error: err };
   }
-  res.off('close', onClose);
-  const result = { rows: rows ?? 0, bytes: sent, complete: true };
-  res.locals.rows = result.rows;
-  res.locals.bytes = result.bytes;
+  out.off('close', onClose);
+  const result = { rows: rows ?? 0, bytes: sent, complete: true, started: true };
   ticket.commit({ bytes: result.bytes, rows: result.rows });
   return result;
 }

@@ -1,7 +1,8 @@
 import type { Principal } from '../accounts/principal.js';
 import type { AppContext } from '../http/context.js';
 import { CONTENT_TYPES, startCopy, type CopyFormat, type CopyStream } from '../lake/stream.js';
-import { planDownload, type DownloadKind } from '../downloads/plan.js';
+import { planDownload } from '../downloads/plan.js';
+import type { DownloadKind } from '../downloads/spec.js';
 import { claimExport, failExport, getExport, recordProgress, succeedExport } from '../state/exports.js';
 import { parseTimeframe } from '../timeframe.js';
 import { AccountGone, failureMessage, failureReason, StorageError } from './failure.js';
@@ -102,7 +103,7 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
   const started = Date.now();
   try {
     if (!principal) throw new AccountGone();
-    const plan = await planDownload(ctx, principal, {
+    const plan = await planDownload({ db: ctx.db, lakeDir: ctx.config.lakeDir, markets: ctx.markets }, principal, {
       kind: spec.kind as DownloadKind,
       market_id: spec.market_id,
       series_id: spec.series_id,

@@ -1,0 +1,121 @@
+import { z } from 'zod';
+import type { PullSpec } from '../downloads/spec.js';
+import { sendDownload } from './download-send.js';
+import { checkWindow, isoDateTime, marketIdParam, timeframeParam } from './params.js';
+import type { Route } from './route.js';
+
+/**
+ * GET /v1/download/{trades,ohlcv,orderbook,top_of_book,options,series}: one market's or series' rows as a
+ * file. Parameters, defaults and maxima follow the anchor; each query is parsed here, once, into a PullSpec.
+ */
+
+export const format = (dflt: 'csv' | 'json') => z.enum(['csv', 'parquet', 'json']).default(dflt).describe('Output format');
+export const optionalDate = isoDateTime.optional();
+export const rowLimit = (max: number, dflt: number) => z.coerce.number().int().min(1).max(max).default(dflt).describe('Max rows');
+
+/** One market's rows in an optional window: the shape of the trades and order-book downloads. */
+const marketWindowQuery = () =>
+  z
+    .object({
+      market_id: marketIdParam,
+      start: optionalDate,
+      end: optionalDate,
+      format: format('csv'),
+      limit: rowLimit(1_000_000, 100_000),
+    })
+    .superRefine((v, ctx) => checkWindow(v, ctx));
+
+const TradesQuery = marketWindowQuery();
+
+const OhlcvQuery = z
+  .object({
+    market_id: marketIdParam,
+    timeframe: timeframeParam.prefault('1h'),
+    start: optionalDate,
+    end: optionalDate,
+    format: format('csv'),
+    limit: rowLimit(2_000_000, 1_000_000),
+  })
+  .superRefine((v, ctx) => checkWindow(v, ctx));
+
+const BookQuery = marketWindowQuery();
+
+const TopOfBookQuery = z
+  .object({
+    market_id: marketIdParam,
+    start: isoDateTime,
+    end: isoDateTime,
+    format: format('csv'),
+    limit: rowLimit(1_000_000, 100_000),
+  })
+  .superRefine((v, ctx) => checkWindow(v, ctx));
+
+const seriesId = z.string().min(1).max(128);
+const instrumentPrefix = z.string().min(1).max(64).optional();
+
+const OptionsQuery = z
+  .object({
+    series_id: seriesId.describe("Options series id, e.g. 'deribit:btc-options'"),
+    start: optionalDate,
+    end: optionalDate,
+    format: format('csv'),
+    data_type: z.enum(['trades', 'greeks', 'snapshots']).default('trades'),
+    instrument_prefix: instrumentPrefix,
+    limit: rowLimit(2_000_000, 500_000),
+  })
+  .superRefine((v, ctx) => checkWindow(v, ctx));
+
+const SeriesQuery = z
+  .object({
+    series_id: seriesId,
+    data_type: z.enum(['trades', 'snapshots', 'ohlcv']).default('trades'),
+    timeframe: timeframeParam.optional(),
+    start: optionalDate,
+    end: optionalDate,
+    format: format('csv'),
+    instrument_prefix: instrumentPrefix,
+    limit: rowLimit(2_000_000, 500_000),
+  })
+  .superRefine((v, ctx) => checkWindow(v, ctx));
+
+/** A GET route whose validated query becomes one PullSpec, streamed as a file. */
+export function fileRoute<S extends z.ZodType>(path: string, summary: string, q: S, toSpec: (v: z.infer<S>) => PullSpec): Route {
+  return {
+    method: 'get',
+    path,
+    cost: 'stream',
+    auth: 'key',
+    scope: 'download',
+    limit: 'download',
+    tag: 'Download',
+    summary,
+    query: q,
+    handler: (req, res, ctx) => sendDownload(req, res, ctx, toSpec(res.locals.query as z.infer<S>)),
+  };
+}
+
+type T<S extends z.ZodType> = z.infer<S>;
+
+export const fileDownloadRoutes: Route[] = [
+  fileRoute('/v1/download/trades', 'Trades of a market as a file (both outcomes; a token id narrows to one)', TradesQuery, (v: T<typeof TradesQuery>) => ({
+    kind: 'trades',
+    ...v,
+  })),
+  fileRoute('/v1/download/ohlcv', 'OHLCV candles of a market at any timeframe as a file', OhlcvQuery, (v: T<typeof OhlcvQuery>) => ({ kind: 'ohlcv', ...v })),
+  fileRoute('/v1/download/orderbook', 'Order-book snapshots of a market (rows keyed by condition id) as a file', BookQuery, (v: T<typeof BookQuery>) => ({
+    kind: 'orderbook',
+    ...v,
+  })),
+  fileRoute('/v1/download/top_of_book', 'Best bid/ask changes of a market as a file (Free plan: delayed)', TopOfBookQuery, (v: T<typeof TopOfBookQuery>) => ({
+    kind: 'top_of_book',
+    ...v,
+  })),
+  fileRoute('/v1/download/options', 'Crypto-options trades or per-trade Black-76 greeks as a file', OptionsQuery, (v: T<typeof OptionsQuery>) => ({
+    kind: 'options',
+    ...v,
+  })),
+  fileRoute('/v1/download/series', "A series' markets in one file (trades, ohlcv or book snapshots)", SeriesQuery, (v: T<typeof SeriesQuery>) => ({
+    kind: 'series',
+    ...v,
+  })),
+];
