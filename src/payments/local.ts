@@ -6,7 +6,7 @@ import { SIGNATURE_HEADER, sign, verify } from './signature.js';
 /**
  * The built-in provider, for demos and tests only: it exists when PMLAKE_PAYMENT_PROVIDER=local, because its
  * page confirms without taking any money. Its hosted checkout page is served by pmlake itself
- * (src/http/checkout-page.ts); confirming there makes the "provider side" send a signed webhook over real
+ * (src/http/billing/local-checkout.ts); confirming there makes the "provider side" send a signed webhook over real
  * HTTP to pmlake's own /v1/billing/webhook/local, exactly as a hosted provider would call back. Nothing is
  * credited by the page: only the verified webhook moves money.
  */

@@ -2,7 +2,7 @@ import type { CheckoutRow } from '../state/billing.js';
 
 /**
  * A payment provider: where a checkout session sends the customer. Each provider verifies its own webhooks on
- * its own route (src/http/webhooks.ts): the local one (src/payments/local.ts) and Paddle Billing
+ * its own route (src/http/billing/webhooks.ts): the local one (src/payments/local.ts) and Paddle Billing
  * (src/payments/paddle.ts). Which one takes payments is the operator's choice (PMLAKE_PAYMENT_PROVIDER);
  * with none configured there is no checkout at all.
  */

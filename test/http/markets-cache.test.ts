@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildQueryLake, type QueryLake } from '../helpers/query-lake.js';
 
 /**
- * GET /v1/markets/{id} serves a JSON body and ETag built once per catalogue row (src/http/markets.ts). The
+ * GET /v1/markets/{id} serves a JSON body and ETag built once per catalogue row (src/http/markets/detail.ts). The
  * bytes must be the Market object the list endpoint serializes per request, and conditional GET and HEAD
  * must behave as with res.json.
  */
