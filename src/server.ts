@@ -30,7 +30,7 @@ export async function createContext(config: Config, log: Logger): Promise<AppCon
   const auth = accountAuthenticator(state, { secret: config.jwtSecret, jwksFile: config.jwksFile });
   const ctx = { config, db, log, state, auth, meter: sqliteMeter(state, { log }), markets: new MarketResolver({ db, lakeDir: config.lakeDir }) } as AppContext;
   // Export jobs need the finished context (they plan pulls like downloads do); start() resumes persisted jobs.
-  ctx.exports = new ExportService(ctx);
+  ctx.exports = new ExportService({ ...ctx, lakeDir: config.lakeDir });
   ctx.exports.start();
   return ctx;
 }

@@ -147,8 +147,10 @@ describe('exports', () => {
  */
 describe('exports: S3 stopped mid-upload', () => {
   let B: DlLake;
+  // The service's log, kept in memory (the test logger is silent): the full error must land here.
+  const logged: Record<string, any>[] = [];
   beforeAll(async () => {
-    B = await buildDownloadsLake({ seed: 7, markets: 4, days: 2, rate: 10 });
+    B = await buildDownloadsLake({ seed: 7, markets: 4, days: 2, rate: 10, log: pino({ level: 'warn' }, { write: (l: string) => void logged.push(JSON.parse(l)) }) });
   });
   afterAll(async () => {
     await B?.close();
@@ -178,9 +180,6 @@ describe('exports: S3 stopped mid-upload', () => {
     const exportPulls = () => B.srv.ctx.state.db.prepare(`SELECT id, status FROM pulls WHERE user_id = ? AND kind = 'export'`).all(B.userId);
     const usage = async () => (await (await B.fetch('/v1/user/usage')).json()) as { total_bytes: number; total_downloads: number };
     const history = async () => (await (await B.fetch('/v1/user/downloads')).json()) as unknown[];
-    // The service's log, kept in memory (the test logger is silent): the full error must land here.
-    const logged: Record<string, any>[] = [];
-    B.srv.ctx.log = pino({ level: 'warn' }, { write: (l: string) => void logged.push(JSON.parse(l)) });
     const usageBefore = await usage();
     const historyBefore = await history();
     expect(exportPulls()).toEqual([]);

@@ -1,10 +1,10 @@
 import type { Principal } from '../accounts/principal.js';
-import type { AppContext } from '../http/context.js';
 import { CONTENT_TYPES, startCopy, type CopyFormat, type CopyStream } from '../lake/stream.js';
 import { planDownload } from '../downloads/plan.js';
 import type { DownloadKind } from '../downloads/spec.js';
 import { claimExport, failExport, getExport, recordProgress, succeedExport } from '../state/exports.js';
 import { parseTimeframe } from '../timeframe.js';
+import type { ExportDeps } from './deps.js';
 import { AccountGone, failureMessage, failureReason, StorageError } from './failure.js';
 import { FeedStopped, MultipartUpload, settleWithin } from './multipart.js';
 import type { ObjectStore } from './store.js';
@@ -26,8 +26,8 @@ export type ExportSpec = {
 
 export type Slot = { copy: CopyStream | null; upload: MultipartUpload | null };
 
-export type RunDeps = {
-  ctx: AppContext;
+/** The service's core dependencies, and its hooks into the queue and the store it owns. */
+export type RunDeps = ExportDeps & {
   store(): Promise<ObjectStore>;
   running: Map<string, Slot>;
   isClosed(): boolean;
@@ -73,29 +73,28 @@ function micros(iso: string | undefined): bigint | undefined {
   return iso === undefined ? undefined : BigInt(Date.parse(iso)) * 1000n;
 }
 
-function principalOf(ctx: AppContext, userId: string): Principal | null {
-  const u = ctx.state.getUser(userId);
+function principalOf(d: ExportDeps, userId: string): Principal | null {
+  const u = d.state.getUser(userId);
   return u ? { userId: u.id, email: u.email, keyId: null, plan: u.plan, scopes: ['read', 'download'] } : null;
 }
 
 export async function runExport(d: RunDeps, id: string): Promise<void> {
-  const { ctx } = d;
   if (d.isClosed()) return;
-  const job = getExport(ctx.state, id);
+  const job = getExport(d.state, id);
   if (!job || job.status !== 'queued') return;
-  const log = ctx.log.child({ export_job: id });
+  const log = d.log.child({ export_job: id });
   // A previous attempt's parts (a crash, or a failure while the store was down) go first: the claim below
   // gives the job a new key, and with it the last record of where they are.
   if (job.upload_id && !(await d.discardOrphan(job))) {
-    failExport(ctx.state, id, failureMessage(new StorageError(null), false), job.upload_id);
+    failExport(d.state, id, failureMessage(new StorageError(null), false), job.upload_id);
     log.warn({ upload_id: job.upload_id }, 'export failed: the previous attempt\'s upload could not be discarded');
     return;
   }
   // One key per attempt: discarding or deleting what an earlier attempt left can never touch this one.
   const key = `exports/${job.user_id}/${job.id}/${job.attempts + 1}/${job.file_name}`;
-  if (!claimExport(ctx.state, id, key)) return;
+  if (!claimExport(d.state, id, key)) return;
   const spec = JSON.parse(job.spec) as ExportSpec;
-  const principal = principalOf(ctx, job.user_id);
+  const principal = principalOf(d, job.user_id);
   const slot: Slot = { copy: null, upload: null };
   d.running.set(id, slot);
   let timer: NodeJS.Timeout | null = null;
@@ -103,7 +102,7 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
   const started = Date.now();
   try {
     if (!principal) throw new AccountGone();
-    const plan = await planDownload({ db: ctx.db, lakeDir: ctx.config.lakeDir, markets: ctx.markets }, principal, {
+    const plan = await planDownload(d, principal, {
       kind: spec.kind as DownloadKind,
       market_id: spec.market_id,
       series_id: spec.series_id,
@@ -118,20 +117,20 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
     const store = await d.store().catch((err: unknown) => {
       throw new StorageError(err);
     });
-    const copy = await startCopy(ctx.db, plan.query, spec.format);
+    const copy = await startCopy(d.db, plan.query, spec.format);
     slot.copy = copy;
     const counted = new Progress(spec.format !== 'parquet');
     progress = counted;
     const up = new MultipartUpload(store, { key, contentType: CONTENT_TYPES[spec.format] }, PART_SIZE, 2);
     slot.upload = up;
-    const tick = (): void => recordProgress(ctx.state, id, counted.rows(spec.format), counted.bytes, up.uploadId);
+    const tick = (): void => recordProgress(d.state, id, counted.rows(spec.format), counted.bytes, up.uploadId);
     timer = setTimeout(() => {
       tick();
       timer = setInterval(tick, PROGRESS_MS);
     }, PROGRESS_FIRST_MS);
     // The upload rejecting first also cancels the COPY, so Promise.all below reports the storage error,
     // not the resulting "copy cancelled". The upload id is on the job from its first moment (crash-safe).
-    const uploadDone = up.run(copy, (b) => counted.add(b), (uploadId) => recordProgress(ctx.state, id, 0, 0, uploadId)).catch((err: unknown) => {
+    const uploadDone = up.run(copy, (b) => counted.add(b), (uploadId) => recordProgress(d.state, id, 0, 0, uploadId)).catch((err: unknown) => {
       // Stopped by its input (the COPY failed first): not the store's fault.
       throw err instanceof FeedStopped ? err : new StorageError(err);
     });
@@ -146,11 +145,11 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
     timer = null;
     const rows = result.rows;
     const bytes = counted.bytes;
-    recordProgress(ctx.state, id, rows, bytes, null);
+    recordProgress(d.state, id, rows, bytes, null);
     // The file is complete in object storage: now, and only now, the pull is charged.
     let ticket;
     try {
-      ticket = await ctx.meter.begin(principal, {
+      ticket = await d.meter.begin(principal, {
         kind: 'export',
         dataset: plan.dataset,
         description: `export ${job.id}: ${plan.description}`,
@@ -164,19 +163,19 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
       });
     } catch (err) {
       await d.deleteObject(key);
-      failExport(ctx.state, id, `charge refused: ${failureReason(err, false)}; the file was deleted and nothing was charged`);
+      failExport(d.state, id, `charge refused: ${failureReason(err, false)}; the file was deleted and nothing was charged`);
       log.warn({ err }, 'export charge refused');
       return;
     }
     ticket.commit({ bytes, rows });
-    const expiresAt = new Date(Date.now() + ctx.config.exportRetentionHours * 3_600_000).toISOString();
-    succeedExport(ctx.state, id, { rows, bytes, cost: 0, expiresAt });
+    const expiresAt = new Date(Date.now() + d.config.exportRetentionHours * 3_600_000).toISOString();
+    succeedExport(d.state, id, { rows, bytes, cost: 0, expiresAt });
     log.info({ rows, bytes, ms: Date.now() - started, copy_ms: copyMs, upload_ms: uploadMs }, 'export succeeded');
   } catch (err) {
     if (timer) clearInterval(timer);
     slot.copy?.cancel('export failed');
     // The job shows how far it got (a failure often lands before the first progress tick).
-    if (progress) recordProgress(ctx.state, id, progress.rows(spec.format), progress.bytes, null);
+    if (progress) recordProgress(d.state, id, progress.rows(spec.format), progress.bytes, null);
     // Stops sending and discards the parts (the upload already did when it failed itself: same answer).
     const gone = slot.upload ? await slot.upload.abort() : true;
     await d.deleteObject(key);
@@ -184,7 +183,7 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
     // failure must not find the query still running. Bounded, so a wedged COPY cannot keep the job running.
     if (slot.copy) await settleWithin(slot.copy.done, 10_000);
     const orphan = gone ? null : slot.upload!.uploadId;
-    failExport(ctx.state, id, failureMessage(err, d.isClosed()), orphan);
+    failExport(d.state, id, failureMessage(err, d.isClosed()), orphan);
     // The whole error (addresses, paths) stays here, in the log; the job's `error` names only what failed.
     log.warn({ err, orphan_upload: orphan }, 'export failed');
   } finally {

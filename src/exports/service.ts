@@ -2,11 +2,11 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import type { Principal } from '../accounts/principal.js';
-import type { AppContext } from '../http/context.js';
 import { Forbidden, Gone, NotFound } from '../errors.js';
 import { S3ObjectStore } from '../s3/store.js';
 import { createOrGetExport, expireExport, failExport, getExport, jobsWithStatus, requeueExport, type ExportJobRow } from '../state/exports.js';
 import { discardRecordedUpload, sweepExports } from './cleanup.js';
+import type { ExportDeps } from './deps.js';
 import { checkLink, loadLinkSecret, signLink } from './links.js';
 import { LocalObjectStore, type LocalObject } from './local-store.js';
 import { withLakeVersions } from '../lake/versions.js';
@@ -43,18 +43,18 @@ export class ExportService {
   private sweeping: Promise<void> | null = null;
   private readonly secret: Buffer;
 
-  constructor(private readonly ctx: AppContext) {
-    this.queue = new PQueue({ concurrency: ctx.config.exportConcurrency });
-    this.secret = loadLinkSecret(ctx.config.linkSecret, ctx.config.stateDir);
+  constructor(private readonly deps: ExportDeps) {
+    this.queue = new PQueue({ concurrency: deps.config.exportConcurrency });
+    this.secret = loadLinkSecret(deps.config.linkSecret, deps.config.stateDir);
   }
 
   /** The object store, opened on first use (an S3 store must be reachable to open). */
   store(): Promise<ObjectStore> {
     if (!this.opened) {
-      const cfg = this.ctx.config.s3;
+      const cfg = this.deps.config.s3;
       this.opened = cfg.endpoint
-        ? S3ObjectStore.open({ ...cfg, endpoint: cfg.endpoint }, this.ctx.log)
-        : Promise.resolve(new LocalObjectStore(path.join(this.ctx.config.stateDir, 'exports')));
+        ? S3ObjectStore.open({ ...cfg, endpoint: cfg.endpoint }, this.deps.log)
+        : Promise.resolve(new LocalObjectStore(path.join(this.deps.config.stateDir, 'exports')));
       this.opened.catch(() => {
         this.opened = null;
       });
@@ -64,15 +64,15 @@ export class ExportService {
 
   /** Start-up: interrupted jobs are re-queued (or failed after MAX_ATTEMPTS), queued ones resume, leftovers are swept. */
   start(): void {
-    for (const job of jobsWithStatus(this.ctx.state, 'running')) {
+    for (const job of jobsWithStatus(this.deps.state, 'running')) {
       // The upload id stays on the job: its next attempt discards those parts first, the sweep otherwise.
       if (job.attempts >= MAX_ATTEMPTS) {
-        failExport(this.ctx.state, job.id, `interrupted by a service restart ${job.attempts} times; nothing was charged`, job.upload_id);
+        failExport(this.deps.state, job.id, `interrupted by a service restart ${job.attempts} times; nothing was charged`, job.upload_id);
       } else {
-        requeueExport(this.ctx.state, job.id, 'interrupted by a service restart; re-queued');
+        requeueExport(this.deps.state, job.id, 'interrupted by a service restart; re-queued');
       }
     }
-    for (const job of jobsWithStatus(this.ctx.state, 'queued')) this.enqueue(job.id);
+    for (const job of jobsWithStatus(this.deps.state, 'queued')) this.enqueue(job.id);
     void this.sweep();
     this.timers.push(setInterval(() => this.expireDue(), EXPIRE_EVERY_MS), setInterval(() => void this.sweep(), SWEEP_EVERY_MS));
     for (const t of this.timers) t.unref();
@@ -82,7 +82,7 @@ export class ExportService {
     const key = idempotencyKey ?? crypto.randomUUID().replaceAll('-', '');
     const id = spec.market_id ?? spec.series_id ?? 'all';
     const fileName = `${spec.kind}_${id.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100)}.${spec.format}`;
-    const { row, created } = createOrGetExport(this.ctx.state, { userId: principal.userId, idempotencyKey: key, spec, format: spec.format, fileName });
+    const { row, created } = createOrGetExport(this.deps.state, { userId: principal.userId, idempotencyKey: key, spec, format: spec.format, fileName });
     if (created) this.enqueue(row.id);
     return row;
   }
@@ -90,9 +90,9 @@ export class ExportService {
   /** A job as shown now: a finished file past its retention is expired (and its object deleted). */
   refresh(job: ExportJobRow): ExportJobRow {
     if (job.status === 'succeeded' && job.expires_at && Date.parse(job.expires_at) <= Date.now()) {
-      expireExport(this.ctx.state, job.id);
+      expireExport(this.deps.state, job.id);
       if (job.object_key) void this.deleteObject(job.object_key);
-      return getExport(this.ctx.state, job.id) ?? job;
+      return getExport(this.deps.state, job.id) ?? job;
     }
     return job;
   }
@@ -111,7 +111,7 @@ export class ExportService {
 
   /** The file behind one of pmlake's links, after checking the link: 403 forged/expired, 410 past retention. */
   async openLinked(jobId: string, expires: unknown, signature: unknown): Promise<{ job: ExportJobRow; object: LocalObject }> {
-    const found = getExport(this.ctx.state, jobId);
+    const found = getExport(this.deps.state, jobId);
     // Unknown job, bad signature, another job's or user's signature: one answer, nothing to tell them apart.
     const check = found?.object_key ? checkLink(this.secret, { jobId: found.id, userId: found.user_id, objectKey: found.object_key }, expires, signature) : 'invalid';
     if (check === 'invalid') throw new Forbidden('Invalid download link');
@@ -125,10 +125,10 @@ export class ExportService {
   }
 
   /** Discards uploads left behind (failed jobs' recorded ones, and any older than the bound); see ./cleanup.ts. */
-  sweep(olderThanHours = this.ctx.config.exportStaleUploadHours): Promise<void> {
+  sweep(olderThanHours = this.deps.config.exportStaleUploadHours): Promise<void> {
     // One sweep at a time: a slow store must not pile them up.
-    this.sweeping ??= sweepExports(this.ctx, () => this.store(), this.running, olderThanHours)
-      .catch((err: unknown) => this.ctx.log.warn({ err }, 'export sweep failed'))
+    this.sweeping ??= sweepExports(this.deps, () => this.store(), this.running, olderThanHours)
+      .catch((err: unknown) => this.deps.log.warn({ err }, 'export sweep failed'))
       .finally(() => {
         this.sweeping = null;
       });
@@ -156,7 +156,7 @@ export class ExportService {
 
   private enqueue(id: string): void {
     const deps = {
-      ctx: this.ctx,
+      ...this.deps,
       store: () => this.store(),
       running: this.running,
       isClosed: () => this.closed,
@@ -164,15 +164,15 @@ export class ExportService {
       deleteObject: (key: string) => this.deleteObject(key),
     };
     // One lake version per job, resolved when it starts (src/lake/versions.ts).
-    void this.queue.add(() => withLakeVersions(() => runExport(deps, id))).catch((err: unknown) => this.ctx.log.error({ err, job: id }, 'export job crashed'));
+    void this.queue.add(() => withLakeVersions(() => runExport(deps, id))).catch((err: unknown) => this.deps.log.error({ err, job: id }, 'export job crashed'));
   }
 
   private expireDue(): void {
-    for (const job of jobsWithStatus(this.ctx.state, 'succeeded')) this.refresh(job);
+    for (const job of jobsWithStatus(this.deps.state, 'succeeded')) this.refresh(job);
   }
 
   private discardOrphan(job: { id: string; object_key: string | null; upload_id: string | null }): Promise<boolean> {
-    return discardRecordedUpload(this.ctx, () => this.store(), job);
+    return discardRecordedUpload(this.deps, () => this.store(), job);
   }
 
   private async deleteObject(key: string): Promise<void> {
@@ -180,7 +180,7 @@ export class ExportService {
       await (await this.store()).deleteObject(key);
     } catch (err) {
       // Unreachable store: nothing was completed there either (a multipart upload is invisible until completed).
-      this.ctx.log.debug({ err, key }, 'export object not deleted');
+      this.deps.log.debug({ err, key }, 'export object not deleted');
     }
   }
 }

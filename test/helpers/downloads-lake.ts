@@ -5,6 +5,7 @@ import { generate } from '../../ingest/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { startLocalS3, type LocalS3 } from '../../src/s3/local.js';
 import { activateSubscriptionTx } from '../../src/state/accounts.js';
+import type { Logger } from '../../src/log.js';
 import type { RunningServer } from '../../src/server.js';
 import { startTestServer, tempDir, testConfig } from './server.js';
 
@@ -35,6 +36,7 @@ export async function buildDownloadsLake(
     env?: Record<string, string>;
     /** generator activity (default 0.3) */ rate?: number;
     /** exports go to the default local store (no PMLAKE_S3_ENDPOINT); the s3rver still runs, unused */ defaultStore?: boolean;
+    /** the service's logger (default: silent, from the test configuration) */ log?: Logger;
   } = {},
 ): Promise<DlLake> {
   const tmp = tempDir('pmlake-dl-');
@@ -46,6 +48,7 @@ export async function buildDownloadsLake(
   const s3 = await startLocalS3({ directory: path.join(tmp.dir, 's3'), buckets: ['pmlake-exports'] });
   const srv = await startTestServer(
     testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state'), ...(opts.defaultStore ? {} : { PMLAKE_S3_ENDPOINT: s3.endpoint }), ...(opts.env ?? {}) }),
+    opts.log,
   );
   const mk = (email: string) => {
     const store = srv.ctx.state;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, type Logger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 
 /** A fresh temporary directory, removed by the returned cleanup. */
@@ -17,8 +17,8 @@ export function testConfig(overrides: Record<string, string> & { PMLAKE_LAKE: st
 }
 
 /** The real app on a real loopback port. */
-export async function startTestServer(config: Config): Promise<RunningServer> {
-  return startServer(config, createLogger(config.logLevel));
+export async function startTestServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  return startServer(config, log);
 }
 
 /** A real key in the test server's state store, created the way `pmlake keys create` does. */
