@@ -28,18 +28,7 @@ function boundaries({ express = true, http = true, benchOrTest = false }) {
 
 export default tseslint.config(
   {
-    ignores: [
-      'node_modules/',
-      'lake/',
-      'state/',
-      'demo-data/',
-      'bench/lake/',
-      'bench/lake-*/',
-      'bench/data/',
-      'bench/data-*/',
-      'bench/results/',
-      '.tmp/',
-    ],
+    ignores: ['node_modules/', 'lake/', 'state/', 'demo-data/', 'bench/lake/', 'bench/lake-*/', 'bench/data/', 'bench/data-*/', 'bench/results/', '.tmp/'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
