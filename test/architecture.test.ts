@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { checkArchitecture, findCycles, importsOf, packageOf, resolveSpecifier, type Graph } from '../scripts/architecture.js';
+
+// The rules and how imports are read: scripts/architecture.ts (which `npm run lint` also runs).
+
+describe('architecture helpers (so the checks below can fail)', () => {
+  it('finds cycles in a small graph, each as a closed path through its members, and none in a DAG', () => {
+    const cyclic: Graph = new Map([
+      ['a', ['b']],
+      ['b', ['c', 'd']],
+      ['c', ['a']],
+      ['d', []],
+      ['e', ['e']],
+    ]);
+    expect(findCycles(cyclic)).toEqual([
+      ['a', 'b', 'c', 'a'],
+      ['e', 'e'],
+    ]);
+    const dag: Graph = new Map([
+      ['a', ['b', 'c']],
+      ['b', ['c']],
+      ['c', ['x-not-in-graph']],
+    ]);
+    expect(findCycles(dag)).toEqual([]);
+  });
+
+  it('reads static, type-only, re-exported, side-effect and literal dynamic imports, and not comments or strings', () => {
+    const source = [
+      "import a from './a.js';",
+      "import type { B } from './b.js';",
+      "export { c } from './c.js';",
+      "export * from '../d.js';",
+      'import {\n  e,\n  f,\n} from "./ef.js";',
+      "import './side.js';",
+      "const g = () => import('./g.js');",
+      "// import x from './comment.js';",
+      'const s = "import y from \'./string.js\'";',
+    ].join('\n');
+    expect(importsOf(source)).toEqual(['./a.js', './b.js', './c.js', '../d.js', './ef.js', './side.js', './g.js']);
+    const exists = (f: string) => ['src/a.ts', 'src/http/index.ts'].includes(f);
+    expect(resolveSpecifier('src/x/y.ts', '../a.js', exists)).toBe('src/a.ts');
+    expect(resolveSpecifier('src/x.ts', './http', exists)).toBe('src/http/index.ts');
+    expect(resolveSpecifier('src/x.ts', 'express', exists)).toBe('express');
+    expect(packageOf('express')).toBe('express');
+    expect(packageOf('express/lib/router')).toBe('express');
+    expect(packageOf('@duckdb/node-api')).toBe('@duckdb/node-api');
+    expect(packageOf('node:fs')).toBeNull();
+  });
+});
+
+describe('architecture of src/ and ingest/', () => {
+  const { files, edges, offenders } = checkArchitecture();
+
+  it('reads a plausible graph', () => {
+    expect(files).toBeGreaterThan(100);
+    expect(edges).toBeGreaterThan(300);
+  });
+
+  it('(a) has no import cycles (type-only imports included)', () => {
+    expect(offenders.cycles).toEqual([]);
+  });
+
+  it('(b) nothing outside src/http/ imports src/http/ except src/server.ts', () => {
+    expect(offenders['into-http']).toEqual([]);
+  });
+
+  it('(c) only src/http/ imports express (and bench/bare-express.ts, the baseline)', () => {
+    expect(offenders.express).toEqual([]);
+  });
+
+  it('(d) within src/, read_parquet appears only in src/lake/ and src/query/', () => {
+    expect(offenders.read_parquet).toEqual([]);
+  });
+
+  it('(e) src/ imports nothing from bench/ or test/', () => {
+    expect(offenders['bench-or-test']).toEqual([]);
+  });
+});
