@@ -1,0 +1,69 @@
+import fs from 'node:fs';
+import type { DuckDBInstance } from '@duckdb/node-api';
+import type { UsageMeter } from './accounts/meter.js';
+import { sqliteMeter } from './accounts/usage.js';
+import type { Config } from './config.js';
+import { ExportService } from './exports/service.js';
+import { openLakeDb } from './lake/duckdb.js';
+import { fifoRoot } from './lake/stream.js';
+import type { Logger } from './log.js';
+import { MarketResolver } from './markets/resolver.js';
+import { StateStore } from './state/store.js';
+
+/**
+ * The core services of a pmlake process, whatever its role: the lake database, the state store, the usage
+ * meter, market resolution and the export service. Each is built once, here, in dependency order, from the
+ * configuration; nothing in them knows of HTTP. A role adds its own on top: `serve` (src/server.ts) the
+ * authenticator and the Express app; a future `worker` would only start the export jobs.
+ */
+export type Core = {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly db: DuckDBInstance;
+  readonly state: StateStore;
+  readonly meter: UsageMeter;
+  /** market_id → market and tokens, cached per lake version (src/markets/resolver.ts). */
+  readonly markets: MarketResolver;
+  /** Export jobs (src/exports/service.ts): queue, object store, signed links. Not started: the role starts it. */
+  readonly exports: ExportService;
+  /** Stops the export jobs, then closes the lake database and the state store. */
+  close(): Promise<void>;
+};
+
+export async function buildCore(config: Config, log: Logger): Promise<Core> {
+  fs.mkdirSync(config.lakeDir, { recursive: true });
+  fs.mkdirSync(config.stateDir, { recursive: true });
+  const db = await openLakeDb({
+    // fifoRoot(): the private directory of the download/export FIFOs that DuckDB's COPY writes into.
+    allowedDirectories: [config.lakeDir, config.stateDir, fifoRoot()],
+    threads: config.duckdbThreads,
+    memoryLimit: config.duckdbMemory,
+  });
+  let state: StateStore | null = null;
+  try {
+    state = StateStore.open(config.stateDir);
+    const meter = sqliteMeter(state, { log });
+    const markets = new MarketResolver({ db, lakeDir: config.lakeDir });
+    const exports = new ExportService({ db, lakeDir: config.lakeDir, markets, state, meter, log, config });
+    const opened = state;
+    return {
+      config,
+      log,
+      db,
+      state,
+      meter,
+      markets,
+      exports,
+      async close() {
+        await exports.close();
+        db.closeSync();
+        opened.close();
+      },
+    };
+  } catch (err) {
+    // A half-built core (unreadable state, a bad link secret) must not keep the lake database open.
+    state?.close();
+    db.closeSync();
+    throw err;
+  }
+}
