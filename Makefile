@@ -20,8 +20,9 @@ test: install
 demo: install
 	$(PMLAKE) demo
 
+# The bench is its own entry point (bench/cli.ts); `pmlake bench` runs the same file as a child. Options: make bench ARGS='--scale small'.
 bench: install
-	$(PMLAKE) bench
+	$(NPM) run -s bench -- $(ARGS)
 
 lint: install
 	$(NPM) run -s lint

@@ -1,11 +1,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ensureLake, type GenOptions } from './lake.js';
 import { errorRow, naRow, NotAvailable, type BenchContext, type Scenario, type ScenarioRow } from './runner.js';
 import { StateStore } from '../src/state/store.js';
+import { createLogger } from '../src/log.js';
 import { createBenchKeys, REPO, startPmlakeServer, type ChildServer } from './server.js';
 import { machineInfo, renderMarkdown, renderText, writeResults } from './table.js';
 import { ohlcvScenarios } from './scenarios/ohlcv.js';
@@ -20,9 +22,10 @@ import { exportL2Month } from './scenarios/exports.js';
 import { freshDuckDb } from './scenarios/common.js';
 
 /**
- * `pmlake bench` (`make bench`): builds (once, cached) the bench lake at a scale, starts the real server as a
- * child process, runs every scenario side by side with its DuckDB / bare-Express baseline, prints one table
- * and writes bench/results/latest.json. Missed targets are reported, not turned into a failing exit code:
+ * `make bench`, `npm run bench` (`node --import tsx bench/cli.ts`), `pmlake bench` (runs this file as a child
+ * process): builds (once, cached) the bench lake at a scale, starts the real server as a child process, runs
+ * every scenario side by side with its DuckDB / bare-Express baseline, prints one table and writes
+ * bench/results/latest.json. Missed targets are reported, not turned into a failing exit code:
  * the exit code says whether the benchmark itself could run.
  */
 
@@ -298,4 +301,18 @@ export async function benchCommand(args: string[]): Promise<number> {
     if (values['keep-work']) log(`work dir kept: ${workDir}`);
     else fs.rmSync(workDir, { recursive: true, force: true });
   }
+}
+
+// The entry point (`pmlake bench` spawns this file, so the service never imports the bench); a failure is
+// logged as the pmlake CLI logs one.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  benchCommand(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      createLogger().fatal({ err }, 'bench failed');
+      process.exitCode = 1;
+    },
+  );
 }

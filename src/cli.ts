@@ -17,7 +17,7 @@ commands:
   keys create --email E --plan professional|free --name N
                                 create an API key; prints the key and nothing else
   demo                          build the demo lake and serve it (what 'make demo' runs)
-  bench                         run the benchmark suite against plain DuckDB
+  bench [--help]                run the benchmark suite against plain DuckDB (a checkout's bench/cli.ts)
 `;
 
 type Command = (args: string[]) => Promise<number>;
@@ -30,7 +30,7 @@ const commands: Record<string, () => Promise<Command>> = {
   generate: async () => (await import('../ingest/generate/cli.js')).generateCommand,
   keys: async () => (await import('./commands/keys.js')).keysCommand,
   demo: async () => (await import('./commands/demo.js')).demoCommand,
-  bench: async () => (await import('../bench/cli.js')).benchCommand,
+  bench: async () => (await import('./commands/bench.js')).benchCommand,
 };
 
 async function main(argv: string[]): Promise<number> {
