@@ -1,3 +1,4 @@
+import { StoredSpecError } from '../downloads/spec.js';
 import { ServiceError } from '../errors.js';
 import { s3ErrorOf } from './store.js';
 
@@ -39,6 +40,8 @@ export function failureReason(err: unknown, shuttingDown: boolean): string {
   if (shuttingDown) return 'the service shut down during the build';
   if (err instanceof StorageError) return storageReason(err.cause);
   if (err instanceof AccountGone) return err.message;
+  // Names the field that does not parse and why, never the stored text itself.
+  if (err instanceof StoredSpecError) return err.message;
   // Refusals raised by planning (unknown market, plan coverage, …) are written for the caller already.
   if (err instanceof ServiceError) return typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail);
   return 'the export could not be built';

@@ -1,29 +1,18 @@
 import type { Principal } from '../accounts/principal.js';
 import { CONTENT_TYPES, startCopy, type CopyFormat, type CopyStream } from '../lake/stream.js';
 import { planDownload } from '../downloads/plan.js';
-import type { DownloadKind } from '../downloads/spec.js';
+import { loadSpec } from '../downloads/spec.js';
 import { claimExport, failExport, getExport, recordProgress, succeedExport } from '../state/exports.js';
-import { parseTimeframe } from '../timeframe.js';
 import type { ExportDeps } from './deps.js';
 import { AccountGone, failureMessage, failureReason, StorageError } from './failure.js';
 import { FeedStopped, MultipartUpload, settleWithin } from './multipart.js';
 import type { ObjectStore } from './store.js';
 
 /**
- * One export job's build: plan → DuckDB COPY into a FIFO → multipart upload → charge → succeeded; or a
- * failure that discards the upload and charges nothing. See ./service.ts for the queue and the job's life.
+ * One export job's build: its stored spec (src/downloads/spec.ts) → plan → DuckDB COPY into a FIFO →
+ * multipart upload → charge → succeeded; or a failure that discards the upload and charges nothing. See
+ * ./service.ts for the queue and the job's life.
  */
-export type ExportSpec = {
-  kind: 'trades' | 'raw' | 'ohlcv' | 'orderbook';
-  market_id?: string | undefined;
-  series_id?: string | undefined;
-  timeframe?: string | undefined;
-  shape?: 'raw' | 'normalized' | undefined;
-  start?: string | undefined;
-  end?: string | undefined;
-  format: CopyFormat;
-};
-
 export type Slot = { copy: CopyStream | null; upload: MultipartUpload | null };
 
 /** The service's core dependencies, and its hooks into the queue and the store it owns. */
@@ -49,28 +38,21 @@ const PROGRESS_MS = 5000;
 class Progress {
   bytes = 0;
   lines = 0;
-  constructor(private readonly countLines: boolean) {}
+  private readonly countLines: boolean;
+  constructor(private readonly format: CopyFormat) {
+    // Parquet has no lines: scanning its bytes for 0x0A would count nothing useful.
+    this.countLines = format !== 'parquet';
+  }
 
   add(chunk: Buffer): void {
     this.bytes += chunk.length;
-    // Parquet has no lines: scanning its bytes for 0x0A would count nothing useful.
     if (this.countLines) for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) this.lines += 1;
   }
 
   /** Rows so far: lines minus the CSV header / the JSON array's opening line; Parquet has no lines to count. */
-  rows(format: CopyFormat): number {
-    return format === 'parquet' ? 0 : Math.max(0, this.lines - 1);
+  rows(): number {
+    return this.format === 'parquet' ? 0 : Math.max(0, this.lines - 1);
   }
-}
-
-function tfOf(label: string | undefined) {
-  if (!label) return undefined;
-  const r = parseTimeframe(label);
-  return r.ok ? r.value : undefined;
-}
-
-function micros(iso: string | undefined): bigint | undefined {
-  return iso === undefined ? undefined : BigInt(Date.parse(iso)) * 1000n;
 }
 
 function principalOf(d: ExportDeps, userId: string): Principal | null {
@@ -93,7 +75,6 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
   // One key per attempt: discarding or deleting what an earlier attempt left can never touch this one.
   const key = `exports/${job.user_id}/${job.id}/${job.attempts + 1}/${job.file_name}`;
   if (!claimExport(d.state, id, key)) return;
-  const spec = JSON.parse(job.spec) as ExportSpec;
   const principal = principalOf(d, job.user_id);
   const slot: Slot = { copy: null, upload: null };
   d.running.set(id, slot);
@@ -102,28 +83,19 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
   const started = Date.now();
   try {
     if (!principal) throw new AccountGone();
-    const plan = await planDownload(d, principal, {
-      kind: spec.kind as DownloadKind,
-      market_id: spec.market_id,
-      series_id: spec.series_id,
-      data_type: spec.kind === 'raw' ? spec.series_id : undefined,
-      timeframe: tfOf(spec.timeframe),
-      shape: spec.shape,
-      start: micros(spec.start),
-      end: micros(spec.end),
-      format: spec.format,
-      limit: null,
-    });
+    // A spec that no longer parses fails the job here, saying so (StoredSpecError → failure.ts).
+    const plan = await planDownload(d, principal, loadSpec(job.spec));
+    const format = plan.format;
     const store = await d.store().catch((err: unknown) => {
       throw new StorageError(err);
     });
-    const copy = await startCopy(d.db, plan.query, spec.format);
+    const copy = await startCopy(d.db, plan.query, format);
     slot.copy = copy;
-    const counted = new Progress(spec.format !== 'parquet');
+    const counted = new Progress(format);
     progress = counted;
-    const up = new MultipartUpload(store, { key, contentType: CONTENT_TYPES[spec.format] }, PART_SIZE, 2);
+    const up = new MultipartUpload(store, { key, contentType: CONTENT_TYPES[format] }, PART_SIZE, 2);
     slot.upload = up;
-    const tick = (): void => recordProgress(d.state, id, counted.rows(spec.format), counted.bytes, up.uploadId);
+    const tick = (): void => recordProgress(d.state, id, counted.rows(), counted.bytes, up.uploadId);
     timer = setTimeout(() => {
       tick();
       timer = setInterval(tick, PROGRESS_MS);
@@ -154,7 +126,7 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
         dataset: plan.dataset,
         description: `export ${job.id}: ${plan.description}`,
         estimatedBytes: bytes,
-        format: spec.format,
+        format,
         marketId: plan.marketId,
         fileName: job.file_name,
         timeframe: plan.timeframe,
@@ -175,7 +147,7 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
     if (timer) clearInterval(timer);
     slot.copy?.cancel('export failed');
     // The job shows how far it got (a failure often lands before the first progress tick).
-    if (progress) recordProgress(d.state, id, progress.rows(spec.format), progress.bytes, null);
+    if (progress) recordProgress(d.state, id, progress.rows(), progress.bytes, null);
     // Stops sending and discards the parts (the upload already did when it failed itself: same answer).
     const gone = slot.upload ? await slot.upload.abort() : true;
     await d.deleteObject(key);

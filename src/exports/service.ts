@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import type { Principal } from '../accounts/principal.js';
+import { storeSpec, type PullSpec } from '../downloads/spec.js';
 import { Forbidden, Gone, NotFound } from '../errors.js';
 import { S3ObjectStore } from '../s3/store.js';
 import { createOrGetExport, expireExport, failExport, getExport, jobsWithStatus, requeueExport, type ExportJobRow } from '../state/exports.js';
@@ -10,10 +11,8 @@ import type { ExportDeps } from './deps.js';
 import { checkLink, loadLinkSecret, signLink } from './links.js';
 import { LocalObjectStore, type LocalObject } from './local-store.js';
 import { withLakeVersions } from '../lake/versions.js';
-import { runExport, type ExportSpec, type Slot } from './run.js';
+import { runExport, type Slot } from './run.js';
 import type { ObjectStore } from './store.js';
-
-export type { ExportSpec } from './run.js';
 
 /**
  * Asynchronous exports: a job is a DuckDB COPY whose bytes go through a FIFO straight into a multipart upload
@@ -78,11 +77,12 @@ export class ExportService {
     for (const t of this.timers) t.unref();
   }
 
-  submit(principal: Principal, spec: ExportSpec, idempotencyKey: string | undefined): ExportJobRow {
+  /** Persists a job for `spec` (stored as text, src/downloads/spec.ts) and queues it; a known key returns its job. */
+  submit(principal: Principal, spec: PullSpec, idempotencyKey: string | undefined): ExportJobRow {
     const key = idempotencyKey ?? crypto.randomUUID().replaceAll('-', '');
     const id = spec.market_id ?? spec.series_id ?? 'all';
     const fileName = `${spec.kind}_${id.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100)}.${spec.format}`;
-    const { row, created } = createOrGetExport(this.deps.state, { userId: principal.userId, idempotencyKey: key, spec, format: spec.format, fileName });
+    const { row, created } = createOrGetExport(this.deps.state, { userId: principal.userId, idempotencyKey: key, spec: storeSpec(spec), format: spec.format, fileName });
     if (created) this.enqueue(row.id);
     return row;
   }

@@ -29,7 +29,7 @@ const BulkLine = z
 
 export const BulkBody = z.object({ items: z.array(BulkLine).min(1).max(25) });
 
-function bulkItem(it: z.infer<typeof BulkLine>): BulkItem {
+export function bulkItem(it: z.infer<typeof BulkLine>): BulkItem {
   return {
     spec: {
       kind: it.kind,

@@ -1,11 +1,14 @@
 import { z } from 'zod';
-import type { ExportService, ExportSpec } from '../exports/service.js';
+import { findRawDataset } from '../downloads/catalog.js';
+import type { PullSpec } from '../downloads/spec.js';
+import type { ExportService } from '../exports/service.js';
 import { getOwnExport, listExports, type ExportJobRow } from '../state/exports.js';
 import type { AppContext } from './context.js';
 import { Conflict, Gone, NotFound, Unprocessable } from '../errors.js';
 import { isoDateTime, marketIdParam, timeframeParam } from './params.js';
 import type { Route } from './route.js';
 import { exportFileRoutes } from './export-file.js';
+import { jobView } from './export-view.js';
 import { publicBase } from './public-url.js';
 
 /**
@@ -14,7 +17,7 @@ import { publicBase } from './public-url.js';
  * is the S3 store's presigned GET when PMLAKE_S3_ENDPOINT is set, else pmlake's own (./export-file.ts).
  * Another caller's job is answered exactly like an unknown one: 404 "Export job not found".
  */
-const CreateExport = z
+export const CreateExport = z
   .object({
     kind: z.enum(['trades', 'raw', 'ohlcv', 'orderbook']),
     market_id: marketIdParam.max(128).nullish(),
@@ -43,29 +46,18 @@ function service(ctx: AppContext): ExportService {
   return ctx.exports;
 }
 
-function iso(micros: bigint | null | undefined): string | undefined {
-  return micros == null ? undefined : new Date(Number(micros / 1000n)).toISOString();
-}
-
-export function jobView(job: ExportJobRow): Record<string, unknown> {
+/** The body of POST /v1/exports as a pull: no row cap; the raw tape's series id names the data set. */
+export function exportSpec(b: z.infer<typeof CreateExport>): PullSpec {
   return {
-    id: job.id,
-    status: job.status,
-    spec: JSON.parse(job.spec) as unknown,
-    file_name: job.file_name,
-    format: job.format,
-    record_count: job.record_count,
-    size_bytes: job.size_bytes,
-    progress: { rows_written: job.rows_written, bytes_written: job.bytes_written },
-    cost: job.cost,
-    disposition: job.status === 'succeeded' ? 'included_in_plan' : null,
-    error: job.error,
-    attempts: job.attempts,
-    created_at: job.created_at,
-    started_at: job.started_at,
-    completed_at: job.completed_at,
-    expires_at: job.expires_at,
-    idempotency_key: job.idempotency_key,
+    kind: b.kind,
+    ...(b.market_id ? { market_id: b.market_id } : {}),
+    ...(b.series_id ? { series_id: b.series_id } : {}),
+    ...(b.timeframe ? { timeframe: b.timeframe } : {}),
+    ...(b.kind === 'raw' ? { shape: b.shape } : {}),
+    ...(b.start != null ? { start: b.start } : {}),
+    ...(b.end != null ? { end: b.end } : {}),
+    format: b.format,
+    limit: null,
   };
 }
 
@@ -88,23 +80,12 @@ export const exportRoutes: Route[] = [
     status: 202,
     handler: async (req, res, ctx) => {
       const b = res.locals.body as z.infer<typeof CreateExport>;
-      const spec: ExportSpec = {
-        kind: b.kind,
-        ...(b.market_id ? { market_id: b.market_id } : {}),
-        ...(b.series_id ? { series_id: b.series_id } : {}),
-        ...(b.timeframe ? { timeframe: b.timeframe.label } : {}),
-        ...(b.kind === 'raw' ? { shape: b.shape } : {}),
-        ...(b.start != null ? { start: iso(b.start) } : {}),
-        ...(b.end != null ? { end: iso(b.end) } : {}),
-        format: b.format,
-      };
       if (b.kind === 'raw') {
-        const { findRawDataset } = await import('../downloads/catalog.js');
         if (!findRawDataset(b.series_id!)) {
           throw new Unprocessable([{ loc: ['body', 'series_id'], msg: 'unknown raw series; see /v1/download/raw/datasets', type: 'value_error', input: b.series_id }]);
         }
       }
-      return jobView(service(ctx).submit(req.principal!, spec, b.idempotency_key ?? undefined));
+      return jobView(service(ctx).submit(req.principal!, exportSpec(b), b.idempotency_key ?? undefined));
     },
   },
   {

@@ -14,6 +14,7 @@ export type ExportJobRow = {
   user_id: string;
   idempotency_key: string;
   status: ExportStatus;
+  /** The job's pull, as src/downloads/spec.ts storeSpec wrote it (or the legacy shape of older rows). */
   spec: string;
   format: string;
   file_name: string;
@@ -36,7 +37,7 @@ export type ExportJobRow = {
 /** Returns the caller's job for the key, creating it (queued) when there is none. */
 export function createOrGetExport(
   store: StateStore,
-  job: { userId: string; idempotencyKey: string; spec: unknown; format: string; fileName: string },
+  job: { userId: string; idempotencyKey: string; spec: string; format: string; fileName: string },
 ): { row: ExportJobRow; created: boolean } {
   return store.db.transaction(() => {
     const existing = store.db
@@ -49,7 +50,7 @@ export function createOrGetExport(
         `INSERT INTO export_jobs (id, user_id, idempotency_key, status, spec, format, file_name, created_at)
          VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
       )
-      .run(id, job.userId, job.idempotencyKey, JSON.stringify(job.spec), job.format, job.fileName, now());
+      .run(id, job.userId, job.idempotencyKey, job.spec, job.format, job.fileName, now());
     return { row: getExport(store, id)!, created: true };
   })();
 }
