@@ -1,11 +1,12 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { DuckDBInstance } from '@duckdb/node-api';
 import type { UsageMeter } from './accounts/meter.js';
 import { sqliteMeter } from './accounts/usage.js';
 import type { Config } from './config.js';
 import { ExportService } from './exports/service.js';
 import { openLakeDb } from './lake/duckdb.js';
-import { fifoRoot } from './lake/stream.js';
+import { holdFifoRoot } from './lake/stream.js';
 import type { Logger } from './log.js';
 import { MarketResolver } from './markets/resolver.js';
 import { StateStore } from './state/store.js';
@@ -26,19 +27,27 @@ export type Core = {
   readonly markets: MarketResolver;
   /** Export jobs (src/exports/service.ts): queue, object store, signed links. Not started: the role starts it. */
   readonly exports: ExportService;
-  /** Stops the export jobs, then closes the lake database and the state store. */
+  /** Stops the export jobs, then closes the lake database and the state store, and lets go of the FIFO folder. */
   close(): Promise<void>;
 };
 
 export async function buildCore(config: Config, log: Logger): Promise<Core> {
   fs.mkdirSync(config.lakeDir, { recursive: true });
   fs.mkdirSync(config.stateDir, { recursive: true });
-  const db = await openLakeDb({
-    // fifoRoot(): the private directory of the download/export FIFOs that DuckDB's COPY writes into.
-    allowedDirectories: [config.lakeDir, config.stateDir, fifoRoot()],
-    threads: config.duckdbThreads,
-    memoryLimit: config.duckdbMemory,
-  });
+  if (isWithin(config.stateDir, config.lakeDir)) {
+    log.warn({ lake: config.lakeDir, state: config.stateDir }, 'the state directory is inside the lake: DuckDB can read the accounts database; move PMLAKE_STATE out of PMLAKE_LAKE');
+  }
+  // DuckDB may touch the lake and this process's private FIFO folder (COPY writes there), nothing else: not
+  // the state directory (accounts database, link secret, the local export store, whose parts Node writes from
+  // the FIFO's read side), not the rest of the temp directory.
+  const fifos = holdFifoRoot();
+  let db: DuckDBInstance;
+  try {
+    db = await openLakeDb({ allowedDirectories: [config.lakeDir, fifos.dir], threads: config.duckdbThreads, memoryLimit: config.duckdbMemory });
+  } catch (err) {
+    fifos.release();
+    throw err;
+  }
   let state: StateStore | null = null;
   try {
     state = StateStore.open(config.stateDir);
@@ -58,12 +67,19 @@ export async function buildCore(config: Config, log: Logger): Promise<Core> {
         await exports.close();
         db.closeSync();
         opened.close();
+        fifos.release();
       },
     };
   } catch (err) {
     // A half-built core (unreadable state, a bad link secret) must not keep the lake database open.
     state?.close();
     db.closeSync();
+    fifos.release();
     throw err;
   }
+}
+
+function isWithin(dir: string, parent: string): boolean {
+  const rel = path.relative(path.resolve(parent), path.resolve(dir));
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }

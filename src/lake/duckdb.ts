@@ -7,7 +7,10 @@ import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb
 export type Query = Readonly<{ sql: string; params: Readonly<Record<string, DuckDBValue>> }>;
 
 export type LakeDbOptions = {
-  /** Directories DuckDB may read or write; everything else is refused once the configuration is locked. */
+  /**
+   * Directories DuckDB may read or write, besides its own spill folder; everything else (the rest of the
+   * temp directory, the state directory with the accounts database) is refused once external access is off.
+   */
   allowedDirectories: string[];
   threads?: number | undefined;
   memoryLimit?: string | undefined;
@@ -61,7 +64,7 @@ export async function openLakeDb(opts: LakeDbOptions): Promise<DuckDBInstance> {
     // Parquet footers are re-read on every query otherwise; the cache is keyed on the file's modification time,
     // so an ingest's atomic rename of a partition invalidates its entry.
     await conn.run('SET GLOBAL parquet_metadata_cache = true');
-    const dirs = [...opts.allowedDirectories, tempDir, os.tmpdir()].map((d) => path.resolve(d));
+    const dirs = [...opts.allowedDirectories, tempDir].map((d) => path.resolve(d));
     // allowed_directories only bites once external access is off; the lake paths stay readable.
     await conn.run(`SET allowed_directories = ${sqlList(dirs)}`);
     await conn.run(`SET enable_external_access = false`);

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable, type Writable } from 'node:stream';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
-import { sqlString, type Query } from './duckdb.js';
+import { processAlive, sqlString, type Query } from './duckdb.js';
 
 /**
  * The streaming core of downloads and exports: DuckDB produces the file bytes itself
@@ -40,30 +40,80 @@ export function copyOptions(format: CopyFormat): string {
   }
 }
 
-let root: string | null = null;
-
 /**
- * The private directory (mode 0700) holding this process's FIFOs. It must exist before the lake database
- * is opened, because the locked DuckDB may only write where `allowed_directories` says.
+ * The FIFO root: this process's private directory (mkdtemp: an unpredictable name, mode 0700) holding the
+ * FIFOs that DuckDB's COPY writes into. It is the only place besides the lake a service DuckDB may touch
+ * (`allowed_directories`, src/compose.ts), so it must exist before that database is opened. It goes when
+ * its last holder releases it (the service closed) or the process exits; a killed process's is swept by
+ * the next one (named by pid, like DuckDB's spill folders).
  */
-export function fifoRoot(): string {
+const FIFO_PREFIX = 'pmlake-fifo-';
+let root: string | null = null;
+let holders = 0;
+/** Someone used the root without holding it (tests, a bare startCopy): it then stays until exit. */
+let pinned = false;
+
+function ensureRoot(): string {
   if (root && fs.existsSync(root)) return root;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `pmlake-fifo-${process.pid}-`));
+  if (!root) sweepDeadFifoRoots();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${FIFO_PREFIX}${process.pid}-`));
   fs.chmodSync(dir, 0o700);
   root = dir;
   spare.length = 0;
   return dir;
 }
 
+function removeRoot(): void {
+  if (!root) return;
+  fs.rmSync(`${root}.spare`, { recursive: true, force: true });
+  fs.rmSync(root, { recursive: true, force: true });
+  root = null;
+  spare.length = 0;
+}
+
+/** The FIFO root, kept until the process exits. */
+export function fifoRoot(): string {
+  pinned = true;
+  return ensureRoot();
+}
+
+export type FifoRootHold = { readonly dir: string; release(): void };
+
+/** The FIFO root for a database that COPYs into it, until `release`: the last release removes it. */
+export function holdFifoRoot(): FifoRootHold {
+  const dir = ensureRoot();
+  holders += 1;
+  let held = true;
+  return {
+    dir,
+    release() {
+      if (!held) return;
+      held = false;
+      holders -= 1;
+      if (holders === 0 && !pinned) removeRoot();
+    },
+  };
+}
+
+/** Removes FIFO roots (and their spare folders) of processes that no longer run. */
+export function sweepDeadFifoRoots(dir: string = os.tmpdir()): number {
+  let removed = 0;
+  for (const name of fs.readdirSync(dir)) {
+    const m = name.startsWith(FIFO_PREFIX) ? /^(\d+)-[^.]+(\.spare)?$/.exec(name.slice(FIFO_PREFIX.length)) : null;
+    if (!m || Number(m[1]) === process.pid || processAlive(Number(m[1]))) continue;
+    fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+    removed += 1;
+  }
+  return removed;
+}
+
 /** Where ready-made FIFOs wait (a sibling of the root, same file system: taking one is a rename). */
 function spareDir(): string {
-  const dir = `${fifoRoot()}.spare`;
+  const dir = `${ensureRoot()}.spare`;
   if (!fs.existsSync(dir)) fs.mkdirSync(dir, { mode: 0o700 });
   return dir;
 }
-process.once('exit', () => {
-  if (root) fs.rmSync(`${root}.spare`, { recursive: true, force: true });
-});
+process.once('exit', removeRoot);
 
 /**
  * FIFOs made ahead of time and reused. Node has no mkfifo(3), so a FIFO costs a `mkfifo` process, and
@@ -101,12 +151,12 @@ async function takeFifo(format: CopyFormat): Promise<{ dir: string; fifo: string
   let made: string | undefined;
   while (!made) {
     made = spare.pop();
-    // A spare from a previous fifoRoot (removed meanwhile) is gone: take another.
+    // A spare from a previous FIFO root (removed meanwhile) is gone: take another.
     if (made && !fs.existsSync(made)) made = undefined;
     if (!made && spare.length === 0) await refill();
   }
   if (spare.length < 2) refill().catch(() => {}); // the next startCopy reports a persistent failure
-  const dir = fs.mkdtempSync(path.join(fifoRoot(), 'c-'));
+  const dir = fs.mkdtempSync(path.join(ensureRoot(), 'c-'));
   const fifo = path.join(dir, `out.${format}`);
   try {
     fs.renameSync(made, fifo);
