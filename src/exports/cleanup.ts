@@ -19,34 +19,34 @@ type Job = { id: string; object_key: string | null; upload_id: string | null };
 /** What the cleanup uses: the job records and the log (nothing of the HTTP layer). */
 type Deps = { state: StateStore; log: Logger };
 
-export async function discardRecordedUpload(ctx: Deps, store: () => Promise<ObjectStore>, job: Job): Promise<boolean> {
+export async function discardRecordedUpload(deps: Deps, store: () => Promise<ObjectStore>, job: Job): Promise<boolean> {
   if (!job.upload_id) return true;
   try {
     // Without a key (never the case for a claimed job) there is nothing to address; the age sweep remains.
     if (job.object_key) await (await store()).discardUpload(job.object_key, job.upload_id);
-    clearUploadId(ctx.state, job.id, job.upload_id);
+    clearUploadId(deps.state, job.id, job.upload_id);
     return true;
   } catch (err) {
-    ctx.log.warn({ err, job: job.id, upload_id: job.upload_id }, 'upload of an export not discarded yet; the sweep retries');
+    deps.log.warn({ err, job: job.id, upload_id: job.upload_id }, 'upload of an export not discarded yet; the sweep retries');
     return false;
   }
 }
 
-export async function sweepExports(ctx: Deps, store: () => Promise<ObjectStore>, running: Map<string, Slot>, olderThanHours: number): Promise<void> {
+export async function sweepExports(deps: Deps, store: () => Promise<ObjectStore>, running: Map<string, Slot>, olderThanHours: number): Promise<void> {
   let recorded = 0;
-  for (const job of jobsWithStatus(ctx.state, 'failed')) {
-    if (job.upload_id && (await discardRecordedUpload(ctx, store, job))) recorded += 1;
+  for (const job of jobsWithStatus(deps.state, 'failed')) {
+    if (job.upload_id && (await discardRecordedUpload(deps, store, job))) recorded += 1;
   }
   // In progress here, or (another process on this state) recorded on a running job: never swept.
   const keep = new Set<string>();
   for (const slot of running.values()) if (slot.upload?.uploadId) keep.add(slot.upload.uploadId);
-  for (const job of jobsWithStatus(ctx.state, 'running')) if (job.upload_id) keep.add(job.upload_id);
+  for (const job of jobsWithStatus(deps.state, 'running')) if (job.upload_id) keep.add(job.upload_id);
   let stale: number | null = null;
   try {
     stale = await (await store()).sweepUploads('exports/', new Date(Date.now() - olderThanHours * 3_600_000), keep);
   } catch (err) {
-    ctx.log.warn({ err }, 'export upload sweep failed; retried at the next sweep');
+    deps.log.warn({ err }, 'export upload sweep failed; retried at the next sweep');
   }
-  if (recorded > 0 || (stale ?? 0) > 0) ctx.log.info({ recorded, stale }, 'export uploads discarded');
-  if (stale === null) ctx.log.debug('the export store cannot list its uploads; only recorded ones were discarded');
+  if (recorded > 0 || (stale ?? 0) > 0) deps.log.info({ recorded, stale }, 'export uploads discarded');
+  if (stale === null) deps.log.debug('the export store cannot list its uploads; only recorded ones were discarded');
 }
