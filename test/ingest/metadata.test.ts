@@ -26,15 +26,26 @@ function parseCsv(text: string): Record<string, string>[] {
   for (let i = 0; i < text.length; i += 1) {
     const c = text[i]!;
     if (q) {
-      if (c === '"' && text[i + 1] === '"') (cur += '"'), (i += 1);
-      else if (c === '"') q = false;
+      if (c === '"' && text[i + 1] === '"') {
+        cur += '"';
+        i += 1;
+      } else if (c === '"') q = false;
       else cur += c;
     } else if (c === '"') q = true;
-    else if (c === ',') row.push(cur), (cur = '');
-    else if (c === '\n') row.push(cur), rows.push(row), (row = []), (cur = '');
-    else if (c !== '\r') cur += c;
+    else if (c === ',') {
+      row.push(cur);
+      cur = '';
+    } else if (c === '\n') {
+      row.push(cur);
+      rows.push(row);
+      row = [];
+      cur = '';
+    } else if (c !== '\r') cur += c;
   }
-  if (cur !== '' || row.length > 0) row.push(cur), rows.push(row);
+  if (cur !== '' || row.length > 0) {
+    row.push(cur);
+    rows.push(row);
+  }
   const [head, ...body] = rows;
   return body.map((r) => Object.fromEntries(head!.map((h, i) => [h, r[i] ?? ''])));
 }
