@@ -35,9 +35,30 @@ export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
   // The issue's scale: ≥20M trades and ≥100M L2 level updates over 90 days across 2,000 markets, two of them
   // very busy. --rate 0.53 gives ≈107M level updates (0.6 gave 122M); --maker-fills 5 (a taker order fills ≈5
   // resting orders instead of ≈2.9) gives ≈21M trades without adding book messages. About 27 GB of source JSON.
-  default: { gen: { markets: 2000, days: 90, seed: 20250915, busy: 2, rate: 0.53, makerFills: 5 }, httpSeconds: 8, mixedSeconds: 20, ingestReps: 3, ingestMarkets: 200, note: 'the issue scale' },
-  small: { gen: { markets: 300, days: 30, seed: 20250915, busy: 2, rate: 0.1 }, httpSeconds: 5, mixedSeconds: 10, ingestReps: 3, ingestMarkets: 100, note: 'a few minutes' },
-  tiny: { gen: { markets: 40, days: 5, seed: 20250915, busy: 2, rate: 1 }, httpSeconds: 2, mixedSeconds: 4, ingestReps: 1, ingestMarkets: 40, note: 'seconds; harness check' },
+  default: {
+    gen: { markets: 2000, days: 90, seed: 20250915, busy: 2, rate: 0.53, makerFills: 5 },
+    httpSeconds: 8,
+    mixedSeconds: 20,
+    ingestReps: 3,
+    ingestMarkets: 200,
+    note: 'the issue scale',
+  },
+  small: {
+    gen: { markets: 300, days: 30, seed: 20250915, busy: 2, rate: 0.1 },
+    httpSeconds: 5,
+    mixedSeconds: 10,
+    ingestReps: 3,
+    ingestMarkets: 100,
+    note: 'a few minutes',
+  },
+  tiny: {
+    gen: { markets: 40, days: 5, seed: 20250915, busy: 2, rate: 1 },
+    httpSeconds: 2,
+    mixedSeconds: 4,
+    ingestReps: 1,
+    ingestMarkets: 40,
+    note: 'seconds; harness check',
+  },
 };
 
 const USAGE = `usage: pmlake bench [--scale default|small|tiny] [--reps N] [--only a,b] [--lake DIR] [--data DIR]
@@ -142,7 +163,14 @@ export async function benchCommand(args: string[]): Promise<number> {
     process.stdout.write(`${scenarios.map((s) => s.name).join('\n')}\n`);
     return 0;
   }
-  const only = values.only ? new Set(values.only.split(',').map((s) => s.trim()).filter(Boolean)) : null;
+  const only = values.only
+    ? new Set(
+        values.only
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      )
+    : null;
   if (only) {
     const unknown = [...only].filter((n) => !scenarios.some((s) => s.name === n));
     if (unknown.length) {
@@ -167,7 +195,9 @@ export async function benchCommand(args: string[]): Promise<number> {
   try {
     const benchLake = await ensureLake({ lakeDir, dataDir, gen, rebuild: values.rebuild, workDir, log });
     const f = benchLake.facts;
-    log(`lake: ${f.trades} trades, ${f.l2} L2 level updates, ${f.candles1m} 1m candles, ${f.markets} markets (${benchLake.build.reused ? 'cached' : `built: generate ${benchLake.build.generateSeconds.toFixed(0)} s, ingest ${benchLake.build.ingestSeconds.toFixed(0)} s`})`);
+    log(
+      `lake: ${f.trades} trades, ${f.l2} L2 level updates, ${f.candles1m} 1m candles, ${f.markets} markets (${benchLake.build.reused ? 'cached' : `built: generate ${benchLake.build.generateSeconds.toFixed(0)} s, ingest ${benchLake.build.ingestSeconds.toFixed(0)} s`})`,
+    );
     // --appended N: every scenario (server and baselines) runs on a hard-link clone with N appends; the facts (busiest
     // token, ranges) stay the bench lake's, so the queries are the same ones as on the bench lake.
     let lake = benchLake;
@@ -193,7 +223,11 @@ export async function benchCommand(args: string[]): Promise<number> {
     stops.push(async () => store.close());
     const start = async (): Promise<ChildServer> => {
       const s = await startPmlakeServer({
-        lakeDir: lake.lakeDir, stateDir, env, logFile: path.join(workDir, 'server.log'), cpuProfDir: values.profile ? path.resolve(values.profile) : undefined,
+        lakeDir: lake.lakeDir,
+        stateDir,
+        env,
+        logFile: path.join(workDir, 'server.log'),
+        cpuProfDir: values.profile ? path.resolve(values.profile) : undefined,
       });
       log(`pmlake server pid ${s.pid} at ${s.url}`);
       return s;
@@ -259,7 +293,9 @@ export async function benchCommand(args: string[]): Promise<number> {
     const checks = rows.flatMap((r) => r.targets.map((t) => ({ scenario: r.scenario, ...t })));
     const met = checks.filter((c) => c.met === true).length;
     const missed = checks.filter((c) => c.met === false);
-    process.stdout.write(`targets: ${met} met, ${missed.length} missed${missed.length ? `: ${missed.map((m) => `${m.scenario} (${m.text})`).join('; ')}` : ''}\n`);
+    process.stdout.write(
+      `targets: ${met} met, ${missed.length} missed${missed.length ? `: ${missed.map((m) => `${m.scenario} (${m.text})`).join('; ')}` : ''}\n`,
+    );
     const na = rows.filter((r) => r.status !== 'ok');
     if (na.length) process.stdout.write(`not measured: ${na.map((r) => `${r.scenario} (${r.status}: ${r.reason})`).join('; ')}\n`);
 
@@ -278,7 +314,10 @@ export async function benchCommand(args: string[]): Promise<number> {
     // scale (a harness check) writes beside it in the temp directory.
     const full = !only && scaleName === 'default' && appended === 0;
     const outFile = path.resolve(
-      values.out ?? (full ? path.join(REPO, 'bench/results/latest.json') : path.join(os.tmpdir(), `pmlake-bench-${appended ? `appended${appended}-` : ''}${only ? 'partial' : scaleName}.json`)),
+      values.out ??
+        (full
+          ? path.join(REPO, 'bench/results/latest.json')
+          : path.join(os.tmpdir(), `pmlake-bench-${appended ? `appended${appended}-` : ''}${only ? 'partial' : scaleName}.json`)),
     );
     writeResults(outFile, {
       generatedAt: new Date().toISOString(),

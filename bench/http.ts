@@ -10,10 +10,7 @@ export type HttpResult = { status: number; headers: http.IncomingHttpHeaders; by
 
 const agent = new http.Agent({ keepAlive: false });
 
-export function request(
-  url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: unknown; keep?: boolean } = {},
-): Promise<HttpResult> {
+export function request(url: string, opts: { method?: string; headers?: Record<string, string>; body?: unknown; keep?: boolean } = {}): Promise<HttpResult> {
   return new Promise((resolve, reject) => {
     const payload = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
     const req = http.request(

@@ -54,7 +54,17 @@ export type LakeFacts = {
   /** The 25 markets with the most trades, most first (bulk downloads add them up to 10M rows). */
   topMarkets: { marketId: string; tokens: string[]; trades: number }[];
   /** The token with the most L2 rows, and its busiest calendar month. */
-  busiestL2: { assetId: string; conditionId: string; marketId: string; outcome: number; rows: number; month: string; monthRows: number; from: string; to: string };
+  busiestL2: {
+    assetId: string;
+    conditionId: string;
+    marketId: string;
+    outcome: number;
+    rows: number;
+    month: string;
+    monthRows: number;
+    from: string;
+    to: string;
+  };
 };
 
 export type BenchLake = {
@@ -102,8 +112,14 @@ function clearOwnDir(dir: string, gen: GenOptions): void {
 }
 
 function sameGen(a: GenOptions, b: GenOptions): boolean {
-  return a.markets === b.markets && a.days === b.days && a.seed === b.seed && a.busy === b.busy && a.rate === b.rate
-    && (a.makerFills ?? null) === (b.makerFills ?? null);
+  return (
+    a.markets === b.markets &&
+    a.days === b.days &&
+    a.seed === b.seed &&
+    a.busy === b.busy &&
+    a.rate === b.rate &&
+    (a.makerFills ?? null) === (b.makerFills ?? null)
+  );
 }
 
 export function dirBytes(dir: string): number {
@@ -126,7 +142,12 @@ export function dirBytes(dir: string): number {
 }
 
 /** Runs a pmlake CLI command to completion as a child; resolves with its wall time and peak memory. */
-async function runCli(args: string[], env: NodeJS.ProcessEnv, logFile: string, log: (m: string) => void): Promise<{ seconds: number; peakRss: number; stdout: string }> {
+async function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+  log: (m: string) => void,
+): Promise<{ seconds: number; peakRss: number; stdout: string }> {
   const r = await runToExit(path.join(REPO, 'src/cli.ts'), args, env, logFile);
   log(`  ${args[0]} finished in ${r.seconds.toFixed(1)} s, peak RSS ${(r.peakRss / 2 ** 20).toFixed(0)} MiB`);
   return r;
@@ -154,9 +175,21 @@ export async function ensureLake(opts: {
     log(`generating bench data: ${JSON.stringify(gen)} → ${dataDir}`);
     clearOwnDir(dataDir, gen);
     const g = await runCli(
-      ['generate', '--markets', String(gen.markets), '--days', String(gen.days), '--seed', String(gen.seed), '--out', dataDir,
-        '--busy', String(gen.busy), ...(gen.rate !== 1 ? ['--rate', String(gen.rate)] : []),
-        ...(gen.makerFills !== undefined ? ['--maker-fills', String(gen.makerFills)] : [])],
+      [
+        'generate',
+        '--markets',
+        String(gen.markets),
+        '--days',
+        String(gen.days),
+        '--seed',
+        String(gen.seed),
+        '--out',
+        dataDir,
+        '--busy',
+        String(gen.busy),
+        ...(gen.rate !== 1 ? ['--rate', String(gen.rate)] : []),
+        ...(gen.makerFills !== undefined ? ['--maker-fills', String(gen.makerFills)] : []),
+      ],
       { ...process.env, LOG_LEVEL: 'info' },
       path.join(opts.workDir, 'generate.log'),
       log,
@@ -191,10 +224,15 @@ export async function ensureLake(opts: {
     build.ingestPeakRss = i.peakRss;
     try {
       const rep = JSON.parse(i.stdout) as {
-        counts?: Record<string, number>; level_updates_per_second?: number; issues_total?: number; phase_seconds?: Record<string, number>;
+        counts?: Record<string, number>;
+        level_updates_per_second?: number;
+        issues_total?: number;
+        phase_seconds?: Record<string, number>;
       };
       build.ingestReport = {
-        counts: rep.counts ?? {}, levelUpdatesPerSecond: rep.level_updates_per_second ?? 0, issues: rep.issues_total ?? 0,
+        counts: rep.counts ?? {},
+        levelUpdatesPerSecond: rep.level_updates_per_second ?? 0,
+        issues: rep.issues_total ?? 0,
         // Where the build's ingest time went (stage, books, candles, merge_<data set>, catalog).
         ...(rep.phase_seconds ? { phaseSeconds: rep.phase_seconds } : {}),
       };
@@ -227,13 +265,11 @@ export async function ensureLake(opts: {
 async function computeFacts(lakeDir: string): Promise<LakeFacts> {
   const db = await DuckDBInstance.create(':memory:', { threads: '2' });
   const conn = await db.connect();
-  const q = async (sql: string): Promise<Record<string, unknown>[]> =>
-    (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+  const q = async (sql: string): Promise<Record<string, unknown>[]> => (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
   // The current version's files (every Parquet file of the partition directories on a lake without versions).
   const version = currentVersion(lakeDir);
   const exists = (name: DatasetName): boolean => version.hasFiles(name);
-  const src = (name: DatasetName): string =>
-    `read_parquet([${version.files(name).map(sqlString).join(', ')}], hive_partitioning = false)`;
+  const src = (name: DatasetName): string => `read_parquet([${version.files(name).map(sqlString).join(', ')}], hive_partitioning = false)`;
   try {
     const iso = (v: unknown): string => (v instanceof Date ? v.toISOString() : String(v));
     const trades = exists('trades') ? Number((await q(`SELECT count(*) AS n FROM ${src('trades')}`))[0]!.n) : 0;
@@ -245,29 +281,34 @@ async function computeFacts(lakeDir: string): Promise<LakeFacts> {
       : `LEFT JOIN (SELECT NULL::VARCHAR AS token_id, NULL::VARCHAR AS market_id, NULL::INTEGER AS outcome_index) tk ON false`;
     const range = trades ? (await q(`SELECT min(ts) AS a, max(ts) AS b FROM ${src('trades')}`))[0]! : { a: '', b: '' };
     const bt = trades
-      ? (await q(
-          `SELECT x.*, tk.market_id, tk.outcome_index FROM (
+      ? (
+          await q(
+            `SELECT x.*, tk.market_id, tk.outcome_index FROM (
              SELECT token_id AS tok, count(*) AS n, min(ts) AS a, max(ts) AS b FROM ${src('trades')}
              GROUP BY 1 ORDER BY n DESC, tok LIMIT 1) x ${tokenMarket}`,
-        ))[0]!
+          )
+        )[0]!
       : null;
-    const top = trades && exists('tokens')
-      ? await q(
-          `SELECT tk.market_id, list(DISTINCT tk.token_id ORDER BY tk.token_id) AS toks, count(*) AS n FROM ${src('trades')} t
+    const top =
+      trades && exists('tokens')
+        ? await q(
+            `SELECT tk.market_id, list(DISTINCT tk.token_id ORDER BY tk.token_id) AS toks, count(*) AS n FROM ${src('trades')} t
            JOIN ${src('tokens')} tk ON tk.token_id = t.token_id GROUP BY 1 ORDER BY n DESC, 1 LIMIT 25`,
-        )
-      : [];
+          )
+        : [];
     const topMarkets = top.map((r) => ({ marketId: String(r.market_id), tokens: (r.toks as unknown[]).map(String), trades: Number(r.n) }));
     const bl = l2
-      ? (await q(
-          `WITH per AS (SELECT asset_id AS tok, strftime(recv_ts, '%Y-%m') AS m, count(*) AS n, min(recv_ts) AS a, max(recv_ts) AS b,
+      ? (
+          await q(
+            `WITH per AS (SELECT asset_id AS tok, strftime(recv_ts, '%Y-%m') AS m, count(*) AS n, min(recv_ts) AS a, max(recv_ts) AS b,
                                any_value(condition_id) AS cid
                         FROM ${src('l2')} GROUP BY 1, 2),
                 tot AS (SELECT tok, sum(n) AS total, min(a) AS a, max(b) AS b, any_value(cid) AS cid FROM per GROUP BY 1 ORDER BY total DESC, tok LIMIT 1),
                 best AS (SELECT per.tok, per.m, per.n FROM per JOIN tot USING (tok) ORDER BY per.n DESC, per.m LIMIT 1)
            SELECT x.tok, x.total, x.a, x.b, x.cid, best.m, best.n AS month_rows, tk.market_id, tk.outcome_index
            FROM tot x JOIN best USING (tok) ${tokenMarket}`,
-        ))[0]!
+          )
+        )[0]!
       : null;
     return {
       trades,

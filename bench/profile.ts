@@ -18,14 +18,26 @@ export function summarize(p: Profile, top = 25): string {
   const file = new Map<string, number>();
   for (const [id, us] of self) {
     const n = byId.get(id)!;
-    const url = n.callFrame.url.replace(/^file:\/\//, '').replace(/.*node_modules\//, 'nm/').replace(/.*\/work\/main\//, '');
+    const url = n.callFrame.url
+      .replace(/^file:\/\//, '')
+      .replace(/.*node_modules\//, 'nm/')
+      .replace(/.*\/work\/main\//, '');
     const name = `${n.callFrame.functionName || '(anonymous)'} ${url}:${n.callFrame.lineNumber + 1}`;
     fn.set(name, (fn.get(name) ?? 0) + us);
-    const f = url ? url.split('/').slice(0, url.startsWith('nm/') ? (url.startsWith('nm/@') ? 3 : 2) : 99).join('/') : n.callFrame.functionName;
+    const f = url
+      ? url
+          .split('/')
+          .slice(0, url.startsWith('nm/') ? (url.startsWith('nm/@') ? 3 : 2) : 99)
+          .join('/')
+      : n.callFrame.functionName;
     file.set(f, (file.get(f) ?? 0) + us);
   }
   const fmt = (m: Map<string, number>): string =>
-    [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, us]) => `${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`).join('\n');
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, us]) => `${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`)
+      .join('\n');
   return `total sampled ${(total / 1e6).toFixed(2)} s\n\nby function (self):\n${fmt(fn)}\n\nby file / package (self):\n${fmt(file)}\n`;
 }
 

@@ -120,14 +120,7 @@ export async function startPmlakeServer(opts: ServerOptions): Promise<ChildServe
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     ...opts.env,
   };
-  const { child, match } = await spawnUntil(
-    path.join(REPO, 'src/cli.ts'),
-    ['serve'],
-    env,
-    /listening on (http:\/\/[^\s]+)/,
-    opts.logFile,
-    opts.cpuProfDir,
-  );
+  const { child, match } = await spawnUntil(path.join(REPO, 'src/cli.ts'), ['serve'], env, /listening on (http:\/\/[^\s]+)/, opts.logFile, opts.cpuProfDir);
   return {
     url: match[1]!,
     pid: child.pid!,
@@ -149,8 +142,9 @@ export async function startPmlakeServer(opts: ServerOptions): Promise<ChildServe
 export function createBenchKeys(store: StateStore, label: string, n: number): string[] {
   const make = store.db.transaction(() => {
     const user = store.upsertUser(`bench-${label}@example.com`, 'professional');
-    return Array.from({ length: n }, (_, k) =>
-      store.createApiKey({ userId: user.id, name: `bench ${label} ${k}`, prefix: process.env.PMLAKE_KEY_PREFIX ?? 'pm_' }).plaintext,
+    return Array.from(
+      { length: n },
+      (_, k) => store.createApiKey({ userId: user.id, name: `bench ${label} ${k}`, prefix: process.env.PMLAKE_KEY_PREFIX ?? 'pm_' }).plaintext,
     );
   });
   // IMMEDIATE takes the write lock up front (waiting up to busy_timeout): a deferred transaction that read

@@ -47,7 +47,11 @@ export function tableRows(rows: ScenarioRow[]): string[][] {
 export function renderText(rows: ScenarioRow[]): string {
   const t = tableRows(rows);
   const widths = t[0]!.map((_, c) => Math.max(...t.map((r) => r[c]!.length)));
-  const line = (r: string[]): string => r.map((v, c) => (c === 0 || c === r.length - 1 ? v.padEnd(widths[c]!) : v.padStart(widths[c]!))).join('  ').trimEnd();
+  const line = (r: string[]): string =>
+    r
+      .map((v, c) => (c === 0 || c === r.length - 1 ? v.padEnd(widths[c]!) : v.padStart(widths[c]!)))
+      .join('  ')
+      .trimEnd();
   return [line(t[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...t.slice(1).map(line)].join('\n');
 }
 

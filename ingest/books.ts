@@ -107,7 +107,10 @@ async function l2TailFiles(conn: DuckDBConnection, lake: VersionDraft): Promise<
   const day = (seq: unknown): string => new Date(Number(BigInt(seq as bigint) / 1_000_000n)).toISOString().slice(0, 10);
   const from = Number(row.unbounded) === 0 && row.lo !== null ? day(row.lo) : '';
   const to = row.hi !== null ? day(row.hi) : '~';
-  return lake.partitionFiles('l2', lake.partitionValues('l2').filter((p) => p >= from && p <= to));
+  return lake.partitionFiles(
+    'l2',
+    lake.partitionValues('l2').filter((p) => p >= from && p <= to),
+  );
 }
 
 /** 1e-6 units → decimal text (exact: integers below 2^53). */

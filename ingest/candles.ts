@@ -26,12 +26,13 @@ export async function deriveCandles(ctx: BatchContext): Promise<void> {
     .map((r) => String(r.m));
   if (months.length === 0) return;
   const files = ctx.lake.partitionFiles('trades', months);
-  const lakeTrades = files.length > 0
-    ? `SELECT id, token_id, ts, block_number, log_index, price, size, usd_value, 0 AS _src
+  const lakeTrades =
+    files.length > 0
+      ? `SELECT id, token_id, ts, block_number, log_index, price, size, usd_value, 0 AS _src
        FROM read_parquet(${parquetList(files)})
        WHERE (token_id, strftime(ts, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)
        UNION ALL `
-    : '';
+      : '';
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _cdl_touched AS
      SELECT DISTINCT token_id, strftime(ts, '%Y-%m') AS month FROM stg_trades WHERE ts IS NOT NULL AND token_id IS NOT NULL`,
@@ -46,9 +47,7 @@ export async function deriveCandles(ctx: BatchContext): Promise<void> {
   );
   // open / close are the first / last trade in chain order: block time, then block number (two blocks can
   // share a second), then log index (the order of events inside a block), then id as a last resort.
-  await conn.run(
-    `DELETE FROM stg_candles_1m WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)`,
-  );
+  await conn.run(`DELETE FROM stg_candles_1m WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)`);
   await conn.run(
     `INSERT INTO stg_candles_1m BY NAME
      SELECT token_id,
@@ -71,9 +70,7 @@ export async function deriveCandles(ctx: BatchContext): Promise<void> {
   // Hourly candles of the same token-months, rolled up from their (complete, recomputed) minutes: an hour
   // never straddles a month, so a touched token-month's hours are complete too.
   await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_candles_1h (${columnDdl('candles_1h')})`);
-  await conn.run(
-    `DELETE FROM stg_candles_1h WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)`,
-  );
+  await conn.run(`DELETE FROM stg_candles_1h WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)`);
   await conn.run(
     `INSERT INTO stg_candles_1h BY NAME ${hourlyFrom(
       `(SELECT * FROM stg_candles_1m WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched))`,

@@ -32,9 +32,30 @@ export type CatalogSource = keyof typeof SOURCE_PRIORITY;
 const M = DATASETS.markets.columns;
 /** Market fields a source record can carry (availability, ids and bookkeeping are computed). */
 const MARKET_FIELDS = [
-  'id', 'condition_id', 'question_id', 'event_id', 'slug', 'question', 'description', 'category', 'outcomes',
-  'outcome_prices', 'outcome_token_ids', 'active', 'closed', 'resolved', 'neg_risk', 'winning_outcome',
-  'resolution_date', 'volume', 'volume_24h', 'liquidity', 'start_date', 'end_date', 'created_at', 'series_id',
+  'id',
+  'condition_id',
+  'question_id',
+  'event_id',
+  'slug',
+  'question',
+  'description',
+  'category',
+  'outcomes',
+  'outcome_prices',
+  'outcome_token_ids',
+  'active',
+  'closed',
+  'resolved',
+  'neg_risk',
+  'winning_outcome',
+  'resolution_date',
+  'volume',
+  'volume_24h',
+  'liquidity',
+  'start_date',
+  'end_date',
+  'created_at',
+  'series_id',
   'tick_size',
 ] as const satisfies readonly (keyof typeof M)[];
 
@@ -55,7 +76,6 @@ export const SERIES_RECORD_COLUMNS: Readonly<Record<string, string>> = {
   ...S,
 };
 
-
 function ddl(cols: Readonly<Record<string, string>>): string {
   return Object.entries(cols)
     .map(([c, t]) => `${sqlIdent(c)} ${t}`)
@@ -70,9 +90,7 @@ export async function ensureCatalogStaging(conn: DuckDBConnection): Promise<void
   // TIMESTAMP yields UTC wall time.
   await conn.run(`CREATE OR REPLACE TEMP MACRO pm_ts(x) AS TRY_CAST(TRY_CAST(nullif(trim(x), '') AS TIMESTAMPTZ) AS TIMESTAMP)`);
   // Categories arrive as 'Sports', 'Pop-Culture ', 'science_tech', tags like 'Politics': one spelling.
-  await conn.run(
-    `CREATE OR REPLACE TEMP MACRO pm_cat(x) AS nullif(trim(regexp_replace(lower(trim(x)), '[^a-z0-9]+', '_', 'g'), '_'), '')`,
-  );
+  await conn.run(`CREATE OR REPLACE TEMP MACRO pm_cat(x) AS nullif(trim(regexp_replace(lower(trim(x)), '[^a-z0-9]+', '_', 'g'), '_'), '')`);
   // Tags are free-form ('World Elections', 'Solana', '1H'); only these name a top-level category.
   await conn.run(
     `CREATE OR REPLACE TEMP MACRO pm_tag_cat(tags) AS list_filter(list_transform(tags, t -> pm_cat(t)), c -> c IN
@@ -125,9 +143,10 @@ export async function resolveTradeTokens(ctx: BatchContext): Promise<void> {
   if (!(await tableExists(conn, 'stg_trades'))) return;
   await ensureCatalogStaging(conn);
   const tokenFiles = ctx.lake.files('tokens');
-  const lakeTokens = tokenFiles.length > 0
-    ? `SELECT token_id, condition_id, outcome_index, outcome_label, 1 AS rank FROM read_parquet(${parquetList(tokenFiles)})`
-    : `SELECT NULL::VARCHAR AS token_id, NULL::VARCHAR, NULL::INTEGER, NULL::VARCHAR, 1 WHERE false`;
+  const lakeTokens =
+    tokenFiles.length > 0
+      ? `SELECT token_id, condition_id, outcome_index, outcome_label, 1 AS rank FROM read_parquet(${parquetList(tokenFiles)})`
+      : `SELECT NULL::VARCHAR AS token_id, NULL::VARCHAR, NULL::INTEGER, NULL::VARCHAR, 1 WHERE false`;
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _trade_token_map AS
      SELECT token_id, condition_id, outcome_index, outcome_label FROM (
@@ -154,25 +173,17 @@ export async function resolveTradeTokens(ctx: BatchContext): Promise<void> {
 
 /** Tokens and condition ids seen on the tape or in fills this batch, for placeholder catalogue entries. */
 async function collectSeenTokens(conn: DuckDBConnection): Promise<void> {
-  await conn.run(
-    `CREATE OR REPLACE TEMP TABLE _cat_seen (source VARCHAR, condition_id VARCHAR, token_id VARCHAR)`,
-  );
+  await conn.run(`CREATE OR REPLACE TEMP TABLE _cat_seen (source VARCHAR, condition_id VARCHAR, token_id VARCHAR)`);
   for (const t of ['stg_l2', 'stg_last_trades', 'stg_book_snapshots', 'stg_top_of_book']) {
     if (await tableExists(conn, t)) {
-      await conn.run(
-        `INSERT INTO _cat_seen SELECT DISTINCT 'tape', lower(condition_id), asset_id FROM ${sqlIdent(t)} WHERE asset_id IS NOT NULL`,
-      );
+      await conn.run(`INSERT INTO _cat_seen SELECT DISTINCT 'tape', lower(condition_id), asset_id FROM ${sqlIdent(t)} WHERE asset_id IS NOT NULL`);
     }
   }
   if (await tableExists(conn, 'stg_raw')) {
-    await conn.run(
-      `INSERT INTO _cat_seen SELECT DISTINCT 'tape', lower(c), NULL FROM (SELECT unnest(condition_ids) AS c FROM stg_raw) WHERE c IS NOT NULL`,
-    );
+    await conn.run(`INSERT INTO _cat_seen SELECT DISTINCT 'tape', lower(c), NULL FROM (SELECT unnest(condition_ids) AS c FROM stg_raw) WHERE c IS NOT NULL`);
   }
   if (await tableExists(conn, 'stg_trades')) {
-    await conn.run(
-      `INSERT INTO _cat_seen SELECT DISTINCT 'fills', lower(condition_id), token_id FROM stg_trades WHERE token_id IS NOT NULL`,
-    );
+    await conn.run(`INSERT INTO _cat_seen SELECT DISTINCT 'fills', lower(condition_id), token_id FROM stg_trades WHERE token_id IS NOT NULL`);
   }
 }
 
@@ -237,9 +248,7 @@ export async function finalizeCatalog(ctx: BatchContext): Promise<void> {
      FROM r LEFT JOIN gid_cid g ON g.id = r.id LEFT JOIN by_tok b USING (_rid)`,
   );
 
-  const plainFields = MARKET_FIELDS.filter(
-    (f) => !['id', 'condition_id', 'closed', 'resolved', 'outcome_token_ids', 'outcomes', 'outcome_prices'].includes(f),
-  );
+  const plainFields = MARKET_FIELDS.filter((f) => !['id', 'condition_id', 'closed', 'resolved', 'outcome_token_ids', 'outcomes', 'outcome_prices'].includes(f));
   const META = `AND source NOT IN ('tape', 'fills')`;
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _cat_markets AS
@@ -296,7 +305,12 @@ export async function finalizeCatalog(ctx: BatchContext): Promise<void> {
   const backfilled = await backfillTradeOutcomes(conn, lake);
   if (backfilled > 0) ctx.counts.trades_outcome_backfilled = (ctx.counts.trades_outcome_backfilled ?? 0) + backfilled;
   const n = await writeIfChanged(conn, `SELECT ${mcols.map(sqlIdent).join(', ')} FROM _cat_markets_out ORDER BY id`, lake, 'markets');
-  const t = await writeIfChanged(conn, `SELECT ${Object.keys(DATASETS.tokens.columns).map(sqlIdent).join(', ')} FROM _cat_tokens_out ORDER BY token_id`, lake, 'tokens');
+  const t = await writeIfChanged(
+    conn,
+    `SELECT ${Object.keys(DATASETS.tokens.columns).map(sqlIdent).join(', ')} FROM _cat_tokens_out ORDER BY token_id`,
+    lake,
+    'tokens',
+  );
   const s = await writeIfChanged(conn, `SELECT ${Object.keys(S).map(sqlIdent).join(', ')} FROM _cat_series_out ORDER BY series_id`, lake, 'series');
   const recCols = Object.keys(MARKET_RECORD_COLUMNS).map(sqlIdent).join(', ');
   await writeIfChanged(conn, `SELECT ${recCols} FROM _cat_records ORDER BY source, record_key`, lake, 'market_records');
@@ -308,9 +322,22 @@ export async function finalizeCatalog(ctx: BatchContext): Promise<void> {
   // The records are in the lake now; the next batch of the same run starts from there.
   await conn.run('DELETE FROM stg_market_records');
   await conn.run('DELETE FROM stg_series_records');
-  for (const tmp of ['_cat_stored_markets', '_cat_stored_series', '_cat_records', '_cat_seen', '_cat_keyed', '_cat_markets',
-    '_cat_avail', '_cat_markets_out', '_cat_tokens_out', '_cat_series_records', '_cat_series_out', '_cat_write',
-    '_cat_token_changes', '_cat_token_stats']) {
+  for (const tmp of [
+    '_cat_stored_markets',
+    '_cat_stored_series',
+    '_cat_records',
+    '_cat_seen',
+    '_cat_keyed',
+    '_cat_markets',
+    '_cat_avail',
+    '_cat_markets_out',
+    '_cat_tokens_out',
+    '_cat_series_records',
+    '_cat_series_out',
+    '_cat_write',
+    '_cat_token_changes',
+    '_cat_token_stats',
+  ]) {
     await conn.run(`DROP TABLE IF EXISTS ${sqlIdent(tmp)}`);
   }
 }
@@ -399,12 +426,13 @@ export async function updateTokenStats(conn: DuckDBConnection, lake: VersionDraf
   if (l2.length > 0) {
     parts.push(`SELECT asset_id, 0, 0, NULL::TIMESTAMP, NULL::TIMESTAMP, count(*), min(recv_ts) FROM read_parquet(${parquetList(l2)}) GROUP BY asset_id`);
   }
-  const stats = parts.length > 0
-    ? `SELECT tok, sum(trades)::BIGINT AS trades, sum(books)::BIGINT AS books, min(lo) AS lo, max(hi) AS hi,
+  const stats =
+    parts.length > 0
+      ? `SELECT tok, sum(trades)::BIGINT AS trades, sum(books)::BIGINT AS books, min(lo) AS lo, max(hi) AS hi,
               sum(l2_rows)::BIGINT AS l2_rows, min(l2_lo) AS l2_lo
        FROM (${parts.join(' UNION ALL ')}) x(tok, trades, books, lo, hi, l2_rows, l2_lo)
        WHERE tok IS NOT NULL GROUP BY tok`
-    : `SELECT NULL::VARCHAR AS tok, 0::BIGINT AS trades, 0::BIGINT AS books, NULL::TIMESTAMP AS lo, NULL::TIMESTAMP AS hi,
+      : `SELECT NULL::VARCHAR AS tok, 0::BIGINT AS trades, 0::BIGINT AS books, NULL::TIMESTAMP AS lo, NULL::TIMESTAMP AS hi,
               0::BIGINT AS l2_rows, NULL::TIMESTAMP AS l2_lo WHERE false`;
   await conn.run(`CREATE OR REPLACE TEMP TABLE _cat_token_stats AS ${stats}`);
   await writeIfChanged(conn, `SELECT tok AS token_id, trades, books, lo, hi, l2_rows, l2_lo FROM _cat_token_stats ORDER BY tok`, lake, 'token_stats');
@@ -429,7 +457,10 @@ async function mergeSeries(conn: DuckDBConnection): Promise<void> {
        FROM _cat_series_records GROUP BY series_id
        UNION ALL
        -- A market may name a series no record describes (slug only): list it so the id resolves.
-       SELECT DISTINCT series_id, series_id, ${fields.slice(1).map(() => 'NULL').join(', ')}
+       SELECT DISTINCT series_id, series_id, ${fields
+         .slice(1)
+         .map(() => 'NULL')
+         .join(', ')}
        FROM _cat_markets WHERE series_id IS NOT NULL
          AND series_id NOT IN (SELECT series_id FROM _cat_series_records)),
      m AS (SELECT *, regexp_extract(series_id, ${re}, 1) AS c_sym, regexp_extract(series_id, ${re}, 2) AS c_tf,

@@ -84,9 +84,7 @@ async function compactPartition(conn: DuckDBConnection, draft: VersionDraft, nam
   const entries = [...draft.entries(name)].filter((e) => e.partition === partition).sort((a, b) => rank(a.path).localeCompare(rank(b.path)));
   const files = entries.map((e) => `${draft.lakeDir}/${e.path}`);
   const list = `[${files.map(sqlString).join(', ')}]`;
-  const dup = (
-    await conn.runAndReadAll(`SELECT count(*) - count(DISTINCT hash(${key})) AS d FROM read_parquet(${list})`)
-  ).getRowObjectsJS()[0]!;
+  const dup = (await conn.runAndReadAll(`SELECT count(*) - count(DISTINCT hash(${key})) AS d FROM read_parquet(${list})`)).getRowObjectsJS()[0]!;
   let select = `SELECT ${cols} FROM read_parquet(${list}) ORDER BY ${order}`;
   if (Number(dup.d) > 0) {
     const age = files.map((f, i) => `WHEN ${sqlString(f)} THEN ${i}`).join(' ');
@@ -97,7 +95,10 @@ async function compactPartition(conn: DuckDBConnection, draft: VersionDraft, nam
   }
   const out = draft.newFile(name, partition);
   const rows = await writeParquetFile(conn, select, out, {}, def.rowGroupSize);
-  draft.retire(name, entries.map((e) => e.path));
+  draft.retire(
+    name,
+    entries.map((e) => e.path),
+  );
   if (rows > 0) draft.add(name, partition, out, rows);
   else fs.rmSync(out, { force: true });
   return rows;

@@ -38,8 +38,7 @@ const FIELDS: Record<string, readonly string[]> = {
   fee: ['fee'],
   source_id: ['id'],
 };
-const REQUIRED = ['block_timestamp', 'transaction_hash', 'maker', 'taker', 'maker_asset_id', 'taker_asset_id',
-  'maker_amount_filled', 'taker_amount_filled'];
+const REQUIRED = ['block_timestamp', 'transaction_hash', 'maker', 'taker', 'maker_asset_id', 'taker_asset_id', 'maker_amount_filled', 'taker_amount_filled'];
 
 function detect(file: string, head: string): boolean {
   const name = path.basename(file).toLowerCase();
@@ -93,9 +92,7 @@ async function loadJson(ctx: BatchContext, file: string): Promise<boolean> {
            SELECT unnest(json_extract(obj, '$.data.orderFilledEvents[*]')) AS obj FROM _fills_objs ORDER BY ord)`,
       );
     }
-    await ctx.conn.run(
-      `CREATE OR REPLACE TEMP TABLE _fills_raw AS SELECT ord AS line, ${coalesced((n) => `(obj->>'${n}')`)} FROM _fills_objs`,
-    );
+    await ctx.conn.run(`CREATE OR REPLACE TEMP TABLE _fills_raw AS SELECT ord AS line, ${coalesced((n) => `(obj->>'${n}')`)} FROM _fills_objs`);
     await ctx.conn.run('DROP TABLE IF EXISTS _fills_objs');
     return true;
   };

@@ -41,7 +41,12 @@ export async function compactCommand(args: string[]): Promise<number> {
       const before = sweepLake(lakeDir, config.lakeGraceSeconds * 1000);
       const compacted = await compactLake(conn, lakeDir);
       const after = sweepLake(lakeDir, config.lakeGraceSeconds * 1000);
-      const swept = { orphans: before.orphans + after.orphans, retired: before.retired + after.retired, manifests: before.manifests + after.manifests, bytes: before.bytes + after.bytes };
+      const swept = {
+        orphans: before.orphans + after.orphans,
+        retired: before.retired + after.retired,
+        manifests: before.manifests + after.manifests,
+        bytes: before.bytes + after.bytes,
+      };
       const mb = compacted.bytes_in / 1e6;
       const out = {
         ...compacted,

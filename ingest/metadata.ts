@@ -55,17 +55,14 @@ async function stageCsv(ctx: BatchContext, file: string): Promise<void> {
     return;
   }
   // Optional columns absent from this file's header are read as NULL, so one statement serves every variant.
-  const known = ['market_id', 'question', 'category', 'volume', 'volume_24h', 'liquidity', 'end_date', 'created_date',
-    'outcomes', 'outcome_prices', 'active'];
+  const known = ['market_id', 'question', 'category', 'volume', 'volume_24h', 'liquidity', 'end_date', 'created_date', 'outcomes', 'outcome_prices', 'active'];
   const select = known.map((c) => (cols.includes(c) ? `"${c}"` : `NULL::VARCHAR AS "${c}"`)).join(', ');
   await ctx.conn.run(
     `CREATE OR REPLACE TEMP TABLE _meta_csv AS
      SELECT row_number() OVER () + 1 AS line, ${select} FROM read_csv($file, header = true, all_varchar = true)`,
     { file },
   );
-  const blank = await ctx.conn.runAndReadAll(
-    `SELECT line FROM _meta_csv WHERE nullif(trim(market_id), '') IS NULL ORDER BY line LIMIT 20`,
-  );
+  const blank = await ctx.conn.runAndReadAll(`SELECT line FROM _meta_csv WHERE nullif(trim(market_id), '') IS NULL ORDER BY line LIMIT 20`);
   for (const r of blank.getRowObjectsJS()) ctx.issues.push({ file, line: Number(r.line), message: 'row without market_id skipped' });
   await ctx.conn.run(ingestSql('metadata', 'csv_records'), { csv: PRIORITIES.csv! });
   await ctx.conn.run('DROP TABLE IF EXISTS _meta_csv');

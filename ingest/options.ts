@@ -64,7 +64,8 @@ export const optionsHandler: SourceHandler = {
     const bad = (await conn.runAndReadAll(`SELECT line FROM _opt_rows WHERE NOT coalesce(${valid}, false) ORDER BY line LIMIT 1000`))
       .getRowObjectsJS()
       .map((r) => Number(r.line));
-    for (const line of bad) ctx.issues.push({ file, line, message: 'not an options trade record (instrument_name, timestamp, trade_id, price, iv, index_price, amount, direction)' });
+    for (const line of bad)
+      ctx.issues.push({ file, line, message: 'not an options trade record (instrument_name, timestamp, trade_id, price, iv, index_price, amount, direction)' });
     const res = await conn.run(
       `INSERT INTO stg_options SELECT ts, venue, underlying, instrument_name, expiry, strike, option_type, trade_id, price, iv,
          index_price, amount, direction FROM _opt_rows WHERE coalesce(${valid}, false)`,

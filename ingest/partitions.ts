@@ -46,12 +46,7 @@ export type MergeResult = { dataset: DatasetName; partitions: number; rowsAdded:
  * differs from a stored one with the same key retires the stored row's file, rewritten without it (only the
  * files that hold such a row — a recomputed candle that came out the same is no change at all).
  */
-export async function mergeIntoPartitions(
-  conn: DuckDBConnection,
-  draft: VersionDraft,
-  name: DatasetName,
-  stagingTable: string,
-): Promise<MergeResult> {
+export async function mergeIntoPartitions(conn: DuckDBConnection, draft: VersionDraft, name: DatasetName, stagingTable: string): Promise<MergeResult> {
   const def: DatasetDef = DATASETS[name];
   const replace = def.onConflict === 'replace';
   const colNames = Object.keys(def.columns);
@@ -154,7 +149,9 @@ async function retireReplaced(
       `SELECT DISTINCT e.filename AS f FROM (${candidates(`${cols}, filename`)}) e WHERE EXISTS (SELECT 1 FROM _pmlake_fresh s WHERE ${match})`,
       params,
     )
-  ).getRowObjectsJS().map((r) => String(r.f));
+  )
+    .getRowObjectsJS()
+    .map((r) => String(r.f));
   for (const old of hit) {
     const entry = draft.entries(name).find((e) => old.endsWith(e.path));
     if (!entry) continue;

@@ -122,8 +122,20 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
   fs.mkdirSync(lakeDir, { recursive: true });
   const release = acquireLakeLock(lakeDir);
   const report: IngestReport = {
-    files: 0, ingested: 0, skipped: 0, failed: 0, batches: 0, rows_added: {}, issues: [], counts: {}, seconds: 0,
-    phase_seconds: {}, level_updates_per_second: 0, versions_published: [], version: 0, bytes_written: 0,
+    files: 0,
+    ingested: 0,
+    skipped: 0,
+    failed: 0,
+    batches: 0,
+    rows_added: {},
+    issues: [],
+    counts: {},
+    seconds: 0,
+    phase_seconds: {},
+    level_updates_per_second: 0,
+    versions_published: [],
+    version: 0,
+    bytes_written: 0,
     swept: { orphans: 0, retired: 0, manifests: 0, bytes: 0 },
   };
   let phaseNow = 'hash';
@@ -185,7 +197,13 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);
       for (const d of STAGED) await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
       const ctx: TapeBatchContext = {
-        conn, lakeDir, lake: new VersionDraft(lakeDir), log, snapshotSeconds: opts.snapshotSeconds ?? 60, issues: report.issues, counts: report.counts,
+        conn,
+        lakeDir,
+        lake: new VersionDraft(lakeDir),
+        log,
+        snapshotSeconds: opts.snapshotSeconds ?? 60,
+        issues: report.issues,
+        counts: report.counts,
       };
       const stagedRows = async (): Promise<number> => {
         let staged = 0;
@@ -230,7 +248,11 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
           process.stderr.write(`pmlake-test: publishing\n`);
           await sleep(pauseMs);
         }
-        const published = ctx.lake.publish('ingest', added, pending.map((e) => e.sha256));
+        const published = ctx.lake.publish(
+          'ingest',
+          added,
+          pending.map((e) => e.sha256),
+        );
         if (published) {
           report.versions_published.push(published.version);
           report.bytes_written += published.change.bytes_added;
@@ -288,7 +310,11 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         done += 1;
         if (!ok) continue;
         pending.push({
-          sha256, file: item.file, bytes: item.bytes, handler: item.handler.name, ingested_at: new Date().toISOString(),
+          sha256,
+          file: item.file,
+          bytes: item.bytes,
+          handler: item.handler.name,
+          ingested_at: new Date().toISOString(),
         });
         if ((await stagedRows()) >= batchRows) await flush();
       }

@@ -1,16 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import {
-  CURRENT,
-  SET_NAMES,
-  currentVersion,
-  manifestName,
-  parseManifestName,
-  setDir,
-  setPartition,
-  versionsDir,
-  type Manifest,
-} from '../src/lake/versions.js';
+import { CURRENT, SET_NAMES, currentVersion, manifestName, parseManifestName, setDir, setPartition, versionsDir, type Manifest } from '../src/lake/versions.js';
 import { appendHistory, HISTORY } from './versions.js';
 
 /** A run killed between the publishing rename and its history line: the next sweep writes the line. */
@@ -48,10 +38,13 @@ export function sweepLake(lakeDir: string, graceMs: number, now: number = Date.n
   const cur = currentVersion(lakeDir);
   if (cur.version === 0) return report;
   repairHistory(lakeDir, cur.manifest);
-  const numbered = fs.readdirSync(dir).flatMap((n) => {
-    const v = parseManifestName(n);
-    return v === null ? [] : [v];
-  }).sort((a, b) => a - b);
+  const numbered = fs
+    .readdirSync(dir)
+    .flatMap((n) => {
+      const v = parseManifestName(n);
+      return v === null ? [] : [v];
+    })
+    .sort((a, b) => a - b);
   const live = new Set<string>();
   const everNamed = new Set<string>();
   const expired: number[] = [];

@@ -52,7 +52,9 @@ export class VersionDraft {
 
   partitionFiles(name: SetName, values: readonly string[]): string[] {
     const want = new Set(values);
-    return this.entries(name).filter((e) => e.partition !== null && want.has(e.partition)).map((e) => path.join(this.lakeDir, e.path));
+    return this.entries(name)
+      .filter((e) => e.partition !== null && want.has(e.partition))
+      .map((e) => path.join(this.lakeDir, e.path));
   }
 
   partitionValues(name: SetName): string[] {
@@ -102,7 +104,10 @@ export class VersionDraft {
 
   /** Replaces a single-file set (catalogue) with one new file. */
   replaceSingle(name: SetName, absPath: string, rows: number): void {
-    this.retire(name, this.entries(name).map((e) => e.path));
+    this.retire(
+      name,
+      this.entries(name).map((e) => e.path),
+    );
     this.add(name, null, absPath, rows);
   }
 
@@ -185,7 +190,10 @@ export const HISTORY = 'history.jsonl';
 /** The operators' log (`pmlake lake versions`): numbered manifests are deleted once expired, this line stays. */
 export function appendHistory(lakeDir: string, manifest: Manifest): void {
   const { sets: _sets, ...head } = manifest;
-  fs.appendFileSync(path.join(versionsDir(lakeDir), HISTORY), `${JSON.stringify({ ...head, change: { ...head.change, inputs: head.change.inputs.length } })}\n`);
+  fs.appendFileSync(
+    path.join(versionsDir(lakeDir), HISTORY),
+    `${JSON.stringify({ ...head, change: { ...head.change, inputs: head.change.inputs.length } })}\n`,
+  );
 }
 
 export function fsyncDir(dir: string): void {

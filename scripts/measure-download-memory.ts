@@ -29,19 +29,27 @@ async function buildLake(): Promise<void> {
   await c.run(`INSERT INTO trades SELECT 'id' || range, 'tok1', 'cond1', TIMESTAMP '2025-01-01' + to_microseconds(range * 200), 1000 + range // 10,
     '0x' || md5(range::VARCHAR), (range % 10)::INTEGER, md5('o' || range::VARCHAR), 0, 'Yes', CASE WHEN range % 2 = 0 THEN 'buy' ELSE 'sell' END,
     ((range % 990) + 5) / 1000, (range % 5000) / 10 + 1, 1.0, '0xmaker', '0xtaker', 0, 'USDC' FROM range(${N})`);
-  for (const [d, sql] of [
-    ['trades/month=2025-01', `SELECT * FROM trades ORDER BY token_id, ts, log_index`],
-  ] as const) {
+  for (const [d, sql] of [['trades/month=2025-01', `SELECT * FROM trades ORDER BY token_id, ts, log_index`]] as const) {
     fs.mkdirSync(path.join(lake, d), { recursive: true });
     await c.run(`COPY (${sql}) TO '${path.join(lake, d, 'data.parquet')}' (FORMAT parquet, COMPRESSION zstd)`);
   }
   const mcols = Object.entries(DATASETS.markets.columns as Record<string, string>).map(([k, t]) =>
-    k === 'id' ? `'1' AS id` : k === 'condition_id' ? `'cond1' AS condition_id` : k === 'outcome_token_ids' ? `['tok1', 'tok2'] AS outcome_token_ids` : k === 'outcomes' ? `['Yes', 'No'] AS outcomes` : `NULL::${t} AS "${k}"`,
+    k === 'id'
+      ? `'1' AS id`
+      : k === 'condition_id'
+        ? `'cond1' AS condition_id`
+        : k === 'outcome_token_ids'
+          ? `['tok1', 'tok2'] AS outcome_token_ids`
+          : k === 'outcomes'
+            ? `['Yes', 'No'] AS outcomes`
+            : `NULL::${t} AS "${k}"`,
   );
   fs.mkdirSync(path.join(lake, 'catalog/markets'), { recursive: true });
   await c.run(`COPY (SELECT ${mcols.join(', ')}) TO '${path.join(lake, 'catalog/markets/data.parquet')}' (FORMAT parquet)`);
   fs.mkdirSync(path.join(lake, 'catalog/tokens'), { recursive: true });
-  await c.run(`COPY (SELECT * FROM (VALUES ('tok1', '1', 'cond1', 0, 'Yes'), ('tok2', '1', 'cond1', 1, 'No')) v(token_id, market_id, condition_id, outcome_index, outcome_label)) TO '${path.join(lake, 'catalog/tokens/data.parquet')}' (FORMAT parquet)`);
+  await c.run(
+    `COPY (SELECT * FROM (VALUES ('tok1', '1', 'cond1', 0, 'Yes'), ('tok2', '1', 'cond1', 1, 'No')) v(token_id, market_id, condition_id, outcome_index, outcome_label)) TO '${path.join(lake, 'catalog/tokens/data.parquet')}' (FORMAT parquet)`,
+  );
   // Baseline: DuckDB COPY of the 1M-row download query to a local file.
   const t1 = Date.now();
   await c.run(`COPY (SELECT id, token_id AS market_id, strftime(ts, '%Y-%m-%dT%H:%M:%S.%fZ') AS "timestamp", block_number, transaction_hash, outcome_index AS outcome, outcome_label, side,
@@ -49,18 +57,29 @@ async function buildLake(): Promise<void> {
      FROM read_parquet('${path.join(lake, 'trades/*/*.parquet')}') WHERE token_id = 'tok1' LIMIT 1000000) TO '${path.join(dir, 'local.csv')}' (FORMAT csv, HEADER true)`);
   const s = (Date.now() - t1) / 1000;
   const bytes = fs.statSync(path.join(dir, 'local.csv')).size;
-  process.stdout.write(`lake: ${N} rows in ${(Date.now() - t0) / 1000}s; local COPY 1M rows CSV: ${s.toFixed(2)} s, ${(1e6 / s / 1e6).toFixed(2)}M rows/s, ${(bytes / s / 1e6).toFixed(0)} MB/s (${(bytes / 1e6).toFixed(0)} MB)\n`);
+  process.stdout.write(
+    `lake: ${N} rows in ${(Date.now() - t0) / 1000}s; local COPY 1M rows CSV: ${s.toFixed(2)} s, ${(1e6 / s / 1e6).toFixed(2)}M rows/s, ${(bytes / s / 1e6).toFixed(0)} MB/s (${(bytes / 1e6).toFixed(0)} MB)\n`,
+  );
   fs.rmSync(path.join(dir, 'local.csv'));
   c.closeSync();
   db.closeSync();
 }
 
 await buildLake();
-const config = loadConfig({ PMLAKE_LAKE: lake, PMLAKE_STATE: path.join(dir, 'state'), PORT: '0', LOG_LEVEL: 'silent', PMLAKE_DUCKDB_THREADS: '2', PMLAKE_S3_ENDPOINT: 'http://127.0.0.1:9' });
+const config = loadConfig({
+  PMLAKE_LAKE: lake,
+  PMLAKE_STATE: path.join(dir, 'state'),
+  PORT: '0',
+  LOG_LEVEL: 'silent',
+  PMLAKE_DUCKDB_THREADS: '2',
+  PMLAKE_S3_ENDPOINT: 'http://127.0.0.1:9',
+});
 const srv = await startServer(config, createLogger('silent'));
 const store = srv.ctx.state;
 const user = store.upsertUser('mem@example.com', 'professional');
-store.db.transaction(() => activateSubscriptionTx(store, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }))();
+store.db.transaction(() =>
+  activateSubscriptionTx(store, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }),
+)();
 const key = store.createApiKey({ userId: user.id, name: 'mem', prefix: config.keyPrefix }).plaintext;
 
 let peak = 0;
@@ -91,8 +110,12 @@ async function pull(label: string, rows: number, args: string[]): Promise<void> 
 await pull('download 1M rows CSV (GET /v1/download/trades)', 1_000_000, [`${srv.url}/v1/download/trades?market_id=1&limit=1000000`]);
 const items = Math.ceil(N / 2_000_000);
 await pull(`download ${N / 1e6}M rows CSV (bulk ZIP, ${items} x 2M)`, items * 2_000_000, [
-  '-X', 'POST', '-H', 'content-type: application/json',
-  '-d', JSON.stringify({ items: Array.from({ length: items }, () => ({ kind: 'trades', market_id: '1', format: 'csv', limit: 2_000_000 })) }),
+  '-X',
+  'POST',
+  '-H',
+  'content-type: application/json',
+  '-d',
+  JSON.stringify({ items: Array.from({ length: items }, () => ({ kind: 'trades', market_id: '1', format: 'csv', limit: 2_000_000 })) }),
   `${srv.url}/v1/download/bulk`,
 ]);
 clearInterval(sampler);

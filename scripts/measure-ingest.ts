@@ -39,7 +39,10 @@ function synth(file: string, updates: number, tokens: number): number {
     buf = [];
   };
   const p = (m: number): string => (m / 1000).toFixed(3).replace(/\.?0+$/, '') || '0';
-  const hex = (): string => Math.floor(rnd() * 2 ** 52).toString(16).padStart(40, '0');
+  const hex = (): string =>
+    Math.floor(rnd() * 2 ** 52)
+      .toString(16)
+      .padStart(40, '0');
   for (let t = 0; t < tokens; t += 1) {
     const bids = Array.from({ length: 20 }, (_, j) => `{"price":"${p(mid[t]! - 20 + j)}","size":"${(rnd() * 1000).toFixed(2)}"}`);
     const asks = Array.from({ length: 20 }, (_, j) => `{"price":"${p(mid[t]! + 20 - j)}","size":"${(rnd() * 1000).toFixed(2)}"}`);
@@ -71,7 +74,9 @@ function synth(file: string, updates: number, tokens: number): number {
       buf.push(`{"market":"${market(t)}","price_changes":[${e}],"timestamp":"${ts}","event_type":"price_change"}\n`);
       n += 2;
     } else {
-      buf.push(`{"market":"${market(t)}","asset_id":"${tok[t]}","price":"${p(mid[t]!)}","size":"${(rnd() * 100).toFixed(2)}","fee_rate_bps":"0","side":"BUY","timestamp":"${ts}","event_type":"last_trade_price"}\n`);
+      buf.push(
+        `{"market":"${market(t)}","asset_id":"${tok[t]}","price":"${p(mid[t]!)}","size":"${(rnd() * 100).toFixed(2)}","fee_rate_bps":"0","side":"BUY","timestamp":"${ts}","event_type":"last_trade_price"}\n`,
+      );
     }
     if (buf.length >= 20000) flush();
   }
@@ -95,13 +100,14 @@ try {
     fs.mkdirSync(path.dirname(file));
     const t0 = performance.now();
     const n = synth(file, arg('updates', 3_000_000), arg('tokens', 400));
-    process.stderr.write(
-      `wrote ${n} level updates (${(fs.statSync(file).size / 1e6).toFixed(0)} MB) in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
-    );
+    process.stderr.write(`wrote ${n} level updates (${(fs.statSync(file).size / 1e6).toFixed(0)} MB) in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
     paths = [file];
   }
   const report = await runIngest(paths, {
-    lakeDir: path.join(work, 'lake'), progress: true, threads: 2, derived: !process.argv.includes('--no-derived'),
+    lakeDir: path.join(work, 'lake'),
+    progress: true,
+    threads: 2,
+    derived: !process.argv.includes('--no-derived'),
   });
   const out = {
     files: report.files,

@@ -35,7 +35,10 @@ export async function buildCore(config: Config, log: Logger): Promise<Core> {
   fs.mkdirSync(config.lakeDir, { recursive: true });
   fs.mkdirSync(config.stateDir, { recursive: true });
   if (isWithin(config.stateDir, config.lakeDir)) {
-    log.warn({ lake: config.lakeDir, state: config.stateDir }, 'the state directory is inside the lake: DuckDB can read the accounts database; move PMLAKE_STATE out of PMLAKE_LAKE');
+    log.warn(
+      { lake: config.lakeDir, state: config.stateDir },
+      'the state directory is inside the lake: DuckDB can read the accounts database; move PMLAKE_STATE out of PMLAKE_LAKE',
+    );
   }
   // DuckDB may touch the lake and this process's private FIFO folder (COPY writes there), nothing else: not
   // the state directory (accounts database, link secret, the local export store, whose parts Node writes from

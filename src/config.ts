@@ -5,85 +5,112 @@ import { z } from 'zod';
  * All configuration comes from the environment, read once here and validated.
  * A bad value stops the process at start-up with a message naming the variable.
  */
-const EnvSchema = z.object({
-  PMLAKE_LAKE: z.string().min(1).default('./lake'),
-  PMLAKE_STATE: z.string().min(1).default('./state'),
-  PORT: z.coerce.number().int().min(0).max(65535).default(8000),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  PMLAKE_KEY_PREFIX: z
-    .string()
-    .regex(/^[A-Za-z0-9_]{1,16}$/, 'letters, digits and underscores, at most 16')
-    .default('pm_'),
-  /** Book snapshot cadence in seconds (plus one at every venue `book` message). */
-  PMLAKE_SNAPSHOT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
-  /**
-   * How long files a newer lake version retired stay on disk (src/lake/versions.ts): longer than the longest
-   * request, so a download that resolved the older version can read all of it.
-   */
-  PMLAKE_LAKE_GRACE_SECONDS: z.coerce.number().int().min(0).max(30 * 86_400).default(86_400),
-  /** An ingest compacts a partition once it holds more than this many small files; 0 never (`pmlake compact`). */
-  PMLAKE_COMPACT_SMALL_FILES: z.coerce.number().int().min(0).max(10_000).default(16),
-  /** DuckDB resources: a 2-core machine by default. */
-  PMLAKE_DUCKDB_THREADS: z.coerce.number().int().min(1).max(256).optional(),
-  PMLAKE_DUCKDB_MEMORY: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i).default('4GB'),
-  /** S3-compatible object storage for exports; unset → files under PMLAKE_STATE/exports behind pmlake's own signed links. */
-  PMLAKE_S3_ENDPOINT: z.string().url().optional(),
-  PMLAKE_S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/).default('pmlake-exports'),
-  PMLAKE_S3_REGION: z.string().min(1).default('us-east-1'),
-  PMLAKE_S3_ACCESS_KEY_ID: z.string().min(1).default('S3RVER'),
-  PMLAKE_S3_SECRET_ACCESS_KEY: z.string().min(1).default('S3RVER'),
-  PMLAKE_EXPORT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
-  PMLAKE_EXPORT_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 365).default(24 * 7),
-  /** Unfinished export uploads untouched this long are swept (parts of interrupted exports). */
-  PMLAKE_EXPORT_STALE_UPLOAD_HOURS: z.coerce.number().min(1).max(24 * 30).default(24),
-  /** HMAC secret of pmlake's own export links (default store); unset → generated once into PMLAKE_STATE. */
-  PMLAKE_LINK_SECRET: z.string().min(32).optional(),
-  /** HMAC secret for the built-in payment provider's webhooks and for dashboard JWTs. */
-  PMLAKE_WEBHOOK_SECRET: z.string().min(16).default('pmlake-local-webhook-secret-change-me'),
-  PMLAKE_JWT_SECRET: z.string().min(16).optional(),
-  PMLAKE_JWKS_FILE: z.string().min(1).optional(),
-  /** Public base URL used in links the service hands out (checkout pages). */
-  PMLAKE_PUBLIC_URL: z.string().url().optional(),
-  /**
-   * Host headers trusted to name this service in links (comma list of `host` or `host:port`). Empty: links
-   * never come from a request header (a spoofed Host would otherwise become the checkout link).
-   */
-  PMLAKE_ALLOWED_HOSTS: z
-    .string()
-    .default('')
-    .transform((s) => s.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean))
-    .pipe(z.array(z.string().regex(/^([a-z0-9-]+(\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(:\d{1,5})?$/, 'host or host:port'))),
-  /**
-   * Who takes payments. 'none' (default): checkout answers 503. 'local' is the built-in test provider whose
-   * page confirms without any payment: only for demos and tests. 'paddle': Paddle Billing.
-   */
-  PMLAKE_PAYMENT_PROVIDER: z.enum(['none', 'local', 'paddle']).default('none'),
-  PMLAKE_PADDLE_API_URL: z.string().url().default('https://api.paddle.com'),
-  PMLAKE_PADDLE_API_KEY: z.string().min(8).optional(),
-  /** The notification destination's secret key: enables POST /v1/billing/webhook/paddle. */
-  PMLAKE_PADDLE_WEBHOOK_SECRET: z.string().min(16).optional(),
-  /** Accepted age of a Paddle-Signature timestamp (Paddle's SDKs use 5 s). */
-  PMLAKE_PADDLE_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
-  /** Request rate limiting (60/min per key, 5/min orders). 'off' only for load tests on a private host. */
-  PMLAKE_RATE_LIMITS: z.enum(['on', 'off']).default('on'),
-  /**
-   * Load shedding (src/http/admission.ts): requests of each cost class in flight at once, 0 = unbounded.
-   * Defaults for 2 cores: DuckDB scans ('query') and downloads ('stream') bounded, lookups ('cheap') not.
-   */
-  PMLAKE_CHEAP_CONCURRENCY: z.coerce.number().int().min(0).max(10_000).default(0),
-  PMLAKE_QUERY_CONCURRENCY: z.coerce.number().int().min(0).max(256).default(3),
-  PMLAKE_STREAM_CONCURRENCY: z.coerce.number().int().min(0).max(256).default(4),
-  /** A request waiting longer than this for its class is answered 503 with Retry-After. */
-  PMLAKE_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(5000),
-  /** Requests allowed to wait per class; one more is answered 503 at once. */
-  PMLAKE_QUEUE_MAX: z.coerce.number().int().min(0).max(100_000).default(256),
-}).superRefine((e, ctx) => {
-  if (e.PMLAKE_PAYMENT_PROVIDER !== 'paddle') return;
-  for (const k of ['PMLAKE_PADDLE_API_KEY', 'PMLAKE_PADDLE_WEBHOOK_SECRET'] as const) {
-    if (!e[k]) ctx.addIssue({ code: 'custom', path: [k], message: 'required when PMLAKE_PAYMENT_PROVIDER=paddle' });
-  }
-});
+const EnvSchema = z
+  .object({
+    PMLAKE_LAKE: z.string().min(1).default('./lake'),
+    PMLAKE_STATE: z.string().min(1).default('./state'),
+    PORT: z.coerce.number().int().min(0).max(65535).default(8000),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    PMLAKE_KEY_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9_]{1,16}$/, 'letters, digits and underscores, at most 16')
+      .default('pm_'),
+    /** Book snapshot cadence in seconds (plus one at every venue `book` message). */
+    PMLAKE_SNAPSHOT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+    /**
+     * How long files a newer lake version retired stay on disk (src/lake/versions.ts): longer than the longest
+     * request, so a download that resolved the older version can read all of it.
+     */
+    PMLAKE_LAKE_GRACE_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(30 * 86_400)
+      .default(86_400),
+    /** An ingest compacts a partition once it holds more than this many small files; 0 never (`pmlake compact`). */
+    PMLAKE_COMPACT_SMALL_FILES: z.coerce.number().int().min(0).max(10_000).default(16),
+    /** DuckDB resources: a 2-core machine by default. */
+    PMLAKE_DUCKDB_THREADS: z.coerce.number().int().min(1).max(256).optional(),
+    PMLAKE_DUCKDB_MEMORY: z
+      .string()
+      .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i)
+      .default('4GB'),
+    /** S3-compatible object storage for exports; unset → files under PMLAKE_STATE/exports behind pmlake's own signed links. */
+    PMLAKE_S3_ENDPOINT: z.string().url().optional(),
+    PMLAKE_S3_BUCKET: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/)
+      .default('pmlake-exports'),
+    PMLAKE_S3_REGION: z.string().min(1).default('us-east-1'),
+    PMLAKE_S3_ACCESS_KEY_ID: z.string().min(1).default('S3RVER'),
+    PMLAKE_S3_SECRET_ACCESS_KEY: z.string().min(1).default('S3RVER'),
+    PMLAKE_EXPORT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
+    PMLAKE_EXPORT_RETENTION_HOURS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 365)
+      .default(24 * 7),
+    /** Unfinished export uploads untouched this long are swept (parts of interrupted exports). */
+    PMLAKE_EXPORT_STALE_UPLOAD_HOURS: z.coerce
+      .number()
+      .min(1)
+      .max(24 * 30)
+      .default(24),
+    /** HMAC secret of pmlake's own export links (default store); unset → generated once into PMLAKE_STATE. */
+    PMLAKE_LINK_SECRET: z.string().min(32).optional(),
+    /** HMAC secret for the built-in payment provider's webhooks and for dashboard JWTs. */
+    PMLAKE_WEBHOOK_SECRET: z.string().min(16).default('pmlake-local-webhook-secret-change-me'),
+    PMLAKE_JWT_SECRET: z.string().min(16).optional(),
+    PMLAKE_JWKS_FILE: z.string().min(1).optional(),
+    /** Public base URL used in links the service hands out (checkout pages). */
+    PMLAKE_PUBLIC_URL: z.string().url().optional(),
+    /**
+     * Host headers trusted to name this service in links (comma list of `host` or `host:port`). Empty: links
+     * never come from a request header (a spoofed Host would otherwise become the checkout link).
+     */
+    PMLAKE_ALLOWED_HOSTS: z
+      .string()
+      .default('')
+      .transform((s) =>
+        s
+          .split(',')
+          .map((h) => h.trim().toLowerCase())
+          .filter(Boolean),
+      )
+      .pipe(z.array(z.string().regex(/^([a-z0-9-]+(\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(:\d{1,5})?$/, 'host or host:port'))),
+    /**
+     * Who takes payments. 'none' (default): checkout answers 503. 'local' is the built-in test provider whose
+     * page confirms without any payment: only for demos and tests. 'paddle': Paddle Billing.
+     */
+    PMLAKE_PAYMENT_PROVIDER: z.enum(['none', 'local', 'paddle']).default('none'),
+    PMLAKE_PADDLE_API_URL: z.string().url().default('https://api.paddle.com'),
+    PMLAKE_PADDLE_API_KEY: z.string().min(8).optional(),
+    /** The notification destination's secret key: enables POST /v1/billing/webhook/paddle. */
+    PMLAKE_PADDLE_WEBHOOK_SECRET: z.string().min(16).optional(),
+    /** Accepted age of a Paddle-Signature timestamp (Paddle's SDKs use 5 s). */
+    PMLAKE_PADDLE_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
+    /** Request rate limiting (60/min per key, 5/min orders). 'off' only for load tests on a private host. */
+    PMLAKE_RATE_LIMITS: z.enum(['on', 'off']).default('on'),
+    /**
+     * Load shedding (src/http/admission.ts): requests of each cost class in flight at once, 0 = unbounded.
+     * Defaults for 2 cores: DuckDB scans ('query') and downloads ('stream') bounded, lookups ('cheap') not.
+     */
+    PMLAKE_CHEAP_CONCURRENCY: z.coerce.number().int().min(0).max(10_000).default(0),
+    PMLAKE_QUERY_CONCURRENCY: z.coerce.number().int().min(0).max(256).default(3),
+    PMLAKE_STREAM_CONCURRENCY: z.coerce.number().int().min(0).max(256).default(4),
+    /** A request waiting longer than this for its class is answered 503 with Retry-After. */
+    PMLAKE_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(5000),
+    /** Requests allowed to wait per class; one more is answered 503 at once. */
+    PMLAKE_QUEUE_MAX: z.coerce.number().int().min(0).max(100_000).default(256),
+  })
+  .superRefine((e, ctx) => {
+    if (e.PMLAKE_PAYMENT_PROVIDER !== 'paddle') return;
+    for (const k of ['PMLAKE_PADDLE_API_KEY', 'PMLAKE_PADDLE_WEBHOOK_SECRET'] as const) {
+      if (!e[k]) ctx.addIssue({ code: 'custom', path: [k], message: 'required when PMLAKE_PAYMENT_PROVIDER=paddle' });
+    }
+  });
 
 export type Config = {
   lakeDir: string;

@@ -37,10 +37,12 @@ function pulls(userId: string): { kind: string; status: string; bytes: number | 
 
 beforeAll(async () => {
   L = await buildDownloadsLake({ seed: 5 });
-  const m = (await L.rows(
-    `SELECT m.id, m.outcome_token_ids AS toks, count(*) n FROM read_parquet(${files(L.lakeDir, 'catalog/markets')}) m
+  const m = (
+    await L.rows(
+      `SELECT m.id, m.outcome_token_ids AS toks, count(*) n FROM read_parquet(${files(L.lakeDir, 'catalog/markets')}) m
      JOIN read_parquet(${files(L.lakeDir, 'trades')}) t ON list_contains(m.outcome_token_ids, t.token_id) GROUP BY ALL ORDER BY n DESC LIMIT 1`,
-  ))[0]!;
+    )
+  )[0]!;
   marketId = String(m.id);
   tokens = m.toks as string[];
 });
@@ -53,7 +55,12 @@ describe('exports', () => {
     const res = await post({ kind: 'trades', market_id: marketId, format: 'parquet', idempotency_key: 'k-1' });
     expect(res.status).toBe(202);
     const job = (await res.json()) as Record<string, any>;
-    expect(job).toMatchObject({ status: expect.stringMatching(/queued|running/), spec: { kind: 'trades', market_id: marketId }, idempotency_key: 'k-1', error: null });
+    expect(job).toMatchObject({
+      status: expect.stringMatching(/queued|running/),
+      spec: { kind: 'trades', market_id: marketId },
+      idempotency_key: 'k-1',
+      error: null,
+    });
     for (const k of ['id', 'file_name', 'record_count', 'size_bytes', 'cost', 'created_at', 'completed_at', 'expires_at']) expect(job).toHaveProperty(k);
     // The same key returns the same job.
     const again = (await (await post({ kind: 'trades', market_id: marketId, idempotency_key: 'k-1' })).json()) as Record<string, any>;
@@ -90,7 +97,11 @@ describe('exports', () => {
     expect(got.map((r) => r.id)).toEqual(want.map((r) => r.id));
     expect(done.record_count).toBe(want.length);
     // Charged once, when the build succeeded, with the real bytes.
-    expect(pulls(L.userId).filter((p) => p.status === 'completed').map((p) => p.bytes)).toContain(done.size_bytes);
+    expect(
+      pulls(L.userId)
+        .filter((p) => p.status === 'completed')
+        .map((p) => p.bytes),
+    ).toContain(done.size_bytes);
   });
 
   it("another caller's job is 404 'Export job not found'; 409 while not ready; 410 when expired", async () => {
@@ -127,7 +138,10 @@ describe('exports', () => {
   });
 
   it('raw tape export of one market (L2 frames) reads back identical to the lake', async () => {
-    const job = (await (await post({ kind: 'raw', series_id: 'polymarket:l2-delta-tape', market_id: marketId, format: 'parquet' })).json()) as Record<string, any>;
+    const job = (await (await post({ kind: 'raw', series_id: 'polymarket:l2-delta-tape', market_id: marketId, format: 'parquet' })).json()) as Record<
+      string,
+      any
+    >;
     const done = await poll(job.id);
     expect(done.status).toBe('succeeded');
     const url = ((await (await L.fetch(`/v1/exports/${job.id}/url`)).json()) as { data: { download_url: string } }).data.download_url;
@@ -150,7 +164,13 @@ describe('exports: S3 stopped mid-upload', () => {
   // The service's log, kept in memory (the test logger is silent): the full error must land here.
   const logged: Record<string, any>[] = [];
   beforeAll(async () => {
-    B = await buildDownloadsLake({ seed: 7, markets: 4, days: 2, rate: 10, log: pino({ level: 'warn' }, { write: (l: string) => void logged.push(JSON.parse(l)) }) });
+    B = await buildDownloadsLake({
+      seed: 7,
+      markets: 4,
+      days: 2,
+      rate: 10,
+      log: pino({ level: 'warn' }, { write: (l: string) => void logged.push(JSON.parse(l)) }),
+    });
   });
   afterAll(async () => {
     await B?.close();
@@ -253,9 +273,9 @@ describe('exports: S3 stopped mid-upload', () => {
     expect(row().upload_id).toBe(leftovers[0]!.id);
     // s3rver refuses AbortMultipartUpload (405) and cannot list uploads (501): the sweep's discard goes
     // through what it does allow (complete-then-delete, src/s3/store.ts) for the upload the job recorded.
-    await expect(
-      client.send(new AbortMultipartUploadCommand({ Bucket: 'pmlake-exports', Key: key!, UploadId: row().upload_id! })),
-    ).rejects.toMatchObject({ $metadata: { httpStatusCode: 405 } });
+    await expect(client.send(new AbortMultipartUploadCommand({ Bucket: 'pmlake-exports', Key: key!, UploadId: row().upload_id! }))).rejects.toMatchObject({
+      $metadata: { httpStatusCode: 405 },
+    });
     await expect(client.send(new ListMultipartUploadsCommand({ Bucket: 'pmlake-exports' }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 501 } });
     await B.srv.ctx.exports.sweep();
     expect(uploadsFor(key!)).toEqual([]);

@@ -22,7 +22,10 @@ const MiB = 1024 * 1024;
 const BUCKET = 'mp-test';
 
 /** A stream of `sizes`-byte random chunks, recording which chunks were released, and their SHA-256. */
-function source(sizes: number[], failAfter?: number): { copy: { stream: Readable; release(b: Buffer): void }; sha256: string; total: number; released: Buffer[]; chunks: Buffer[] } {
+function source(
+  sizes: number[],
+  failAfter?: number,
+): { copy: { stream: Readable; release(b: Buffer): void }; sha256: string; total: number; released: Buffer[]; chunks: Buffer[] } {
   const chunks = sizes.map((n) => crypto.randomBytes(n));
   const hash = crypto.createHash('sha256');
   for (const c of chunks) hash.update(c);
@@ -59,7 +62,10 @@ const targets: Record<string, () => Promise<Target>> = {
   async s3rver() {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-mp-'));
     const s3: LocalS3 = await startLocalS3({ directory: dir, buckets: [BUCKET] });
-    const store = await S3ObjectStore.open({ endpoint: s3.endpoint, bucket: BUCKET, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, createLogger('silent'));
+    const store = await S3ObjectStore.open(
+      { endpoint: s3.endpoint, bucket: BUCKET, region: 'us-east-1', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+      createLogger('silent'),
+    );
     return {
       store,
       dir,
@@ -107,7 +113,8 @@ describe.each(Object.keys(targets))('MultipartUpload into %s', (name) => {
   afterAll(async () => {
     await t?.close();
   });
-  const upload = (key: string, partSize = 5 * MiB, queue = 2) => new MultipartUpload(t.store, { key, contentType: 'application/octet-stream' }, partSize, queue);
+  const upload = (key: string, partSize = 5 * MiB, queue = 2) =>
+    new MultipartUpload(t.store, { key, contentType: 'application/octet-stream' }, partSize, queue);
 
   it('stores exactly the streamed bytes over several parts (chunks straddling part boundaries), releasing every chunk once', async () => {
     // Odd sizes so chunks cross the 5 MiB part boundaries at varying offsets; ~17 MiB = 4 parts, the last short.
@@ -121,7 +128,11 @@ describe.each(Object.keys(targets))('MultipartUpload into %s', (name) => {
     const seen: number[] = [];
     const created: string[] = [];
     const up = upload('a/multi.bin');
-    await up.run(src.copy, (b) => seen.push(b.length), (id) => created.push(id));
+    await up.run(
+      src.copy,
+      (b) => seen.push(b.length),
+      (id) => created.push(id),
+    );
     expect(up.uploadId).toBeTruthy();
     expect(created).toEqual([up.uploadId]);
     expect(seen).toEqual(sizes);
@@ -146,7 +157,10 @@ describe.each(Object.keys(targets))('MultipartUpload into %s', (name) => {
   });
 
   it('a stream that fails mid-way rejects, completes nothing and leaves no parts on disk', async () => {
-    const src = source(Array.from({ length: 200 }, () => 64 * 1024), 120); // fails after 7.5 MiB: one part stored
+    const src = source(
+      Array.from({ length: 200 }, () => 64 * 1024),
+      120,
+    ); // fails after 7.5 MiB: one part stored
     const up = upload('a/failed.bin');
     const stored: number[] = [];
     const uploadPart = t.store.uploadPart.bind(t.store);

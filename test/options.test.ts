@@ -51,7 +51,9 @@ describe('options', () => {
       expect(r.option_type).toBe(t);
       const e = r.expiry as Date;
       expect(e.getUTCHours()).toBe(8);
-      expect(`${e.getUTCDate()}${['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'][e.getUTCMonth()]}${String(e.getUTCFullYear()).slice(2)}`).toBe(d);
+      expect(
+        `${e.getUTCDate()}${['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'][e.getUTCMonth()]}${String(e.getUTCFullYear()).slice(2)}`,
+      ).toBe(d);
     }
   });
 

@@ -52,13 +52,7 @@ export async function baselineQuery(db: DuckDBInstance, sql: string, params: Rec
 }
 
 /** DuckDB `COPY (sql) TO file`: rows, bytes and time of writing a local file. The file is removed after. */
-export async function baselineCopy(
-  db: DuckDBInstance,
-  sql: string,
-  params: Record<string, DuckDBValue>,
-  file: string,
-  options: string,
-): Promise<Sample> {
+export async function baselineCopy(db: DuckDBInstance, sql: string, params: Record<string, DuckDBValue>, file: string, options: string): Promise<Sample> {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const conn = await db.connect();
   try {

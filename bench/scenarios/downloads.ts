@@ -99,7 +99,11 @@ function scenario(name: string, format: 'csv' | 'parquet'): Scenario {
           }
           return { seconds, rows, bytes, peakRss };
         };
-        const small = await sideBySide(ctx.reps, () => pmlakeGet(single[0]!), () => baseline(single));
+        const small = await sideBySide(
+          ctx.reps,
+          () => pmlakeGet(single[0]!),
+          () => baseline(single),
+        );
         const smallRows = small.pmlake.rows ?? 0;
         out.push({
           scenario: `${name}-1m`.replace('-10m-1m', '-1m'),
@@ -116,7 +120,12 @@ function scenario(name: string, format: 'csv' | 'parquet'): Scenario {
         // The memory comparison is like for like: the same bulk path at ~1M rows, then at 10M rows.
         const ref = await pmlakeBulk(bulk1m);
         // Bulk rounds are long (10M rows, ~1 min a side here): at most 2 of them, and no separate warm-up (the 1M rounds warmed up).
-        const big = await sideBySide(Math.min(ctx.reps, 2), () => pmlakeBulk(bulk), () => baseline(bulk), { warmup: false });
+        const big = await sideBySide(
+          Math.min(ctx.reps, 2),
+          () => pmlakeBulk(bulk),
+          () => baseline(bulk),
+          { warmup: false },
+        );
         const bigRows = big.pmlake.rows ?? 0;
         const refRows = ref.rows ?? 0;
         // The 1M reference is the higher of the two ~1M-row pulls (GET and bulk) on this fresh server: both are

@@ -45,7 +45,16 @@ export const exportL2Month: Scenario = {
       const t0 = process.hrtime.bigint();
       const submitted = await requestJson<Job>(`${ctx.server.url}/v1/exports`, key(), {
         method: 'POST',
-        body: { kind: 'raw', series_id: RAW_L2, market_id: b.marketId, shape: 'normalized', start, end, format: 'parquet', idempotency_key: `bench-${Date.now()}-${round++}` },
+        body: {
+          kind: 'raw',
+          series_id: RAW_L2,
+          market_id: b.marketId,
+          shape: 'normalized',
+          start,
+          end,
+          format: 'parquet',
+          idempotency_key: `bench-${Date.now()}-${round++}`,
+        },
       });
       let job = submitted.json;
       while (job.status !== 'succeeded') {

@@ -58,7 +58,11 @@ export function httpSmall(seconds: number): Scenario {
       await requestJson(url, ctx.key); // n/a if the route is missing
 
       const bare = await spawnUntil(
-        path.join(REPO, 'bench/bare-express.ts'), [], { ...process.env }, /listening on (http:\/\/\S+)/, path.join(ctx.workDir, 'bare-express.log'),
+        path.join(REPO, 'bench/bare-express.ts'),
+        [],
+        { ...process.env },
+        /listening on (http:\/\/\S+)/,
+        path.join(ctx.workDir, 'bare-express.log'),
       );
       const bareUrl = `${bare.match[1]!}/v1/markets/${marketId}`;
       try {
@@ -79,8 +83,18 @@ export function httpSmall(seconds: number): Scenario {
           const bPeak = peakTracker(bare.child.pid!);
           const br = await cannon(bareUrl, seconds, null);
           refused += pr.non2xx + pr.errors;
-          p.push({ seconds: 1 / pr.rps, rows: pr.requests, peakRss: pPeak, extra: { rps: pr.rps, p50_ms: pr.p50, p99_ms: pr.p99, non2xx: pr.non2xx + pr.errors } });
-          b.push({ seconds: 1 / br.rps, rows: br.requests, peakRss: bPeak.stop(), extra: { rps: br.rps, p50_ms: br.p50, p99_ms: br.p99, non2xx: br.non2xx + br.errors } });
+          p.push({
+            seconds: 1 / pr.rps,
+            rows: pr.requests,
+            peakRss: pPeak,
+            extra: { rps: pr.rps, p50_ms: pr.p50, p99_ms: pr.p99, non2xx: pr.non2xx + pr.errors },
+          });
+          b.push({
+            seconds: 1 / br.rps,
+            rows: br.requests,
+            peakRss: bPeak.stop(),
+            extra: { rps: br.rps, p50_ms: br.p50, p99_ms: br.p99, non2xx: br.non2xx + br.errors },
+          });
         }
         const ps = summarize(p);
         const bs = summarize(b);

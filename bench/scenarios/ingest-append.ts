@@ -247,7 +247,10 @@ function kb(n: number): string {
 }
 
 function phases(p: Record<string, number>): string {
-  return Object.entries(p).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ');
+  return Object.entries(p)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+    .join(', ');
 }
 
 /** The most files any partition of any data set holds in the lake's current version, e.g. "21 files (trades 2025-10)". */
@@ -302,7 +305,16 @@ export function ingestAppend(maxReps: number): Scenario {
       ctx.log(`  the day: ${describeDay(day)}`);
       const reps = Math.max(1, Math.min(ctx.reps, maxReps));
 
-      type AppendRun = { wall: number; report: IngestJson; newBytes: number; newFiles: number; manifestBytes: number; added: Record<string, { files: number; bytes: number }>; adopt: { seconds: number; files: number } | null; cloneSeconds: number };
+      type AppendRun = {
+        wall: number;
+        report: IngestJson;
+        newBytes: number;
+        newFiles: number;
+        manifestBytes: number;
+        added: Record<string, { files: number; bytes: number }>;
+        adopt: { seconds: number; files: number } | null;
+        cloneSeconds: number;
+      };
       const runs: AppendRun[] = [];
       // Filled in by the rounds (closures): the batch alone, and the clone kept for compaction.
       const own = { bytes: Number.NaN, dataBytes: Number.NaN, seconds: Number.NaN };
@@ -327,12 +339,23 @@ export function ingestAppend(maxReps: number): Scenario {
           newFiles += 1;
         }
         runs.push({
-          wall: r.wall, report: r.report, newBytes, newFiles, manifestBytes: dirBytes(versionsDir(clone)) - versionsBefore,
-          added: addedBySet(manifestBefore, readCurrentManifest(clone)), adopt: adopted, cloneSeconds,
+          wall: r.wall,
+          report: r.report,
+          newBytes,
+          newFiles,
+          manifestBytes: dirBytes(versionsDir(clone)) - versionsBefore,
+          added: addedBySet(manifestBefore, readCurrentManifest(clone)),
+          adopt: adopted,
+          cloneSeconds,
         });
         const rows = Object.values(r.report.rows_added).reduce((s, n) => s + n, 0);
         // Bytes as extras, not `bytes`: an MB/s of an append says nothing.
-        return { seconds: r.wall, rows, peakRss: r.peakRss, extra: { report_s: r.report.seconds, bytes_written: r.report.bytes_written, new_file_bytes: newBytes } };
+        return {
+          seconds: r.wall,
+          rows,
+          peakRss: r.peakRss,
+          extra: { report_s: r.report.seconds, bytes_written: r.report.bytes_written, new_file_bytes: newBytes },
+        };
       };
       const baseline = async (rep: number): Promise<Sample> => {
         const empty = path.join(work, `empty-${rep + 1}`);
@@ -359,21 +382,23 @@ export function ingestAppend(maxReps: number): Scenario {
         const ratio = bytesWritten / own.bytes;
         const mid = [...runs].sort((a, b) => a.wall - b.wall)[Math.floor(runs.length / 2)]!;
         const inProcess = median(runs.map((x) => x.report.seconds));
-        const added = Object.entries(mid.added).sort((a, b) => b[1].bytes - a[1].bytes).map(([n, a]) => `${n} ${a.files}×${kb(a.bytes)}`).join(', ');
-        const catalogueBytes = Object.entries(mid.added).filter(([n]) => ['markets', 'tokens', 'series', 'market_records', 'series_records'].includes(n)).reduce((s, [, a]) => s + a.bytes, 0);
+        const added = Object.entries(mid.added)
+          .sort((a, b) => b[1].bytes - a[1].bytes)
+          .map(([n, a]) => `${n} ${a.files}×${kb(a.bytes)}`)
+          .join(', ');
+        const catalogueBytes = Object.entries(mid.added)
+          .filter(([n]) => ['markets', 'tokens', 'series', 'market_records', 'series_records'].includes(n))
+          .reduce((s, [, a]) => s + a.bytes, 0);
         rows.push({
           scenario: 'ingest-append',
           status: 'ok',
           pmlakeDoes: `pmlake ingest of one small day (${MARKETS} markets) appended to a hard-link clone of the bench lake (version ${currentVersion(lakeDir).version}${currentVersion(lakeDir).version === 0 ? ', adopted first' : ''}), automatic compaction off`,
-          baselineDoes: 'pmlake ingest of the same day into an empty lake (the batch\'s own Parquet size)',
+          baselineDoes: "pmlake ingest of the same day into an empty lake (the batch's own Parquet size)",
           rows: r.pmlake.rows,
           pmlake: { ...r.pmlake, extra: { ...r.pmlake.extra, bytes_ratio: ratio, new_files: mid.newFiles, manifest_bytes: mid.manifestBytes } },
           baseline: r.baseline,
           ratio: r.ratio,
-          targets: [
-            atMost('≤5 s (pmlake ingest process, wall)', r.pmlake.seconds, 5),
-            atMost('bytes written ≤10× the batch\'s own Parquet', ratio, 10),
-          ],
+          targets: [atMost('≤5 s (pmlake ingest process, wall)', r.pmlake.seconds, 5), atMost("bytes written ≤10× the batch's own Parquet", ratio, 10)],
           notes: [
             `the day: ${describeDay(day)}`,
             `append: ${r.pmlake.seconds.toFixed(2)} s wall (process start included), ${inProcess.toFixed(2)} s inside runIngest; rounds ${runs.map((x) => x.wall.toFixed(2)).join(', ')} s`,
@@ -390,7 +415,8 @@ export function ingestAppend(maxReps: number): Scenario {
           rows.push({
             scenario: 'ingest-append (adopt v0)',
             status: 'ok',
-            pmlakeDoes: 'adoptLegacyLake: a lake written before versions becomes version 1 (footers read for row counts, nothing copied), what its first ingest does first',
+            pmlakeDoes:
+              'adoptLegacyLake: a lake written before versions becomes version 1 (footers read for row counts, nothing copied), what its first ingest does first',
             rows: adoptions[0]!.files,
             pmlake: summarize(secs.map((s) => ({ seconds: s }))),
             targets: [],

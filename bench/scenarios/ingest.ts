@@ -76,9 +76,7 @@ export function ingestWs(maxReps: number, markets: number): Scenario {
             const t0 = process.hrtime.bigint();
             // sample_size = -1: the schema must cover every message type; rare ones (tick_size_change) appear
             // after the default 20,480-record sample and would otherwise fail the read.
-            const res = await conn.run(
-              `CREATE TABLE ws_bare AS SELECT * FROM read_json(${sqlString(file)}, format = 'newline_delimited', sample_size = -1)`,
-            );
+            const res = await conn.run(`CREATE TABLE ws_bare AS SELECT * FROM read_json(${sqlString(file)}, format = 'newline_delimited', sample_size = -1)`);
             const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
             void res;
             return { seconds, rows: levelUpdates || undefined, bytes, peakRss: peak.stop() } as Sample;

@@ -80,12 +80,18 @@ export function mixedLoad(seconds: number): Scenario {
         {
           name: 'trades-pages',
           connections: 100,
-          paths: [`/v1/trades?${qs({ market_id: bm.marketId, limit: 100, offset: 0 })}`, `/v1/trades?${qs({ market_id: bm.marketId, limit: 100, offset: 1000 })}`],
+          paths: [
+            `/v1/trades?${qs({ market_id: bm.marketId, limit: 100, offset: 0 })}`,
+            `/v1/trades?${qs({ market_id: bm.marketId, limit: 100, offset: 1000 })}`,
+          ],
         },
         { name: 'raw-datasets', connections: 20, paths: ['/v1/download/raw/datasets'] },
         { name: 'ohlcv', connections: 30, paths: [ohlcv] },
       ];
-      const keys = ctx.newKeys('mixed', kinds.reduce((s, k) => s + k.connections, 0));
+      const keys = ctx.newKeys(
+        'mixed',
+        kinds.reduce((s, k) => s + k.connections, 0),
+      );
       // The main server is stopped meanwhile: one server on the two cores, as in the issue's run.
       await ctx.server.stop();
       const srv = await startPmlakeServer({
@@ -127,7 +133,10 @@ export function mixedLoad(seconds: number): Scenario {
       const timeouts = out.reduce((s, o) => s + o.timeouts, 0);
       const failed = out.reduce((s, o) => s + o.other, 0);
       const rps = total / wall;
-      for (const o of out) ctx.log(`  ${o.name}: ${o.rps.toFixed(0)} req/s, p50 ${o.p50} ms, p99 ${o.p99} ms, max ${o.max} ms, 503 ${o.s503}, timeouts ${o.timeouts}, other ${o.other}`);
+      for (const o of out)
+        ctx.log(
+          `  ${o.name}: ${o.rps.toFixed(0)} req/s, p50 ${o.p50} ms, p99 ${o.p99} ms, max ${o.max} ms, 503 ${o.s503}, timeouts ${o.timeouts}, other ${o.other}`,
+        );
       return [
         {
           scenario: 'mixed-load',
@@ -135,14 +144,23 @@ export function mixedLoad(seconds: number): Scenario {
           pmlakeDoes: `${kinds.reduce((s, k) => s + k.connections, 0)} connections for ${seconds} s (then drained: ${wall.toFixed(1)} s): ${kinds.map((k) => `${k.name} ×${k.connections}`).join(', ')}`,
           baselineDoes: 'none (targets only)',
           rows: total,
-          pmlake: { seconds: 1 / rps, samples: [wall], rows: total, peakRss, extra: { rps, detail_p99_ms: detail.p99, oldest_ms: oldest, s503: shed, timeouts } },
+          pmlake: {
+            seconds: 1 / rps,
+            samples: [wall],
+            rows: total,
+            peakRss,
+            extra: { rps, detail_p99_ms: detail.p99, oldest_ms: oldest, s503: shed, timeouts },
+          },
           targets: [
             atMost('market-detail p99 ≤100 ms', detail.p99, 100),
             atMost('oldest request ≤10 s', oldest / 1000, 10),
             atMost(`no request past the ${CLIENT_TIMEOUT_MS / 1000} s client timeout`, timeouts, 0),
           ],
           notes: [
-            ...out.map((o) => `${o.name}: ${o.rps.toFixed(0)} req/s, p50 ${o.p50} ms, p99 ${o.p99} ms, max ${o.max} ms, 503 ${o.s503}, timeouts ${o.timeouts}, other non-2xx/errors ${o.other}`),
+            ...out.map(
+              (o) =>
+                `${o.name}: ${o.rps.toFixed(0)} req/s, p50 ${o.p50} ms, p99 ${o.p99} ms, max ${o.max} ms, 503 ${o.s503}, timeouts ${o.timeouts}, other non-2xx/errors ${o.other}`,
+            ),
             `total ${rps.toFixed(0)} req/s; 503 (shed, Retry-After) ${shed}; other failures ${failed}; 'pmlake s' is seconds per request (1/rate)`,
           ],
         },

@@ -55,7 +55,12 @@ function scenario(spec: Spec): Scenario {
       const end = addDays(`${bt.to.slice(0, 10)}T00:00:00.000Z`, 1);
       const start = addDays(end, -spec.days);
       const url = `${ctx.server.url}/v1/trades/ohlcv?${qs({
-        market_id: bt.marketId, outcome: bt.outcome, timeframe: spec.timeframe, start, end, limit: 10000,
+        market_id: bt.marketId,
+        outcome: bt.outcome,
+        timeframe: spec.timeframe,
+        start,
+        end,
+        limit: 10000,
       })}`;
       const pmlake = async (): Promise<{ seconds: number; rows: number; bytes: number; peakRss: number }> => {
         const peak = peakTracker(ctx.server.pid);

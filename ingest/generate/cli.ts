@@ -5,14 +5,23 @@ import { generate } from './index.js';
  * `pmlake generate --markets N --days D --seed S --out DIR [--start YYYY-MM-DD] [--busy K] [--options]
  *  [--rate X] [--maker-fills F] [--workers W]` — writes synthetic venue-format source files (see lake/README.md "Generator").
  */
-const USAGE = 'usage: pmlake generate --markets N --days D --seed S --out DIR [--start YYYY-MM-DD] [--busy K] [--options] [--rate X] [--maker-fills F] [--workers W]\n';
+const USAGE =
+  'usage: pmlake generate --markets N --days D --seed S --out DIR [--start YYYY-MM-DD] [--busy K] [--options] [--rate X] [--maker-fills F] [--workers W]\n';
 
 const Args = z.object({
   markets: z.coerce.number().int().min(1).max(100_000),
   days: z.coerce.number().int().min(1).max(3_650),
-  seed: z.coerce.number().int().min(0).max(2 ** 53 - 1),
+  seed: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 53 - 1),
   out: z.string().min(1),
-  start: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)), 'not a date').optional(),
+  start: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/)
+    .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)), 'not a date')
+    .optional(),
   busy: z.coerce.number().int().min(0).max(1_000).optional(),
   options: z.boolean().optional(),
   rate: z.coerce.number().positive().max(1_000).optional(),
@@ -57,8 +66,19 @@ export async function generateCommand(args: string[]): Promise<number> {
     process.stderr.write(`generate: day ${done}/${total} ${r.date} ${r.counts.level_updates} level updates, ${r.counts.trades} trades (${s.toFixed(1)} s)\n`);
   });
   const { counts, bytes, timing } = report;
-  process.stdout.write(`${JSON.stringify({ out: report.out, markets: counts.markets, tokens: counts.tokens,
-    ws_messages: counts.ws_messages, level_updates: counts.level_updates, trades: counts.trades,
-    fill_events: counts.fill_events, options_trades: counts.options_trades, bytes: bytes.total, ...timing })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({
+      out: report.out,
+      markets: counts.markets,
+      tokens: counts.tokens,
+      ws_messages: counts.ws_messages,
+      level_updates: counts.level_updates,
+      trades: counts.trades,
+      fill_events: counts.fill_events,
+      options_trades: counts.options_trades,
+      bytes: bytes.total,
+      ...timing,
+    })}\n`,
+  );
   return 0;
 }

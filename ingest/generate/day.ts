@@ -51,9 +51,20 @@ const ASK = 1;
 const SIDE = ['BUY', 'SELL'] as const;
 
 export function emptyCounts(): DayCounts {
-  return { ws_messages: 0, book_messages: 0, price_change_messages: 0, last_trade_price_messages: 0,
-    tick_size_change_messages: 0, level_updates: 0, book_level_updates: 0, price_change_level_updates: 0,
-    matches: 0, trades: 0, fill_events: 0, options_trades: 0 };
+  return {
+    ws_messages: 0,
+    book_messages: 0,
+    price_change_messages: 0,
+    last_trade_price_messages: 0,
+    tick_size_change_messages: 0,
+    level_updates: 0,
+    book_level_updates: 0,
+    price_change_level_updates: 0,
+    matches: 0,
+    trades: 0,
+    fill_events: 0,
+    options_trades: 0,
+  };
 }
 
 class Sim {
@@ -206,8 +217,10 @@ export function runDay(plan: Plan, day: number): DayResult {
         const side = ch[i]!;
         const p = ch[i + 1]!;
         const sz = sizeStr(ch[i + 2]!);
-        if (yesToo) e += `${e ? ',' : ''}{"asset_id":"${s.m.tokens[0]}","price":"${PRICE_STR[p]}","size":"${sz}","side":"${SIDE[side]}","hash":"${rng.hex(40)}","best_bid":"${yb}","best_ask":"${ya}"}`;
-        if (noToo) e += `${e ? ',' : ''}{"asset_id":"${s.m.tokens[1]}","price":"${PRICE_STR[1000 - p]}","size":"${sz}","side":"${SIDE[1 - side]}","hash":"${rng.hex(40)}","best_bid":"${nb}","best_ask":"${na}"}`;
+        if (yesToo)
+          e += `${e ? ',' : ''}{"asset_id":"${s.m.tokens[0]}","price":"${PRICE_STR[p]}","size":"${sz}","side":"${SIDE[side]}","hash":"${rng.hex(40)}","best_bid":"${yb}","best_ask":"${ya}"}`;
+        if (noToo)
+          e += `${e ? ',' : ''}{"asset_id":"${s.m.tokens[1]}","price":"${PRICE_STR[1000 - p]}","size":"${sz}","side":"${SIDE[1 - side]}","hash":"${rng.hex(40)}","best_bid":"${nb}","best_ask":"${na}"}`;
       }
       ws.write(`{"market":"${M}","price_changes":[${e}],"timestamp":"${ts}","event_type":"price_change"}\n`);
       c.ws_messages++;
@@ -223,8 +236,10 @@ export function runDay(plan: Plan, day: number): DayResult {
         y += `${i ? ',' : ''}{"price":"${PRICE_STR[p]}","side":"${SIDE[side]}","size":"${sz}"}`;
         n += `${i ? ',' : ''}{"price":"${PRICE_STR[1000 - p]}","side":"${SIDE[1 - side]}","size":"${sz}"}`;
       }
-      if (yesToo) ws.write(`{"asset_id":"${s.m.tokens[0]}","changes":[${y}],"event_type":"price_change","hash":"${rng.hex(40)}","market":"${M}","timestamp":"${ts}"}\n`);
-      if (noToo) ws.write(`{"asset_id":"${s.m.tokens[1]}","changes":[${n}],"event_type":"price_change","hash":"${rng.hex(40)}","market":"${M}","timestamp":"${ts}"}\n`);
+      if (yesToo)
+        ws.write(`{"asset_id":"${s.m.tokens[0]}","changes":[${y}],"event_type":"price_change","hash":"${rng.hex(40)}","market":"${M}","timestamp":"${ts}"}\n`);
+      if (noToo)
+        ws.write(`{"asset_id":"${s.m.tokens[1]}","changes":[${n}],"event_type":"price_change","hash":"${rng.hex(40)}","market":"${M}","timestamp":"${ts}"}\n`);
       const msgs = yesToo && noToo ? 2 : 1;
       c.ws_messages += msgs;
       c.price_change_messages += msgs;
@@ -236,7 +251,9 @@ export function runDay(plan: Plan, day: number): DayResult {
 
   const tickChange = (s: Sim, ts: number): void => {
     for (let token = 0; token < 2; token++) {
-      ws.write(`{"asset_id":"${s.m.tokens[token]}","event_type":"tick_size_change","market":"${s.m.conditionId}","new_tick_size":"0.001","old_tick_size":"0.01","timestamp":"${ts}"}\n`);
+      ws.write(
+        `{"asset_id":"${s.m.tokens[token]}","event_type":"tick_size_change","market":"${s.m.conditionId}","new_tick_size":"0.001","old_tick_size":"0.01","timestamp":"${ts}"}\n`,
+      );
       c.ws_messages++;
       c.tick_size_change_messages++;
     }
@@ -245,10 +262,21 @@ export function runDay(plan: Plan, day: number): DayResult {
   // ---- on-chain fills ---------------------------------------------------------------------------------------
   let curBlock = -1;
   let logIndex = 0;
-  const fill = (block: number, tx: string, contract: string, maker: string, taker: string, makerAsset: string,
-    takerAsset: string, makerAmt: number, takerAmt: number): void => {
+  const fill = (
+    block: number,
+    tx: string,
+    contract: string,
+    maker: string,
+    taker: string,
+    makerAsset: string,
+    takerAsset: string,
+    makerAmt: number,
+    takerAmt: number,
+  ): void => {
     logIndex += 1 + rng.int(3); // Transfer/TransferSingle logs sit between the OrderFilled logs
-    fills.write(`{"event":"OrderFilled","block_number":${block},"block_timestamp":${blockTime(block)},"transaction_hash":"${tx}","log_index":${logIndex},"contract":"${contract}","order_hash":"0x${rng.hex(64)}","maker":"${maker}","taker":"${taker}","maker_asset_id":"${makerAsset}","taker_asset_id":"${takerAsset}","maker_amount_filled":"${makerAmt}","taker_amount_filled":"${takerAmt}","fee":"0"}\n`);
+    fills.write(
+      `{"event":"OrderFilled","block_number":${block},"block_timestamp":${blockTime(block)},"transaction_hash":"${tx}","log_index":${logIndex},"contract":"${contract}","order_hash":"0x${rng.hex(64)}","maker":"${maker}","taker":"${taker}","maker_asset_id":"${makerAsset}","taker_asset_id":"${takerAsset}","maker_amount_filled":"${makerAmt}","taker_amount_filled":"${takerAmt}","fee":"0"}\n`,
+    );
     c.fill_events++;
   };
 
@@ -268,9 +296,13 @@ export function runDay(plan: Plan, day: number): DayResult {
     const assetId = s.m.tokens[token]!;
     const takerSide = takerBuys ? 'BUY' : 'SELL';
     if (newShape) {
-      ws.write(`{"market":"${s.m.conditionId}","asset_id":"${assetId}","price":"${PRICE_STR[price]}","size":"${sizeStr(size)}","fee_rate_bps":"0","side":"${takerSide}","timestamp":"${ts}","event_type":"last_trade_price","transaction_hash":"${tx}"}\n`);
+      ws.write(
+        `{"market":"${s.m.conditionId}","asset_id":"${assetId}","price":"${PRICE_STR[price]}","size":"${sizeStr(size)}","fee_rate_bps":"0","side":"${takerSide}","timestamp":"${ts}","event_type":"last_trade_price","transaction_hash":"${tx}"}\n`,
+      );
     } else {
-      ws.write(`{"asset_id":"${assetId}","event_type":"last_trade_price","fee_rate_bps":"0","market":"${s.m.conditionId}","price":"${PRICE_STR[price]}","side":"${takerSide}","size":"${sizeStr(size)}","timestamp":"${ts}","transaction_hash":"${tx}"}\n`);
+      ws.write(
+        `{"asset_id":"${assetId}","event_type":"last_trade_price","fee_rate_bps":"0","market":"${s.m.conditionId}","price":"${PRICE_STR[price]}","side":"${takerSide}","size":"${sizeStr(size)}","timestamp":"${ts}","transaction_hash":"${tx}"}\n`,
+      );
     }
     c.ws_messages++;
     c.last_trade_price_messages++;
@@ -341,8 +373,10 @@ export function runDay(plan: Plan, day: number): DayResult {
     let P: number;
     if (gap > 2 && rng.chance(0.85)) {
       // Market makers compete inside a wide spread, quoting next to the fair price.
-      P = side === BID ? Math.min(s.ba - tk, Math.max(s.bb + tk, Math.floor((fair - tk / 2) / tk) * tk))
-        : Math.max(s.bb + tk, Math.min(s.ba - tk, Math.ceil((fair + tk / 2) / tk) * tk));
+      P =
+        side === BID
+          ? Math.min(s.ba - tk, Math.max(s.bb + tk, Math.floor((fair - tk / 2) / tk) * tk))
+          : Math.max(s.bb + tk, Math.min(s.ba - tk, Math.ceil((fair + tk / 2) / tk) * tk));
     } else if (gap > 1 && rng.chance(0.35)) P = side === BID ? s.bb + tk : s.ba - tk;
     else {
       const k = Math.min(25, rng.geometric(0.4));
@@ -453,8 +487,7 @@ export function runDay(plan: Plan, day: number): DayResult {
         // Depth stays bounded: a full side loses its farthest level instead of growing.
         if (s.n[side]! >= (s.m.busy ? 24 : 14)) dropFar(s, ts, side);
         else add(s, ts, side, f);
-      }
-      else if (r < 0.52) cancel(s, ts, side);
+      } else if (r < 0.52) cancel(s, ts, side);
       else trade(s, ts, rng.chance(f > (s.bb + s.ba) / 2 ? 0.65 : 0.35) ? ASK : BID);
     }
     if (rng.chance(0.002)) {
@@ -555,8 +588,14 @@ export function runDay(plan: Plan, day: number): DayResult {
     date,
     counts: c,
     bytes: { ws: ws.bytes, fills: fills.bytes, options: optionsBytes },
-    markets: sims.map((s) => ({ idx: s.m.idx, volumeMicro: s.volumeMicro, trades: s.trades,
+    markets: sims.map((s) => ({
+      idx: s.m.idx,
+      volumeMicro: s.volumeMicro,
+      trades: s.trades,
       lastYesMilli: s.lastYes,
-      lastTradeMs: s.lastTradeMs, bestBid: s.bb, bestAsk: s.ba })),
+      lastTradeMs: s.lastTradeMs,
+      bestBid: s.bb,
+      bestAsk: s.ba,
+    })),
   };
 }

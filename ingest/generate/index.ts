@@ -53,8 +53,7 @@ export async function generate(o: GenerateOptions, onProgress?: ProgressFn): Pro
   // Aggregate in day order so the totals (and the markets file) do not depend on completion order.
   const counts = emptyCounts();
   const bytes = { ws: 0, fills: 0, options: 0, markets: 0, total: 0 };
-  const totals: MarketTotals[] = plan.markets.map(() => ({ volumeMicro: 0, trades: 0, lastYesMilli: -1,
-    lastTradeMs: 0, bestBid: 0, bestAsk: 0 }));
+  const totals: MarketTotals[] = plan.markets.map(() => ({ volumeMicro: 0, trades: 0, lastYesMilli: -1, lastTradeMs: 0, bestBid: 0, bestAsk: 0 }));
   for (const r of results) {
     for (const k of Object.keys(counts) as (keyof DayCounts)[]) counts[k] += r.counts[k];
     bytes.ws += r.bytes.ws;
@@ -82,11 +81,25 @@ export async function generate(o: GenerateOptions, onProgress?: ProgressFn): Pro
   const dates = plan.dayStarts.map(isoDate);
   const report: GenerateReport = {
     out,
-    options: { markets: opts.markets, days: opts.days, seed: opts.seed, start: opts.start, busy: opts.busy,
-      options: opts.options, rate: opts.rate, makerFills: opts.makerFills },
+    options: {
+      markets: opts.markets,
+      days: opts.days,
+      seed: opts.seed,
+      start: opts.start,
+      busy: opts.busy,
+      options: opts.options,
+      rate: opts.rate,
+      makerFills: opts.makerFills,
+    },
     range: { from: isoDate(plan.startMs), to: isoDate(plan.endMs - 1) },
-    counts: { ...counts, markets: plan.markets.length, tokens: plan.markets.length * 2, events: plan.events.length,
-      series: plan.series.length, days: opts.days },
+    counts: {
+      ...counts,
+      markets: plan.markets.length,
+      tokens: plan.markets.length * 2,
+      events: plan.events.length,
+      series: plan.series.length,
+      days: opts.days,
+    },
     bytes,
     files: {
       markets: 'markets/gamma_markets.json',
@@ -94,12 +107,23 @@ export async function generate(o: GenerateOptions, onProgress?: ProgressFn): Pro
       fills: dates.map((d) => `fills/${d}.jsonl`),
       options: opts.options ? dates.map((d) => `options/${d}.jsonl`) : [],
     },
-    timing: { seconds: round(seconds, 3), workers: Math.max(1, workers), messages_per_s: Math.round(counts.ws_messages / seconds),
-      level_updates_per_s: Math.round(counts.level_updates / seconds), mb_per_s: round(bytes.total / 1e6 / seconds, 1) },
+    timing: {
+      seconds: round(seconds, 3),
+      workers: Math.max(1, workers),
+      messages_per_s: Math.round(counts.ws_messages / seconds),
+      level_updates_per_s: Math.round(counts.level_updates / seconds),
+      mb_per_s: round(bytes.total / 1e6 / seconds, 1),
+    },
   };
   // Everything but `timing` is a function of the options, so two runs with one seed differ only there.
-  fs.writeFileSync(path.join(out, 'manifest.json'), `${JSON.stringify({ generator: 'pmlake-generate/1',
-    price_change_shape: { old_before: NEW_SHAPE_FROM, new_from: NEW_SHAPE_FROM }, ...report, out: undefined }, null, 2)}\n`);
+  fs.writeFileSync(
+    path.join(out, 'manifest.json'),
+    `${JSON.stringify(
+      { generator: 'pmlake-generate/1', price_change_shape: { old_before: NEW_SHAPE_FROM, new_from: NEW_SHAPE_FROM }, ...report, out: undefined },
+      null,
+      2,
+    )}\n`,
+  );
   return report;
 }
 
@@ -113,24 +137,29 @@ async function runOnWorkers(o: GenerateOptions, days: number, n: number, finish:
   let nextDay = 0;
   const pool = Array.from({ length: n }, () => new Worker(new URL('./worker-boot.mjs', import.meta.url), { workerData: o }));
   try {
-    await Promise.all(pool.map((w) => new Promise<void>((resolve, reject) => {
-      const feed = (): void => {
-        if (nextDay >= days) {
-          resolve();
-          return;
-        }
-        w.postMessage(nextDay++);
-      };
-      w.on('message', (r: DayResult) => {
-        finish(r);
-        feed();
-      });
-      w.on('error', reject);
-      w.on('exit', (code) => {
-        if (code !== 0) reject(new Error(`generator worker exited with code ${code}`));
-      });
-      feed();
-    })));
+    await Promise.all(
+      pool.map(
+        (w) =>
+          new Promise<void>((resolve, reject) => {
+            const feed = (): void => {
+              if (nextDay >= days) {
+                resolve();
+                return;
+              }
+              w.postMessage(nextDay++);
+            };
+            w.on('message', (r: DayResult) => {
+              finish(r);
+              feed();
+            });
+            w.on('error', reject);
+            w.on('exit', (code) => {
+              if (code !== 0) reject(new Error(`generator worker exited with code ${code}`));
+            });
+            feed();
+          }),
+      ),
+    );
   } finally {
     await Promise.all(pool.map((w) => w.terminate()));
   }

@@ -24,9 +24,8 @@ function expiryName(ms: number): string {
 
 function normCdf(x: number): number {
   // Abramowitz–Stegun 7.1.26, plenty for synthetic prices.
-  const t = 1 / (1 + 0.3275911 * Math.abs(x) / Math.SQRT2);
-  const y = 1 - (((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t) *
-    Math.exp(-(x * x) / 2);
+  const t = 1 / (1 + (0.3275911 * Math.abs(x)) / Math.SQRT2);
+  const y = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-(x * x) / 2);
   return x >= 0 ? (1 + y) / 2 : (1 - y) / 2;
 }
 
@@ -53,7 +52,7 @@ function expiries(dayStart: number): number[] {
   const at8 = (ms: number): number => ms + 8 * 3_600_000;
   for (let i = 1; i <= 3; i++) out.push(at8(dayStart + i * DAY_MS));
   const dow = new Date(dayStart).getUTCDay();
-  const firstFriday = dayStart + (((5 - dow + 7) % 7) || 7) * DAY_MS;
+  const firstFriday = dayStart + ((5 - dow + 7) % 7 || 7) * DAY_MS;
   for (let w = 0; w < 4; w++) out.push(at8(firstFriday + w * 7 * DAY_MS));
   const d = new Date(dayStart);
   for (let m = 1; m <= 3; m++) {
@@ -90,14 +89,18 @@ export function writeOptionsDay(plan: Plan, day: number): { bytes: number; trade
       const K = Math.max(step, Math.round((S * Math.exp(rng.normal() * 0.12 * Math.sqrt(T * 12 + 0.05))) / step) * step);
       const call = rng.chance(0.55);
       const m = Math.log(K / S);
-      const iv = u.vol * (1 + 1.5 * m * m / Math.max(0.05, T) * 0.05 + 0.05 * rng.normal());
+      const iv = u.vol * (1 + ((1.5 * m * m) / Math.max(0.05, T)) * 0.05 + 0.05 * rng.normal());
       const px = Math.max(0.0001, Math.round(premium(S, K, T, Math.max(0.1, iv), call) * 10_000) / 10_000);
       const amount = u.lot === 1 ? 1 + Math.floor(rng.exp(8)) : Math.round((0.1 + rng.exp(1.5)) * 10) / 10;
       const name = `${u.sym}-${expiryName(exp)}-${K}-${call ? 'C' : 'P'}`;
       const direction = rng.chance(0.5) ? 'buy' : 'sell';
       const ivPct = Math.round(Math.max(0.1, iv) * 10_000) / 100;
       const index = Math.round(S * 100) / 100;
-      rows.push({ ts, line: (id) => `{"instrument_name":"${name}","timestamp":${ts},"trade_id":"${u.sym}-${id}","price":${px},"iv":${ivPct},"index_price":${index},"amount":${amount},"direction":"${direction}"}\n` });
+      rows.push({
+        ts,
+        line: (id) =>
+          `{"instrument_name":"${name}","timestamp":${ts},"trade_id":"${u.sym}-${id}","price":${px},"iv":${ivPct},"index_price":${index},"amount":${amount},"direction":"${direction}"}\n`,
+      });
     }
   }
   rows.sort((a, b) => a.ts - b.ts);

@@ -144,21 +144,93 @@ export function isoDate(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
-const FIRST_NAMES = ['Jordan', 'Priya', 'Marcus', 'Elena', 'Theo', 'Imani', 'Rafael', 'Hannah', 'Desmond', 'Mei',
-  'Colin', 'Sofia', 'Victor', 'Amara', 'Grant', 'Lucia', 'Nolan', 'Farah', 'Owen', 'Beatrix'];
-const LAST_NAMES = ['Hale', 'Natarajan', 'Whitfield', 'Okafor', 'Brennan', 'Castillo', 'Lindqvist', 'Achebe',
-  'Moreau', 'Sato', 'Pritchard', 'Delgado', 'Kowalski', 'Ferreira', 'Ashby', 'Rinaldi', 'Osei', 'Vance'];
+const FIRST_NAMES = [
+  'Jordan',
+  'Priya',
+  'Marcus',
+  'Elena',
+  'Theo',
+  'Imani',
+  'Rafael',
+  'Hannah',
+  'Desmond',
+  'Mei',
+  'Colin',
+  'Sofia',
+  'Victor',
+  'Amara',
+  'Grant',
+  'Lucia',
+  'Nolan',
+  'Farah',
+  'Owen',
+  'Beatrix',
+];
+const LAST_NAMES = [
+  'Hale',
+  'Natarajan',
+  'Whitfield',
+  'Okafor',
+  'Brennan',
+  'Castillo',
+  'Lindqvist',
+  'Achebe',
+  'Moreau',
+  'Sato',
+  'Pritchard',
+  'Delgado',
+  'Kowalski',
+  'Ferreira',
+  'Ashby',
+  'Rinaldi',
+  'Osei',
+  'Vance',
+];
 const RACES = [
-  { title: 'Democratic Presidential Nominee 2028', slug: 'democratic-presidential-nominee-2028', q: 'win the 2028 Democratic presidential nomination', end: '2028-11-07' },
-  { title: 'Republican Presidential Nominee 2028', slug: 'republican-presidential-nominee-2028', q: 'win the 2028 Republican presidential nomination', end: '2028-11-07' },
+  {
+    title: 'Democratic Presidential Nominee 2028',
+    slug: 'democratic-presidential-nominee-2028',
+    q: 'win the 2028 Democratic presidential nomination',
+    end: '2028-11-07',
+  },
+  {
+    title: 'Republican Presidential Nominee 2028',
+    slug: 'republican-presidential-nominee-2028',
+    q: 'win the 2028 Republican presidential nomination',
+    end: '2028-11-07',
+  },
   { title: 'Presidential Election Winner 2028', slug: 'presidential-election-winner-2028', q: 'win the 2028 US Presidential Election', end: '2028-11-07' },
   { title: 'Next UK Prime Minister', slug: 'next-uk-prime-minister', q: 'be the next Prime Minister of the United Kingdom', end: '2029-12-31' },
   { title: 'Next Chair of the Federal Reserve', slug: 'next-fed-chair', q: 'be nominated as the next Fed Chair', end: '2026-12-31' },
 ];
-const TEAMS = ['Kansas City Chiefs', 'Philadelphia Eagles', 'Buffalo Bills', 'Baltimore Ravens', 'Detroit Lions',
-  'San Francisco 49ers', 'Green Bay Packers', 'Cincinnati Bengals', 'Dallas Cowboys', 'Houston Texans'];
-const CLUBS = ['Arsenal', 'Chelsea', 'Liverpool', 'Manchester City', 'Tottenham', 'Newcastle', 'Aston Villa',
-  'Brighton', 'Real Madrid', 'Barcelona', 'Bayern Munich', 'Inter Milan', 'Juventus', 'PSG'];
+const TEAMS = [
+  'Kansas City Chiefs',
+  'Philadelphia Eagles',
+  'Buffalo Bills',
+  'Baltimore Ravens',
+  'Detroit Lions',
+  'San Francisco 49ers',
+  'Green Bay Packers',
+  'Cincinnati Bengals',
+  'Dallas Cowboys',
+  'Houston Texans',
+];
+const CLUBS = [
+  'Arsenal',
+  'Chelsea',
+  'Liverpool',
+  'Manchester City',
+  'Tottenham',
+  'Newcastle',
+  'Aston Villa',
+  'Brighton',
+  'Real Madrid',
+  'Barcelona',
+  'Bayern Munich',
+  'Inter Milan',
+  'Juventus',
+  'PSG',
+];
 const CITIES = [
   { name: 'New York City', slug: 'nyc', base: 72 },
   { name: 'London', slug: 'london', base: 64 },
@@ -191,8 +263,7 @@ function etOffsetHours(ms: number): number {
   return ms >= dstStart && ms < dstEnd ? -4 : -5;
 }
 
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October',
-  'November', 'December'];
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
 
 function etParts(ms: number): { month: string; day: number; clock: string } {
   const d = new Date(ms + etOffsetHours(ms) * 3_600_000);
@@ -208,7 +279,10 @@ function utcMonthDay(ms: number): string {
 }
 
 function slugify(s: string): string {
-  return s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+  return s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
 }
 
 /** Split n items over k buckets as evenly as possible. */
@@ -237,21 +311,34 @@ export function buildPlan(o: GenerateOptions): Plan {
   let nextMarketId = 500_000 + rng.int(50_000);
   let nextEventId = 20_000 + rng.int(5_000);
   const addSeries = (ticker: string, title: string, recurrence: string, category: string): number => {
-    series.push({ idx: series.length, id: String(10_000 + rng.int(900) + series.length * 1000), ticker, slug: ticker,
-      title, recurrence, category, createdMs: startMs - (200 + rng.int(300)) * DAY_MS });
+    series.push({
+      idx: series.length,
+      id: String(10_000 + rng.int(900) + series.length * 1000),
+      ticker,
+      slug: ticker,
+      title,
+      recurrence,
+      category,
+      createdMs: startMs - (200 + rng.int(300)) * DAY_MS,
+    });
     return series.length - 1;
   };
   const addEvent = (e: Omit<PlanEvent, 'idx' | 'id' | 'markets' | 'negRiskMarketId'>): PlanEvent => {
     nextEventId += 1 + rng.int(40);
-    const ev: PlanEvent = { ...e, idx: events.length, id: String(nextEventId), markets: [],
-      negRiskMarketId: e.negRisk ? `0x${rng.hex(62)}00` : '' };
+    const ev: PlanEvent = { ...e, idx: events.length, id: String(nextEventId), markets: [], negRiskMarketId: e.negRisk ? `0x${rng.hex(62)}00` : '' };
     events.push(ev);
     return ev;
   };
   const addMarket = (m: Omit<PlanMarket, 'idx' | 'id' | 'conditionId' | 'questionId' | 'tokens'>): PlanMarket => {
     nextMarketId += 1 + rng.int(60);
-    const pm: PlanMarket = { ...m, idx: markets.length, id: String(nextMarketId), conditionId: `0x${rng.hex(64)}`,
-      questionId: `0x${rng.hex(64)}`, tokens: [tokenId(rng), tokenId(rng)] };
+    const pm: PlanMarket = {
+      ...m,
+      idx: markets.length,
+      id: String(nextMarketId),
+      conditionId: `0x${rng.hex(64)}`,
+      questionId: `0x${rng.hex(64)}`,
+      tokens: [tokenId(rng), tokenId(rng)],
+    };
     markets.push(pm);
     events[m.event]!.markets.push(pm.idx);
     return pm;
@@ -290,14 +377,44 @@ export function buildPlan(o: GenerateOptions): Plan {
         const slug = `${c.sym}-updown-15m-${from / 1000}`;
         const desc = `This market will resolve to "Up" if the ${c.name} price at the end of the time range specified in the title is greater than or equal to the price at the beginning of that range. Otherwise, it will resolve to "Down".\nThe resolution source for this market is information from Chainlink, specifically the ${c.sym.toUpperCase()}/USD data stream available at https://data.chain.link/streams/${c.sym}-usd.\nPlease note that this market is about the price according to Chainlink data stream ${c.sym.toUpperCase()}/USD, not according to other sources or spot markets.`;
         const created = from - DAY_MS + rng.int(3_600_000);
-        const ev = addEvent({ ticker: slug, slug, title, description: desc, category: 'Crypto', negRisk: false,
-          series: cryptoSeries[a]!, startMs: created, endMs: to, createdMs: created, eventStartMs: from });
+        const ev = addEvent({
+          ticker: slug,
+          slug,
+          title,
+          description: desc,
+          category: 'Crypto',
+          negRisk: false,
+          series: cryptoSeries[a]!,
+          startMs: created,
+          endMs: to,
+          createdMs: created,
+          eventStartMs: from,
+        });
         const winner = rng.chance(0.5) ? 0 : 1;
-        addMarket({ kind: 'crypto15m', event: ev.idx, question: title, groupItemTitle: '', description: desc,
-          category: 'Crypto', slug, outcomes: ['Up', 'Down'], createdMs: created, tradeFromMs: from, tradeToMs: to,
-          endMs: to, resolvedInRange: true, winner, negRisk: false, tick: 10, tickChangeMs: 0,
-          weight: 40, busy: false, noiseSd: 0.25, feeBps: 1000,
-          ...knots(from, to, 150_000, rng.normal() * 0.1, 0.35, winner === 0 ? 4.6 : -4.6) });
+        addMarket({
+          kind: 'crypto15m',
+          event: ev.idx,
+          question: title,
+          groupItemTitle: '',
+          description: desc,
+          category: 'Crypto',
+          slug,
+          outcomes: ['Up', 'Down'],
+          createdMs: created,
+          tradeFromMs: from,
+          tradeToMs: to,
+          endMs: to,
+          resolvedInRange: true,
+          winner,
+          negRisk: false,
+          tick: 10,
+          tickChangeMs: 0,
+          weight: 40,
+          busy: false,
+          noiseSd: 0.25,
+          feeBps: 1000,
+          ...knots(from, to, 150_000, rng.normal() * 0.1, 0.35, winner === 0 ? 4.6 : -4.6),
+        });
       }
     }
   }
@@ -330,14 +447,44 @@ export function buildPlan(o: GenerateOptions): Plan {
       const slug = slugify(question);
       const desc = `This market will resolve to "Yes" if the condition in the title is met at ${md}, 12:00 PM ET according to the resolution source. Otherwise, it will resolve to "No".`;
       const created = day - DAY_MS + rng.int(6 * 3_600_000);
-      const ev = addEvent({ ticker: slug, slug, title: question, description: desc, category, negRisk: false,
-        series: seriesIdx, startMs: created, endMs: to, createdMs: created, eventStartMs: 0 });
+      const ev = addEvent({
+        ticker: slug,
+        slug,
+        title: question,
+        description: desc,
+        category,
+        negRisk: false,
+        series: seriesIdx,
+        startMs: created,
+        endMs: to,
+        createdMs: created,
+        eventStartMs: 0,
+      });
       const winner = rng.chance(0.5) ? 0 : 1;
-      addMarket({ kind: 'daily', event: ev.idx, question, groupItemTitle: '', description: desc, category, slug,
-        outcomes: ['Yes', 'No'], createdMs: created, tradeFromMs: from, tradeToMs: to, endMs: to,
-        resolvedInRange: true, winner, negRisk: false, tick: 10, tickChangeMs: rng.chance(0.4) ? to - 1_800_000 : 0,
-        weight: 1.5, busy: false, noiseSd: 0.12, feeBps: 0,
-        ...knots(from, to, 3_600_000, rng.normal() * 0.8, 0.3, winner === 0 ? 4.6 : -4.6) });
+      addMarket({
+        kind: 'daily',
+        event: ev.idx,
+        question,
+        groupItemTitle: '',
+        description: desc,
+        category,
+        slug,
+        outcomes: ['Yes', 'No'],
+        createdMs: created,
+        tradeFromMs: from,
+        tradeToMs: to,
+        endMs: to,
+        resolvedInRange: true,
+        winner,
+        negRisk: false,
+        tick: 10,
+        tickChangeMs: rng.chance(0.4) ? to - 1_800_000 : 0,
+        weight: 1.5,
+        busy: false,
+        noiseSd: 0.12,
+        feeBps: 0,
+        ...knots(from, to, 3_600_000, rng.normal() * 0.8, 0.3, winner === 0 ? 4.6 : -4.6),
+      });
     }
   }
 
@@ -356,17 +503,47 @@ export function buildPlan(o: GenerateOptions): Plan {
     const title = round === 0 ? race.title : `${race.title} (${round + 1})`;
     const slug = round === 0 ? race.slug : `${race.slug}-${round + 1}`;
     const desc = `This market will resolve to "Yes" if the named individual is the outcome described in the title. Otherwise, this market will resolve to "No".`;
-    const ev = addEvent({ ticker: slug, slug, title, description: desc, category: 'Politics', negRisk: true,
-      series: -1, startMs: created, endMs: end, createdMs: created, eventStartMs: 0 });
+    const ev = addEvent({
+      ticker: slug,
+      slug,
+      title,
+      description: desc,
+      category: 'Politics',
+      negRisk: true,
+      series: -1,
+      startMs: created,
+      endMs: end,
+      createdMs: created,
+      eventStartMs: 0,
+    });
     for (let i = 0; i < size; i++) {
       const name = `${rng.pick(FIRST_NAMES)} ${rng.pick(LAST_NAMES)}`;
       const question = `Will ${name} ${race.q}?`;
       const p0 = 0.01 + 0.35 * rng.float() ** 2;
-      addMarket({ kind: 'politics', event: ev.idx, question, groupItemTitle: name, description: desc,
-        category: 'Politics', slug: `${slugify(question)}-${rng.int(1000)}`, outcomes: ['Yes', 'No'], createdMs: created,
-        tradeFromMs: longFrom(created), tradeToMs: endMs, endMs: end, resolvedInRange: false, winner: -1,
-        negRisk: true, tick: 1, tickChangeMs: 0, weight: Math.exp(rng.normal() - 0.5), busy: false, noiseSd: 0.06,
-        feeBps: 0, ...knots(startMs, endMs, DAY_MS, logit(p0), 0.12, null) });
+      addMarket({
+        kind: 'politics',
+        event: ev.idx,
+        question,
+        groupItemTitle: name,
+        description: desc,
+        category: 'Politics',
+        slug: `${slugify(question)}-${rng.int(1000)}`,
+        outcomes: ['Yes', 'No'],
+        createdMs: created,
+        tradeFromMs: longFrom(created),
+        tradeToMs: endMs,
+        endMs: end,
+        resolvedInRange: false,
+        winner: -1,
+        negRisk: true,
+        tick: 1,
+        tickChangeMs: 0,
+        weight: Math.exp(rng.normal() - 0.5),
+        busy: false,
+        noiseSd: 0.06,
+        feeBps: 0,
+        ...knots(startMs, endMs, DAY_MS, logit(p0), 0.12, null),
+      });
       made++;
     }
   }
@@ -380,13 +557,43 @@ export function buildPlan(o: GenerateOptions): Plan {
     const created = startMs - (20 + rng.int(200)) * DAY_MS;
     const end = Math.max(Date.UTC(year, 1, 8), endMs + 30 * DAY_MS);
     const desc = `This market will resolve to "Yes" if the ${team} win Super Bowl ${year}. Otherwise, this market will resolve to "No".`;
-    const ev = addEvent({ ticker: slug, slug, title: question, description: desc, category: 'Sports', negRisk: false,
-      series: -1, startMs: created, endMs: end, createdMs: created, eventStartMs: 0 });
-    addMarket({ kind: 'futures', event: ev.idx, question, groupItemTitle: '', description: desc, category: 'Sports',
-      slug, outcomes: ['Yes', 'No'], createdMs: created, tradeFromMs: longFrom(created), tradeToMs: endMs, endMs: end,
-      resolvedInRange: false, winner: -1, negRisk: false, tick: 10, tickChangeMs: 0,
-      weight: Math.exp(rng.normal() - 0.5), busy: false, noiseSd: 0.08, feeBps: 0,
-      ...knots(startMs, endMs, DAY_MS, logit(0.03 + 0.25 * rng.float()), 0.15, null) });
+    const ev = addEvent({
+      ticker: slug,
+      slug,
+      title: question,
+      description: desc,
+      category: 'Sports',
+      negRisk: false,
+      series: -1,
+      startMs: created,
+      endMs: end,
+      createdMs: created,
+      eventStartMs: 0,
+    });
+    addMarket({
+      kind: 'futures',
+      event: ev.idx,
+      question,
+      groupItemTitle: '',
+      description: desc,
+      category: 'Sports',
+      slug,
+      outcomes: ['Yes', 'No'],
+      createdMs: created,
+      tradeFromMs: longFrom(created),
+      tradeToMs: endMs,
+      endMs: end,
+      resolvedInRange: false,
+      winner: -1,
+      negRisk: false,
+      tick: 10,
+      tickChangeMs: 0,
+      weight: Math.exp(rng.normal() - 0.5),
+      busy: false,
+      noiseSd: 0.08,
+      feeBps: 0,
+      ...knots(startMs, endMs, DAY_MS, logit(0.03 + 0.25 * rng.float()), 0.15, null),
+    });
   }
   for (let i = 0; i < nMatch; i++) {
     const home = rng.pick(CLUBS);
@@ -398,14 +605,44 @@ export function buildPlan(o: GenerateOptions): Plan {
     const question = `Will ${home} beat ${away} on ${utcMonthDay(to)}?`;
     const slug = `${slugify(question)}-${rng.int(10000)}`;
     const desc = `This market refers to the match between ${home} and ${away}. If ${home} wins, the market will resolve to "Yes". Otherwise, it will resolve to "No".`;
-    const ev = addEvent({ ticker: slug, slug, title: `${home} vs. ${away}`, description: desc, category: 'Sports',
-      negRisk: false, series: -1, startMs: from, endMs: to, createdMs: from, eventStartMs: to - 2 * 3_600_000 });
+    const ev = addEvent({
+      ticker: slug,
+      slug,
+      title: `${home} vs. ${away}`,
+      description: desc,
+      category: 'Sports',
+      negRisk: false,
+      series: -1,
+      startMs: from,
+      endMs: to,
+      createdMs: from,
+      eventStartMs: to - 2 * 3_600_000,
+    });
     const winner = rng.chance(0.45) ? 0 : 1;
-    addMarket({ kind: 'match', event: ev.idx, question, groupItemTitle: '', description: desc, category: 'Sports',
-      slug, outcomes: ['Yes', 'No'], createdMs: from, tradeFromMs: from, tradeToMs: to, endMs: to,
-      resolvedInRange: true, winner, negRisk: false, tick: 10, tickChangeMs: rng.chance(0.5) ? to - 600_000 : 0,
-      weight: 2 * Math.exp(rng.normal() * 0.7 - 0.25), busy: false, noiseSd: 0.1, feeBps: 0,
-      ...knots(from, to, 6 * 3_600_000, logit(0.3 + 0.4 * rng.float()), 0.25, winner === 0 ? 4.6 : -4.6) });
+    addMarket({
+      kind: 'match',
+      event: ev.idx,
+      question,
+      groupItemTitle: '',
+      description: desc,
+      category: 'Sports',
+      slug,
+      outcomes: ['Yes', 'No'],
+      createdMs: from,
+      tradeFromMs: from,
+      tradeToMs: to,
+      endMs: to,
+      resolvedInRange: true,
+      winner,
+      negRisk: false,
+      tick: 10,
+      tickChangeMs: rng.chance(0.5) ? to - 600_000 : 0,
+      weight: 2 * Math.exp(rng.normal() * 0.7 - 0.25),
+      busy: false,
+      noiseSd: 0.1,
+      feeBps: 0,
+      ...knots(from, to, 6 * 3_600_000, logit(0.3 + 0.4 * rng.float()), 0.25, winner === 0 ? 4.6 : -4.6),
+    });
   }
 
   // Busy markets: the first K long-running ones that span the range (politics first, then futures), weighted so

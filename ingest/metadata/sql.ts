@@ -16,7 +16,13 @@ export function ingestSql(file: string, name: string): string {
     const text = fs.readFileSync(path.join(SQL_DIR, `${file}.sql`), 'utf8');
     for (const part of text.split(/^-- name: /m).slice(1)) {
       const nl = part.indexOf('\n');
-      stmts.set(part.slice(0, nl).trim(), part.slice(nl + 1).trim().replace(/;\s*$/, ''));
+      stmts.set(
+        part.slice(0, nl).trim(),
+        part
+          .slice(nl + 1)
+          .trim()
+          .replace(/;\s*$/, ''),
+      );
     }
     cache.set(file, stmts);
   }

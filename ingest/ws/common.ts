@@ -99,7 +99,11 @@ export async function finishTape(
   };
   await report(`SELECT count(*), min(el) FROM _ws_m WHERE jt IS DISTINCT FROM 'OBJECT'`, 'message(s) that are not JSON objects, skipped', 'malformed_messages');
   if (levelsSent > l2Added) {
-    await report(`SELECT count(*), min(el) FROM _ws_lv WHERE bad`, 'level update(s) with a missing token, bad side or unparsable price/size, skipped', 'bad_level_updates');
+    await report(
+      `SELECT count(*), min(el) FROM _ws_lv WHERE bad`,
+      'level update(s) with a missing token, bad side or unparsable price/size, skipped',
+      'bad_level_updates',
+    );
   }
   await report(
     `SELECT count(*), min(el) FROM _ws_m WHERE event_type = 'last_trade_price' AND (asset_id IS NULL
@@ -108,9 +112,7 @@ export async function finishTape(
     'bad_last_trades',
   );
   const last = (
-    await conn.runAndReadAll(
-      `SELECT recv_ms, seq0 + n - recv_ms * 1000000 FROM _ws_recv WHERE recv_ms IS NOT NULL ORDER BY el DESC LIMIT 1`,
-    )
+    await conn.runAndReadAll(`SELECT recv_ms, seq0 + n - recv_ms * 1000000 FROM _ws_recv WHERE recv_ms IS NOT NULL ORDER BY el DESC LIMIT 1`)
   ).getRows()[0];
   const next: Carry = last ? { recvMs: Number(last[0]), nextK: Number(last[1]) } : carry;
   await conn.run('DROP VIEW IF EXISTS _ws_lv');

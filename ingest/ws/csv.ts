@@ -45,7 +45,11 @@ export const wsCsvHandler: SourceHandler = {
          WHERE m.ts_ms IS NULL OR m.changes IS NULL OR m.asset_id IS NULL`)
     ).getRows()[0];
     if (Number(bad?.[0])) {
-      ctx.issues.push({ file, line: Number(bad?.[1]), message: `${Number(bad?.[0])} row(s) with an unreadable timestamp, changes or asset_id; first at this line` });
+      ctx.issues.push({
+        file,
+        line: Number(bad?.[1]),
+        message: `${Number(bad?.[0])} row(s) with an unreadable timestamp, changes or asset_id; first at this line`,
+      });
       ctx.counts.bad_csv_rows = (ctx.counts.bad_csv_rows ?? 0) + Number(bad?.[0]);
       await conn.run('DELETE FROM _ws_m WHERE ts_ms IS NULL OR changes IS NULL OR asset_id IS NULL');
     }

@@ -49,14 +49,10 @@ export function addMonthsUTC(d: Date, months: number): Date {
   const y = d.getUTCFullYear();
   const m = d.getUTCMonth() + months;
   const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
-  return new Date(
-    Date.UTC(y, m, Math.min(d.getUTCDate(), lastDay), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds()),
-  );
+  return new Date(Date.UTC(y, m, Math.min(d.getUTCDate(), lastDay), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds()));
 }
 
-export type Coverage =
-  | { ok: true }
-  | { ok: false; code: 'upgrade_required' | 'subscription_required'; message: string; required_plan: string };
+export type Coverage = { ok: true } | { ok: false; code: 'upgrade_required' | 'subscription_required'; message: string; required_plan: string };
 
 /**
  * Whether the plan in force covers a data set. `subscription_required`: the user's own (lapsed) paid plan

@@ -2,16 +2,7 @@
  * Plans in one table: data sets covered, request rate, download limits, monthly fair-use volume.
  * The free plan's data sets are a documented subset: no raw L2 tape, no exports, top of book only delayed.
  */
-export type DatasetKey =
-  | 'markets'
-  | 'trades'
-  | 'ohlcv'
-  | 'orderbook'
-  | 'top_of_book'
-  | 'raw'
-  | 'options'
-  | 'series'
-  | 'exports';
+export type DatasetKey = 'markets' | 'trades' | 'ohlcv' | 'orderbook' | 'top_of_book' | 'raw' | 'options' | 'series' | 'exports';
 
 export type PlanDef = Readonly<{
   id: 'free' | 'professional';

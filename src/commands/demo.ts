@@ -41,9 +41,7 @@ export async function demoCommand(_args: string[]): Promise<number> {
     log,
     progress: true,
   });
-  out.write(
-    `ingest: ${report.ingested} files landed, ${report.skipped} already in the lake, ${report.issues.length} issues, ${report.seconds.toFixed(1)} s\n`,
-  );
+  out.write(`ingest: ${report.ingested} files landed, ${report.skipped} already in the lake, ${report.issues.length} issues, ${report.seconds.toFixed(1)} s\n`);
 
   // The demo sells credits through the local test provider unless the operator chose one explicitly.
   const config: Config = process.env.PMLAKE_PAYMENT_PROVIDER
@@ -62,16 +60,14 @@ export async function demoCommand(_args: string[]): Promise<number> {
   out.write(`\npmlake listening on ${running.url}\n`);
   out.write(`  professional key: ${proKey}\n  free key:         ${freeKey}\n`);
   out.write(`  docs:             ${running.url}/docs\n`);
-  out.write(`  payments:         ${config.payments.provider}${config.payments.provider === 'local' ? ' (test provider: its checkout page credits without payment)' : ''}\n`);
+  out.write(
+    `  payments:         ${config.payments.provider}${config.payments.provider === 'local' ? ' (test provider: its checkout page credits without payment)' : ''}\n`,
+  );
   if (market) {
-    out.write(
-      `  candles:          curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/trades/ohlcv?market_id=${market}&timeframe=1h&limit=5'\n`,
-    );
+    out.write(`  candles:          curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/trades/ohlcv?market_id=${market}&timeframe=1h&limit=5'\n`);
   }
   const stop = (): void => {
-    void running
-      .close()
-      .then(() => process.exit(0));
+    void running.close().then(() => process.exit(0));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

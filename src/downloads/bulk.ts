@@ -124,14 +124,32 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
       const hash = crypto.createHash('sha256');
       const entry = await zip.addStream(name, copy, head.chunks, !head.ended, (b) => hash.update(b));
       const r = await copy.done;
-      manifest.push({ item: i, kind: p.dataset, file: name, format: p.format, status: 'ok', rows: r.rows, bytes: entry.bytes, sha256: hash.digest('hex'), cost: 0, request });
+      manifest.push({
+        item: i,
+        kind: p.dataset,
+        file: name,
+        format: p.format,
+        status: 'ok',
+        rows: r.rows,
+        bytes: entry.bytes,
+        sha256: hash.digest('hex'),
+        cost: 0,
+        request,
+      });
     }
     current = null;
     const totals = manifest.reduce((a, m) => ({ rows: a.rows + m.rows, bytes: a.bytes + m.bytes }), { rows: 0, bytes: 0 });
     await zip.addBuffer(
       'manifest.json',
       JSON.stringify(
-        { created_at: new Date().toISOString(), items: manifest, total_rows: totals.rows, total_bytes: totals.bytes, total_cost: 0, pricing_model: 'subscription' },
+        {
+          created_at: new Date().toISOString(),
+          items: manifest,
+          total_rows: totals.rows,
+          total_bytes: totals.bytes,
+          total_cost: 0,
+          pricing_model: 'subscription',
+        },
         null,
         2,
       ),

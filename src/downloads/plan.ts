@@ -173,7 +173,8 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
       let q: Query;
       if (dataType === 'trades') q = optionsTradesDownload(lake, sel, w, limit, spec.format);
       else if (dataType === 'greeks') q = optionsGreeksDownload(lake, sel, w, limit, spec.format);
-      else throw wrongDataType('options_data_type_unavailable', `data_type '${dataType}' is not captured for ${spec.series_id}; use trades or greeks`, itemIndex);
+      else
+        throw wrongDataType('options_data_type_unavailable', `data_type '${dataType}' is not captured for ${spec.series_id}; use trades or greeks`, itemIndex);
       return {
         ...base,
         query: q,
@@ -195,7 +196,12 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
       const name = safeName(spec.series_id);
       const common = { ...base, dataset: 'series', emptyMessage: 'No data for this series in this range' };
       if (dataType === 'trades') {
-        return { ...common, query: tradesDownload(lake, sel, w, limit, spec.format), fileName: `series_${name}_trades.${ext}`, description: `series ${spec.series_id} trades` };
+        return {
+          ...common,
+          query: tradesDownload(lake, sel, w, limit, spec.format),
+          fileName: `series_${name}_trades.${ext}`,
+          description: `series ${spec.series_id} trades`,
+        };
       }
       if (dataType === 'ohlcv') {
         const tf = spec.timeframe ?? timeframeOf(3600);
@@ -208,7 +214,12 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
         };
       }
       if (dataType === 'snapshots') {
-        return { ...common, query: orderbookDownload(lake, sel, w, limit, spec.format), fileName: `series_${name}_snapshots.${ext}`, description: `series ${spec.series_id} snapshots` };
+        return {
+          ...common,
+          query: orderbookDownload(lake, sel, w, limit, spec.format),
+          fileName: `series_${name}_snapshots.${ext}`,
+          description: `series ${spec.series_id} snapshots`,
+        };
       }
       throw wrongDataType('wrong_data_type', `data_type '${dataType}' is not offered for series; use trades, ohlcv or snapshots`, itemIndex);
     }

@@ -32,7 +32,10 @@ export function loadLinkSecret(configured: string | undefined, stateDir: string)
 
 function mac(secret: Buffer, f: LinkFields): Buffer {
   // NUL-separated: no field can contain NUL, so no two field lists give the same message.
-  return crypto.createHmac('sha256', secret).update(['pmlake-export-link-v1', f.jobId, f.userId, f.objectKey, String(f.expires)].join('\0')).digest();
+  return crypto
+    .createHmac('sha256', secret)
+    .update(['pmlake-export-link-v1', f.jobId, f.userId, f.objectKey, String(f.expires)].join('\0'))
+    .digest();
 }
 
 export function signLink(secret: Buffer, f: LinkFields): string {

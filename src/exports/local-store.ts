@@ -101,7 +101,10 @@ export class LocalObjectStore implements ObjectStore {
       const dir = path.join(this.uploads, id);
       const stat = await fsp.stat(dir).catch(() => null);
       if (!stat || stat.mtimeMs >= before.getTime()) continue;
-      const meta = await fsp.readFile(path.join(dir, 'upload.json'), 'utf8').then((s) => JSON.parse(s) as { key?: string }, () => null);
+      const meta = await fsp.readFile(path.join(dir, 'upload.json'), 'utf8').then(
+        (s) => JSON.parse(s) as { key?: string },
+        () => null,
+      );
       // An upload without readable metadata is debris of a crash inside createUpload: old enough, it goes too.
       if (meta?.key !== undefined && !meta.key.startsWith(prefix)) continue;
       await fsp.rm(dir, { recursive: true, force: true, maxRetries: 3 });
@@ -115,7 +118,13 @@ export class LocalObjectStore implements ObjectStore {
     await fsp.rm(file, { force: true });
     // Drop the now empty per-job directories (rmdir refuses a non-empty one, which ends the walk).
     for (let dir = path.dirname(file); dir.startsWith(this.objects + path.sep); dir = path.dirname(dir)) {
-      if (!(await fsp.rmdir(dir).then(() => true, () => false))) break;
+      if (
+        !(await fsp.rmdir(dir).then(
+          () => true,
+          () => false,
+        ))
+      )
+        break;
     }
   }
 
@@ -141,7 +150,10 @@ export class LocalObjectStore implements ObjectStore {
   private async uploadDir(key: string, uploadId: string): Promise<string> {
     if (!UPLOAD_ID.test(uploadId)) throw new Error('NoSuchUpload');
     const dir = path.join(this.uploads, uploadId);
-    const meta = await fsp.readFile(path.join(dir, 'upload.json'), 'utf8').then((s) => JSON.parse(s) as { key: string }, () => null);
+    const meta = await fsp.readFile(path.join(dir, 'upload.json'), 'utf8').then(
+      (s) => JSON.parse(s) as { key: string },
+      () => null,
+    );
     if (!meta || meta.key !== key) throw new Error('NoSuchUpload');
     return dir;
   }

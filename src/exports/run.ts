@@ -69,7 +69,7 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
   // gives the job a new key, and with it the last record of where they are.
   if (job.upload_id && !(await d.discardOrphan(job))) {
     failExport(d.state, id, failureMessage(new StorageError(null), false), job.upload_id);
-    log.warn({ upload_id: job.upload_id }, 'export failed: the previous attempt\'s upload could not be discarded');
+    log.warn({ upload_id: job.upload_id }, "export failed: the previous attempt's upload could not be discarded");
     return;
   }
   // One key per attempt: discarding or deleting what an earlier attempt left can never touch this one.
@@ -102,15 +102,24 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
     }, PROGRESS_FIRST_MS);
     // The upload rejecting first also cancels the COPY, so Promise.all below reports the storage error,
     // not the resulting "copy cancelled". The upload id is on the job from its first moment (crash-safe).
-    const uploadDone = up.run(copy, (b) => counted.add(b), (uploadId) => recordProgress(d.state, id, 0, 0, uploadId)).catch((err: unknown) => {
-      // Stopped by its input (the COPY failed first): not the store's fault.
-      throw err instanceof FeedStopped ? err : new StorageError(err);
-    });
+    const uploadDone = up
+      .run(
+        copy,
+        (b) => counted.add(b),
+        (uploadId) => recordProgress(d.state, id, 0, 0, uploadId),
+      )
+      .catch((err: unknown) => {
+        // Stopped by its input (the COPY failed first): not the store's fault.
+        throw err instanceof FeedStopped ? err : new StorageError(err);
+      });
     uploadDone.catch(() => copy.cancel('upload failed'));
     copy.done.catch(() => void up.abort());
     // Phase times for the log: when DuckDB's COPY finished, and when the store had the whole object.
     let copyMs = 0;
-    void copy.done.then(() => (copyMs = Date.now() - started), () => {});
+    void copy.done.then(
+      () => (copyMs = Date.now() - started),
+      () => {},
+    );
     const [, result] = await Promise.all([uploadDone, copy.done]);
     const uploadMs = Date.now() - started;
     clearInterval(timer);

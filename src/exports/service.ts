@@ -73,7 +73,10 @@ export class ExportService {
     }
     for (const job of jobsWithStatus(this.deps.state, 'queued')) this.enqueue(job.id);
     void this.sweep();
-    this.timers.push(setInterval(() => this.expireDue(), EXPIRE_EVERY_MS), setInterval(() => void this.sweep(), SWEEP_EVERY_MS));
+    this.timers.push(
+      setInterval(() => this.expireDue(), EXPIRE_EVERY_MS),
+      setInterval(() => void this.sweep(), SWEEP_EVERY_MS),
+    );
     for (const t of this.timers) t.unref();
   }
 
@@ -82,7 +85,13 @@ export class ExportService {
     const key = idempotencyKey ?? crypto.randomUUID().replaceAll('-', '');
     const id = spec.market_id ?? spec.series_id ?? 'all';
     const fileName = `${spec.kind}_${id.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100)}.${spec.format}`;
-    const { row, created } = createOrGetExport(this.deps.state, { userId: principal.userId, idempotencyKey: key, spec: storeSpec(spec), format: spec.format, fileName });
+    const { row, created } = createOrGetExport(this.deps.state, {
+      userId: principal.userId,
+      idempotencyKey: key,
+      spec: storeSpec(spec),
+      format: spec.format,
+      fileName,
+    });
     if (created) this.enqueue(row.id);
     return row;
   }
@@ -113,7 +122,9 @@ export class ExportService {
   async openLinked(jobId: string, expires: unknown, signature: unknown): Promise<{ job: ExportJobRow; object: LocalObject }> {
     const found = getExport(this.deps.state, jobId);
     // Unknown job, bad signature, another job's or user's signature: one answer, nothing to tell them apart.
-    const check = found?.object_key ? checkLink(this.secret, { jobId: found.id, userId: found.user_id, objectKey: found.object_key }, expires, signature) : 'invalid';
+    const check = found?.object_key
+      ? checkLink(this.secret, { jobId: found.id, userId: found.user_id, objectKey: found.object_key }, expires, signature)
+      : 'invalid';
     if (check === 'invalid') throw new Forbidden('Invalid download link');
     if (check === 'expired') throw new Forbidden('Download link expired; GET /v1/exports/{job_id}/url gives a new one');
     const job = this.refresh(found!);

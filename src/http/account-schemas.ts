@@ -94,9 +94,7 @@ export const TransactionResponse = z
   })
   .meta({ id: 'TransactionResponse' });
 
-export const CheckoutResponse = z
-  .object({ checkout_id: z.string(), checkout_url: z.string(), amount: z.number() })
-  .meta({ id: 'CheckoutResponse' });
+export const CheckoutResponse = z.object({ checkout_id: z.string(), checkout_url: z.string(), amount: z.number() }).meta({ id: 'CheckoutResponse' });
 
 export const OrderItemResponse = z
   .object({

@@ -30,7 +30,10 @@ export class AdmissionQueue {
   /** Waiters still waiting (the array may also hold settled ones). */
   private pending = 0;
 
-  constructor(readonly limit: number, readonly maxQueue: number) {}
+  constructor(
+    readonly limit: number,
+    readonly maxQueue: number,
+  ) {}
 
   get inFlight(): number {
     return this.active;

@@ -9,7 +9,12 @@ import { BadRequest } from '../errors.js';
  */
 export const MAX_JSON_DEPTH = 32;
 
-const OPEN_BRACKET = 0x5b, CLOSE_BRACKET = 0x5d, OPEN_BRACE = 0x7b, CLOSE_BRACE = 0x7d, QUOTE = 0x22, BACKSLASH = 0x5c;
+const OPEN_BRACKET = 0x5b,
+  CLOSE_BRACKET = 0x5d,
+  OPEN_BRACE = 0x7b,
+  CLOSE_BRACE = 0x7d,
+  QUOTE = 0x22,
+  BACKSLASH = 0x5c;
 
 /** The deepest nesting of arrays and objects in JSON text, stopping early once it passes `limit`. */
 export function jsonDepthExceeds(buf: Uint8Array, limit: number = MAX_JSON_DEPTH): boolean {

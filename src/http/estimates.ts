@@ -60,9 +60,7 @@ export async function pricingFor(ctx: AppContext, t: EstimateDataType, bytes: nu
   const user = principal ? ctx.state.getUser(principal.userId) : undefined;
   const ent = user ? entitlementOf(ctx.state, user) : undefined;
   const cov = ent ? coverage(ent, key, 'download') : undefined;
-  const cheapest = (Object.values(PLANS) as PlanDef[])
-    .filter((p) => p.datasets.includes(key))
-    .sort((a, b) => a.price_usd_month - b.price_usd_month)[0];
+  const cheapest = (Object.values(PLANS) as PlanDef[]).filter((p) => p.datasets.includes(key)).sort((a, b) => a.price_usd_month - b.price_usd_month)[0];
   const covering: PlanDef | undefined = !ent || !cov ? cheapest : cov.ok ? ent.plan : planOf(cov.required_plan);
   const mb = bytes / (1024 * 1024);
   const rate = REFERENCE_RATE_PER_MB[key] ?? 0;

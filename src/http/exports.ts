@@ -82,7 +82,9 @@ export const exportRoutes: Route[] = [
       const b = res.locals.body as z.infer<typeof CreateExport>;
       if (b.kind === 'raw') {
         if (!findRawDataset(b.series_id!)) {
-          throw new Unprocessable([{ loc: ['body', 'series_id'], msg: 'unknown raw series; see /v1/download/raw/datasets', type: 'value_error', input: b.series_id }]);
+          throw new Unprocessable([
+            { loc: ['body', 'series_id'], msg: 'unknown raw series; see /v1/download/raw/datasets', type: 'value_error', input: b.series_id },
+          ]);
         }
       }
       return jobView(service(ctx).submit(req.principal!, exportSpec(b), b.idempotency_key ?? undefined));

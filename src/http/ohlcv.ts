@@ -27,7 +27,9 @@ const OhlcvQuery = z
     outcome: outcomeParam.default(0).describe('Outcome index (0 = first, e.g. Yes/Up); ignored when market_id is a token id'),
     timeframe: timeframeParam
       .prefault('1h')
-      .describe('Any whole number of s, m, h, d or w up to 4w (30s, 1m, 7m, 2h, 12h, 1d, 1w, …). Buckets are aligned to UTC multiples of the interval since 1970-01-01; weeks start Monday 00:00 UTC.'),
+      .describe(
+        'Any whole number of s, m, h, d or w up to 4w (30s, 1m, 7m, 2h, 12h, 1d, 1w, …). Buckets are aligned to UTC multiples of the interval since 1970-01-01; weeks start Monday 00:00 UTC.',
+      ),
     start: isoDateTime.optional().describe('Buckets overlapping [start, end) are returned whole'),
     end: isoDateTime.optional(),
     limit: queryInt({ min: 1, max: 10_000, default: 500, description: 'Max bars to return (newest first)' }),
@@ -62,7 +64,10 @@ export const ohlcvRoutes: Route[] = [
           // client parses from the exact text (see JsonShape.doubles).
           doubles: ['open', 'high', 'low', 'close', 'volume'],
           // The builder selects these two bound values first; every row carries the same ones.
-          constants: [['market_id', token.token_id], ['outcome', token.outcome_index]],
+          constants: [
+            ['market_id', token.token_id],
+            ['outcome', token.outcome_index],
+          ],
         },
       );
       return sendJsonText(res, out);

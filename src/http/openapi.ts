@@ -33,10 +33,7 @@ const ERROR_DETAIL: Json = {
   required: ['detail'],
   properties: {
     detail: {
-      anyOf: [
-        { type: 'string' },
-        { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
-      ],
+      anyOf: [{ type: 'string' }, { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } }],
     },
   },
 };
@@ -69,7 +66,10 @@ export function buildOpenApi(table: readonly Route[]): Json {
   for (const r of table) {
     const p = r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     const parameters: Json[] = [];
-    for (const [where, schema] of [['path', r.params], ['query', r.query]] as const) {
+    for (const [where, schema] of [
+      ['path', r.params],
+      ['query', r.query],
+    ] as const) {
       if (!schema) continue;
       const obj = toSchema(schema, 'input');
       const props = (obj.properties ?? {}) as Record<string, Json>;
@@ -101,7 +101,10 @@ export function buildOpenApi(table: readonly Route[]): Json {
     const op: Json = {
       tags: [r.tag],
       summary: r.summary,
-      operationId: `${r.method}_${p.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
+      operationId: `${r.method}_${p
+        .replace(/[{}]/g, '')
+        .replace(/[^A-Za-z0-9]+/g, '_')
+        .replace(/^_|_$/g, '')}`,
       parameters,
       responses,
     };
@@ -129,7 +132,7 @@ export function buildOpenApi(table: readonly Route[]): Json {
           scheme: 'bearer',
           bearerFormat: 'JWT',
           description:
-            "Legacy dashboard scheme: Authorization: Bearer <JWT> from the identity provider (HS256 secret or JWKS, `exp` required), mapped to the user by its `email` claim. X-API-Key wins when both are sent. Accepted only when the service is configured with PMLAKE_JWT_SECRET or PMLAKE_JWKS_FILE.",
+            'Legacy dashboard scheme: Authorization: Bearer <JWT> from the identity provider (HS256 secret or JWKS, `exp` required), mapped to the user by its `email` claim. X-API-Key wins when both are sent. Accepted only when the service is configured with PMLAKE_JWT_SECRET or PMLAKE_JWKS_FILE.',
         },
         APIKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
       },

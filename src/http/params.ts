@@ -19,8 +19,7 @@ export function queryInt(opts: { min: number; max: number; default: number; desc
   return opts.description ? s.describe(opts.description) : s;
 }
 
-const DATE_RE =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|z|[+-]\d{2}:?\d{2})?)?$/;
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|z|[+-]\d{2}:?\d{2})?)?$/;
 
 /**
  * ISO 8601 → microseconds since the epoch (UTC). Accepts a date (`2025-03-01`, midnight UTC), a datetime
@@ -31,7 +30,12 @@ export function parseIsoMicros(text: string): bigint | null {
   const m = DATE_RE.exec(text);
   if (!m) return null;
   const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', tz] = m;
-  const Y = Number(y), M = Number(mo), D = Number(d), H = Number(h), MI = Number(mi), S = Number(s);
+  const Y = Number(y),
+    M = Number(mo),
+    D = Number(d),
+    H = Number(h),
+    MI = Number(mi),
+    S = Number(s);
   if (M < 1 || M > 12 || D < 1 || D > 31 || H > 23 || MI > 59 || S > 59) return null;
   // Not Date.UTC(Y, …): it maps years 0–99 to 1900–1999 (the two-digit-year rule), so "0001-01-01" became
   // 1901. setUTCFullYear takes the year as given; years 0000–0099 are read exactly (proleptic Gregorian, as
@@ -45,7 +49,8 @@ export function parseIsoMicros(text: string): bigint | null {
   if (tz && tz !== 'Z' && tz !== 'z') {
     const sign = tz[0] === '-' ? -1 : 1;
     const digits = tz.slice(1).replace(':', '');
-    const oh = Number(digits.slice(0, 2)), om = Number(digits.slice(2, 4));
+    const oh = Number(digits.slice(0, 2)),
+      om = Number(digits.slice(2, 4));
     if (oh > 23 || om > 59) return null;
     offsetMin = sign * (oh * 60 + om);
   }
@@ -91,7 +96,11 @@ export const marketIdParam = z
 export const MarketPath = z.object({ market_id: marketIdParam });
 
 /** start before end, otherwise a 422 naming `start`. */
-export function checkWindow<T extends { start?: bigint | undefined; end?: bigint | undefined }>(v: T, ctx: z.RefinementCtx, names: [string, string] = ['start', 'end']): void {
+export function checkWindow<T extends { start?: bigint | undefined; end?: bigint | undefined }>(
+  v: T,
+  ctx: z.RefinementCtx,
+  names: [string, string] = ['start', 'end'],
+): void {
   if (v.start !== undefined && v.end !== undefined && v.start > v.end) {
     ctx.addIssue({ code: 'custom', path: [names[0]], message: `${names[0]} must not be after ${names[1]}`, input: undefined });
   }

@@ -65,10 +65,25 @@ const pages = new PageCache(32 * 2 ** 20, 2 * 2 ** 20);
  * deep after the plan's skipped partitions (offset ≥ DEEP_PAGE_OFFSET) takes two steps in its statement: the
  * page's keys from the narrow sort columns, then those rows in full (tradesPageQuery, src/query/trades.ts).
  */
-async function tradesPage(ctx: AppContext, res: Response, q: z.infer<typeof TradesQuery>, tokens: string[] | undefined): Promise<{ json: string; rows: number } | null> {
+async function tradesPage(
+  ctx: AppContext,
+  res: Response,
+  q: z.infer<typeof TradesQuery>,
+  tokens: string[] | undefined,
+): Promise<{ json: string; rows: number } | null> {
   const lakeDir = ctx.config.lakeDir;
   const parts = tradePartitions(lakeDir);
-  const key = JSON.stringify([lakeDir, parts.map((p) => p.version), tokens ?? null, q.outcome ?? null, q.side ?? null, String(q.start), String(q.end), q.limit, q.offset]);
+  const key = JSON.stringify([
+    lakeDir,
+    parts.map((p) => p.version),
+    tokens ?? null,
+    q.outcome ?? null,
+    q.side ?? null,
+    String(q.start),
+    String(q.end),
+    q.limit,
+    q.offset,
+  ]);
   const hit = pages.get(key);
   if (hit) return hit;
   // Only a page to compute takes a 'query' slot (route admission 'handler'); null: the client left meanwhile.

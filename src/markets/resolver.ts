@@ -92,7 +92,12 @@ export function selectTokens(r: ResolvedMarket, outcome: number | undefined, whe
   const t = r.tokens[outcome];
   if (!t) {
     throw new Unprocessable([
-      { loc: [where, 'outcome'], msg: `market ${String(r.market.id)} has ${r.tokens.length} outcome token(s); outcome ${outcome} does not exist`, type: 'value_error', input: outcome },
+      {
+        loc: [where, 'outcome'],
+        msg: `market ${String(r.market.id)} has ${r.tokens.length} outcome token(s); outcome ${outcome} does not exist`,
+        type: 'value_error',
+        input: outcome,
+      },
     ]);
   }
   return [t];

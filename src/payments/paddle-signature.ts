@@ -9,12 +9,7 @@ import crypto from 'node:crypto';
  */
 export const PADDLE_SIGNATURE_HEADER = 'paddle-signature';
 
-export function verifyPaddleSignature(
-  secret: string,
-  rawBody: Buffer,
-  header: string | undefined,
-  opts: { toleranceSeconds: number; now?: Date },
-): boolean {
+export function verifyPaddleSignature(secret: string, rawBody: Buffer, header: string | undefined, opts: { toleranceSeconds: number; now?: Date }): boolean {
   if (!header || header.length > 2000) return false;
   let ts: string | undefined;
   const h1: string[] = [];

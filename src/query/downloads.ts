@@ -9,7 +9,8 @@ import { bookSnapshotsSelect, topOfBookSelect } from './orderbook.js';
 import { TRADE_COLUMNS } from './trades.js';
 import { perToken } from './common.js';
 
-const TRADE_SCAN = 'id, token_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label, side, price, size, usd_value, maker, taker, fee, collateral';
+const TRADE_SCAN =
+  'id, token_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label, side, price, size, usd_value, maker, taker, fee, collateral';
 
 /**
  * SELECT builders for file downloads and exports (helper F). Each returns `{ sql, params }` for a plain
@@ -97,10 +98,7 @@ export function tradesDownload(lake: Lake, sel: TokenSel, w: Window, limit: numb
   }
   const params: Params = {};
   const where = [`token_id IN (${seriesTokens(lake, params, sel.seriesId)})`, ...windowWhere('ts', w, params, { column: 'month' })];
-  const inner = query(
-    `SELECT ${TRADE_COLUMNS} FROM ${lake.from('trades')} WHERE ${where.join(' AND ')} ORDER BY ts, block_number, log_index, id`,
-    params,
-  );
+  const inner = query(`SELECT ${TRADE_COLUMNS} FROM ${lake.from('trades')} WHERE ${where.join(' AND ')} ORDER BY ts, block_number, log_index, id`, params);
   return asFile(inner, TRADE_SHAPE, format, limit);
 }
 
@@ -143,7 +141,12 @@ export function ohlcvDownload(
      ORDER BY c."timestamp", c.market_id`,
     params,
   );
-  return asFile(query(`SELECT market_id, outcome, "timestamp", open, high, low, close, volume, trade_count FROM (${inner.sql})`, inner.params), CANDLE_SHAPE, format, limit);
+  return asFile(
+    query(`SELECT market_id, outcome, "timestamp", open, high, low, close, volume, trade_count FROM (${inner.sql})`, inner.params),
+    CANDLE_SHAPE,
+    format,
+    limit,
+  );
 }
 
 /** Scope of book data: tokens of one market, or every market of a series. */
@@ -160,7 +163,13 @@ export function orderbookDownload(lake: Lake, sel: BookSel, w: Window, limit: nu
   const inner =
     'tokens' in sel
       ? bookSnapshotsSelect(lake, sel.tokens, w)
-      : seriesBook(lake, 'book_snapshots', 'condition_id AS market_id, asset_id, ts AS "timestamp", reason, seq, best_bid, best_ask, bid_levels, ask_levels, bids, asks', sel.seriesId, w);
+      : seriesBook(
+          lake,
+          'book_snapshots',
+          'condition_id AS market_id, asset_id, ts AS "timestamp", reason, seq, best_bid, best_ask, bid_levels, ask_levels, bids, asks',
+          sel.seriesId,
+          w,
+        );
   return asFile(inner, BOOK_SHAPE, format, limit);
 }
 
@@ -168,7 +177,13 @@ export function topOfBookDownload(lake: Lake, sel: BookSel, w: Window, limit: nu
   const inner =
     'tokens' in sel
       ? topOfBookSelect(lake, sel.tokens, w)
-      : seriesBook(lake, 'top_of_book', 'condition_id AS market_id, asset_id, ts AS "timestamp", seq, best_bid, best_bid_size, best_ask, best_ask_size, mid, spread', sel.seriesId, w);
+      : seriesBook(
+          lake,
+          'top_of_book',
+          'condition_id AS market_id, asset_id, ts AS "timestamp", seq, best_bid, best_bid_size, best_ask, best_ask_size, mid, spread',
+          sel.seriesId,
+          w,
+        );
   return asFile(inner, TOB_SHAPE, format, limit);
 }
 
@@ -177,13 +192,7 @@ export function topOfBookDownload(lake: Lake, sel: BookSel, w: Window, limit: nu
  * (recv_ts, seq) and listed in date order, so no ORDER BY is needed: DuckDB keeps insertion order and the
  * pull streams in constant memory however long the window.
  */
-export function rawFramesDownload(
-  lake: Lake,
-  eventTypes: readonly string[],
-  conditionId: string | null,
-  w: Window,
-  limit: number | null,
-): Query {
+export function rawFramesDownload(lake: Lake, eventTypes: readonly string[], conditionId: string | null, w: Window, limit: number | null): Query {
   const params: Params = {};
   const where = windowWhere('recv_ts', w, params, { column: 'date' });
   const types = eventTypes.map((t, i) => {
@@ -201,7 +210,15 @@ export function rawFramesDownload(
 }
 
 /** `FROM <source> WHERE <window on timeCol> [AND condition_id = …] [LIMIT]` shared by the flat tape files. */
-function tapeFrom(lake: Lake, dataset: 'l2' | 'last_trades', timeCol: string, conditionId: string | null, w: Window, limit: number | null, params: Params): string {
+function tapeFrom(
+  lake: Lake,
+  dataset: 'l2' | 'last_trades',
+  timeCol: string,
+  conditionId: string | null,
+  w: Window,
+  limit: number | null,
+  params: Params,
+): string {
   const where = windowWhere(timeCol, w, params, { column: 'date' });
   if (conditionId) {
     params.condition_id = conditionId;

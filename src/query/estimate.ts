@@ -33,7 +33,7 @@ export function estimateRowsQuery(lake: Lake, t: EstimateDataType, tokens: reado
   const params: Params = {};
   if (t === 'ohlcv') {
     // Candles are not stored per timeframe: count the non-empty buckets the rollup would return.
-    const step = BigInt((tf?.seconds ?? 3600)) * 1_000_000n;
+    const step = BigInt(tf?.seconds ?? 3600) * 1_000_000n;
     const origin = BigInt(tf?.originSeconds ?? 0) * 1_000_000n;
     params.step_us = step;
     params.origin_us = origin;

@@ -127,7 +127,15 @@ FROM (
 export const MAX_RAW_TAPE_ROWS = 5000;
 
 /** A raw tape row as bookOnDayQuery returns it (values as the runner converts them). */
-export type RawTapeRow = { side: string | null; price: number | null; size: number | null; seq: bigint; level_idx: number; is_snapshot: boolean; recv_us: number };
+export type RawTapeRow = {
+  side: string | null;
+  price: number | null;
+  size: number | null;
+  seq: bigint;
+  level_idx: number;
+  is_snapshot: boolean;
+  recv_us: number;
+};
 
 /**
  * The fold tapeAfterQuery does in SQL, over raw rows: the last size per (side, price) since the last full `book`

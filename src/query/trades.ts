@@ -7,7 +7,8 @@ import type { PagePlan } from './trade-plan.js';
 export const TRADE_COLUMNS = `id, token_id AS market_id, ts AS "timestamp", block_number, transaction_hash,
   outcome_index AS outcome, outcome_label, side, price, size, usd_value, maker, taker, fee, collateral`;
 
-const SCAN_COLUMNS = 'id, token_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label, side, price, size, usd_value, maker, taker, fee, collateral';
+const SCAN_COLUMNS =
+  'id, token_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label, side, price, size, usd_value, maker, taker, fee, collateral';
 
 export type TradeFilter = Window & {
   /** Tokens to read; undefined = every market (then `outcome` filters on the rows' outcome index). */

@@ -41,13 +41,7 @@ export async function ensureBucket(client: S3Client, bucket: string): Promise<vo
  * A presigned GET: anyone holding the link may fetch the object until it expires, without an API key, as
  * often as they like (it is not single-use). Content-Disposition names the file for browsers.
  */
-export async function presignGet(
-  client: S3Client,
-  bucket: string,
-  key: string,
-  ttlSeconds: number,
-  fileName?: string,
-): Promise<string> {
+export async function presignGet(client: S3Client, bucket: string, key: string, ttlSeconds: number, fileName?: string): Promise<string> {
   const cmd = new GetObjectCommand({
     Bucket: bucket,
     Key: key,

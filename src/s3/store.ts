@@ -58,9 +58,7 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async completeUpload(key: string, uploadId: string, parts: StoredPart[]): Promise<void> {
-    await this.client.send(
-      new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts } }),
-    );
+    await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts } }));
   }
 
   async discardUpload(key: string, uploadId: string): Promise<void> {

@@ -65,7 +65,7 @@ describe('GET /v1/download/* streaming', () => {
     got.res.pause();
     // Wait until the server is stuck: a COPY open and nothing more arriving for a while.
     let last = -1;
-    for (let stable = 0; stable < 5; ) {
+    for (let stable = 0; stable < 5;) {
       await new Promise((r) => setTimeout(r, 50));
       const now = got.res.readableLength;
       stable = now === last ? stable + 1 : 0;

@@ -40,7 +40,19 @@ describe('PullSpec store/load', () => {
     const specs = BulkBody.parse({ items }).items.map((it) => bulkItem(it).spec);
     expect(specs[0]!.start).toBe(1_700_000_000_123_456n);
     expect(specs[0]!.end).toBe(1_700_604_800_654_321n);
-    expect(specs.map((s) => s.timeframe?.label)).toEqual([undefined, '7m', '90s', '7m', undefined, undefined, undefined, undefined, undefined, '1w', undefined]);
+    expect(specs.map((s) => s.timeframe?.label)).toEqual([
+      undefined,
+      '7m',
+      '90s',
+      '7m',
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      '1w',
+      undefined,
+    ]);
     for (const s of specs) roundTrip(s);
 
     const bodies = [
@@ -53,12 +65,31 @@ describe('PullSpec store/load', () => {
   });
 
   it('the stored form is versioned JSON: microseconds as decimal text, the timeframe label, no row cap as null', () => {
-    const spec: PullSpec = { kind: 'ohlcv', market_id: '123', timeframe: timeframeOf(420), start: 1_700_000_000_123_456n, end: 1_700_000_000_123_457n, format: 'csv', limit: null };
+    const spec: PullSpec = {
+      kind: 'ohlcv',
+      market_id: '123',
+      timeframe: timeframeOf(420),
+      start: 1_700_000_000_123_456n,
+      end: 1_700_000_000_123_457n,
+      format: 'csv',
+      limit: null,
+    };
     const text = storeSpec(spec);
-    expect(text).toBe('{"v":1,"kind":"ohlcv","market_id":"123","timeframe":"7m","start_us":"1700000000123456","end_us":"1700000000123457","format":"csv","limit":null}');
-    expect(loadSpec(text)).toStrictEqual({ kind: 'ohlcv', market_id: '123', timeframe: timeframeOf(420), format: 'csv', limit: null, start: 1_700_000_000_123_456n, end: 1_700_000_000_123_457n });
+    expect(text).toBe(
+      '{"v":1,"kind":"ohlcv","market_id":"123","timeframe":"7m","start_us":"1700000000123456","end_us":"1700000000123457","format":"csv","limit":null}',
+    );
+    expect(loadSpec(text)).toStrictEqual({
+      kind: 'ohlcv',
+      market_id: '123',
+      timeframe: timeframeOf(420),
+      format: 'csv',
+      limit: null,
+      start: 1_700_000_000_123_456n,
+      end: 1_700_000_000_123_457n,
+    });
     // Beyond 2^53 (a JSON number would round these) and before 1970.
-    for (const us of [2n ** 63n - 1n, -(2n ** 63n), -1n, 0n, 9_007_199_254_740_993n]) roundTrip({ kind: 'trades', market_id: '1', start: us, end: us, format: 'json', limit: 1 });
+    for (const us of [2n ** 63n - 1n, -(2n ** 63n), -1n, 0n, 9_007_199_254_740_993n])
+      roundTrip({ kind: 'trades', market_id: '1', start: us, end: us, format: 'json', limit: 1 });
   });
 
   it('a job stored before versions (ISO text, a timeframe label) loads, and shows exactly as it was stored', () => {
@@ -68,7 +99,14 @@ describe('PullSpec store/load', () => {
       '{"kind":"raw","market_id":"7","series_id":"polymarket:l2-delta-tape","shape":"normalized","start":"2025-03-01T00:00:00.000Z","format":"json"}',
       '{"kind":"orderbook","market_id":"7","end":"0001-01-01T00:00:00.000Z","format":"parquet"}',
     ];
-    expect(loadSpec(legacy[0]!)).toStrictEqual({ kind: 'trades', market_id: '1254468', start: 1_740_830_400_123_000n, end: 1_740_873_600_000_000n, format: 'parquet', limit: null });
+    expect(loadSpec(legacy[0]!)).toStrictEqual({
+      kind: 'trades',
+      market_id: '1254468',
+      start: 1_740_830_400_123_000n,
+      end: 1_740_873_600_000_000n,
+      format: 'parquet',
+      limit: null,
+    });
     expect(loadSpec(legacy[1]!).timeframe).toEqual(timeframeOf(4 * 3600));
     for (const t of legacy) expect(JSON.stringify(publicSpec(loadSpec(t)))).toBe(t);
   });

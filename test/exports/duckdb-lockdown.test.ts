@@ -21,7 +21,8 @@ let lakeDir: string;
 let stateDir: string;
 let outside: string;
 
-const count = async (fn: string, file: string) => Number((await runOne(srv.ctx.db, { sql: `SELECT count(*) AS n FROM ${fn}(${sqlString(file)})`, params: {} }))!.n);
+const count = async (fn: string, file: string) =>
+  Number((await runOne(srv.ctx.db, { sql: `SELECT count(*) AS n FROM ${fn}(${sqlString(file)})`, params: {} }))!.n);
 
 beforeAll(async () => {
   tmp = tempDir('pmlake-lockdown-');

@@ -37,13 +37,20 @@ describe('the FIFO root', () => {
     c.release();
   });
 
-  it("sweeps the folders of processes that no longer run, and only those", () => {
+  it('sweeps the folders of processes that no longer run, and only those', () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-sweep-test-'));
     try {
       const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
       const deadPid = Number(dead.stdout);
       expect(deadPid).toBeGreaterThan(0);
-      const names = [`pmlake-fifo-${deadPid}-aB3dE9`, `pmlake-fifo-${deadPid}-aB3dE9.spare`, `pmlake-fifo-${process.ppid}-zz9zz9`, `pmlake-fifo-${process.pid}-mine01`, 'pmlake-fifo-notapid', 'other'];
+      const names = [
+        `pmlake-fifo-${deadPid}-aB3dE9`,
+        `pmlake-fifo-${deadPid}-aB3dE9.spare`,
+        `pmlake-fifo-${process.ppid}-zz9zz9`,
+        `pmlake-fifo-${process.pid}-mine01`,
+        'pmlake-fifo-notapid',
+        'other',
+      ];
       for (const n of names) fs.mkdirSync(path.join(root, n));
       fs.writeFileSync(path.join(root, names[0]!, 'f'), '');
       expect(sweepDeadFifoRoots(root)).toBe(2);

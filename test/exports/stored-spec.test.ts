@@ -11,7 +11,13 @@ let L: DlLake;
 let marketId: string;
 
 const post = (body: unknown) => L.fetch('/v1/exports', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-const row = (id: string) => L.srv.ctx.state.db.prepare('SELECT status, spec, error, record_count FROM export_jobs WHERE id = ?').get(id) as { status: string; spec: string; error: string | null; record_count: number | null };
+const row = (id: string) =>
+  L.srv.ctx.state.db.prepare('SELECT status, spec, error, record_count FROM export_jobs WHERE id = ?').get(id) as {
+    status: string;
+    spec: string;
+    error: string | null;
+    record_count: number | null;
+  };
 const queue = () => (L.srv.ctx.exports as unknown as { queue: { pause(): void; start(): void } }).queue;
 
 async function poll(id: string): Promise<Record<string, any>> {
@@ -38,10 +44,12 @@ async function submitEdited(body: unknown, edit: (id: string) => void): Promise<
 
 beforeAll(async () => {
   L = await buildDownloadsLake({ seed: 9, defaultStore: true });
-  const m = (await L.rows(
-    `SELECT m.id, count(*) n FROM read_parquet(${files(L.lakeDir, 'catalog/markets')}) m
+  const m = (
+    await L.rows(
+      `SELECT m.id, count(*) n FROM read_parquet(${files(L.lakeDir, 'catalog/markets')}) m
      JOIN read_parquet(${files(L.lakeDir, 'trades')}) t ON list_contains(m.outcome_token_ids, t.token_id) GROUP BY ALL ORDER BY n DESC LIMIT 1`,
-  ))[0]!;
+    )
+  )[0]!;
   marketId = String(m.id);
 });
 afterAll(async () => {
@@ -50,18 +58,29 @@ afterAll(async () => {
 
 describe('export jobs: the stored spec', () => {
   it('a new job stores the versioned spec (exact microseconds, timeframe label) and shows the public shape as before', async () => {
-    const res = await post({ kind: 'ohlcv', market_id: marketId, timeframe: '420s', start: '2020-01-01T00:00:00.123456Z', end: '2030-01-01T00:00:00.000001Z', format: 'csv' });
+    const res = await post({
+      kind: 'ohlcv',
+      market_id: marketId,
+      timeframe: '420s',
+      start: '2020-01-01T00:00:00.123456Z',
+      end: '2030-01-01T00:00:00.000001Z',
+      format: 'csv',
+    });
     expect(res.status).toBe(202);
     const text = await res.text();
     const job = JSON.parse(text) as { id: string };
-    expect(text).toContain(`"spec":{"kind":"ohlcv","market_id":"${marketId}","timeframe":"7m","start":"2020-01-01T00:00:00.123Z","end":"2030-01-01T00:00:00.000Z","format":"csv"}`);
+    expect(text).toContain(
+      `"spec":{"kind":"ohlcv","market_id":"${marketId}","timeframe":"7m","start":"2020-01-01T00:00:00.123Z","end":"2030-01-01T00:00:00.000Z","format":"csv"}`,
+    );
     expect(row(job.id).spec).toBe(
       `{"v":1,"kind":"ohlcv","market_id":"${marketId}","timeframe":"7m","start_us":"1577836800123456","end_us":"1893456000000001","format":"csv","limit":null}`,
     );
     const done = await poll(job.id);
     expect(done.status).toBe('succeeded');
     expect(done.record_count).toBeGreaterThan(0);
-    expect(JSON.stringify(done.spec)).toBe(`{"kind":"ohlcv","market_id":"${marketId}","timeframe":"7m","start":"2020-01-01T00:00:00.123Z","end":"2030-01-01T00:00:00.000Z","format":"csv"}`);
+    expect(JSON.stringify(done.spec)).toBe(
+      `{"kind":"ohlcv","market_id":"${marketId}","timeframe":"7m","start":"2020-01-01T00:00:00.123Z","end":"2030-01-01T00:00:00.000Z","format":"csv"}`,
+    );
   });
 
   it('a job stored in the pre-version shape runs and shows its spec exactly as stored', async () => {
@@ -72,8 +91,10 @@ describe('export jobs: the stored spec', () => {
     const done = await poll(job.id);
     expect(done.status).toBe('succeeded');
     expect(done.error).toBeNull();
-    const trades = (await L.rows(`SELECT count(*)::INT AS n FROM read_parquet(${files(L.lakeDir, 'trades')}) t, read_parquet(${files(L.lakeDir, 'catalog/markets')}) m
-      WHERE m.id = ${Number(marketId)} AND list_contains(m.outcome_token_ids, t.token_id)`))[0]!.n;
+    const trades = (
+      await L.rows(`SELECT count(*)::INT AS n FROM read_parquet(${files(L.lakeDir, 'trades')}) t, read_parquet(${files(L.lakeDir, 'catalog/markets')}) m
+      WHERE m.id = ${Number(marketId)} AND list_contains(m.outcome_token_ids, t.token_id)`)
+    )[0]!.n;
     expect(done.record_count).toBe(trades);
     expect(JSON.stringify(done.spec)).toBe(legacy);
   });

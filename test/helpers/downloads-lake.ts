@@ -47,13 +47,20 @@ export async function buildDownloadsLake(
   fs.rmSync(gen, { recursive: true, force: true });
   const s3 = await startLocalS3({ directory: path.join(tmp.dir, 's3'), buckets: ['pmlake-exports'] });
   const srv = await startTestServer(
-    testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state'), ...(opts.defaultStore ? {} : { PMLAKE_S3_ENDPOINT: s3.endpoint }), ...(opts.env ?? {}) }),
+    testConfig({
+      PMLAKE_LAKE: lakeDir,
+      PMLAKE_STATE: path.join(tmp.dir, 'state'),
+      ...(opts.defaultStore ? {} : { PMLAKE_S3_ENDPOINT: s3.endpoint }),
+      ...(opts.env ?? {}),
+    }),
     opts.log,
   );
   const mk = (email: string) => {
     const store = srv.ctx.state;
     const user = store.upsertUser(email, 'professional');
-    store.db.transaction(() => activateSubscriptionTx(store, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }))();
+    store.db.transaction(() =>
+      activateSubscriptionTx(store, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }),
+    )();
     return { user, key: store.createApiKey({ userId: user.id, name: 't', prefix: srv.ctx.config.keyPrefix }).plaintext };
   };
   const a = mk('dl@example.com');

@@ -8,5 +8,7 @@ import { currentFiles, SET_NAMES, setDir } from '../../src/lake/versions.js';
 export function files(lakeDir: string, dir: string): string {
   const name = SET_NAMES.find((n) => setDir(n) === dir);
   if (!name) throw new Error(`no data set in ${dir}`);
-  return `[${currentFiles(lakeDir, name).map((f) => `'${f}'`).join(', ')}]`;
+  return `[${currentFiles(lakeDir, name)
+    .map((f) => `'${f}'`)
+    .join(', ')}]`;
 }

@@ -78,7 +78,9 @@ export async function buildQueryLake(opts: { markets?: number; days?: number; se
 export function glob(lakeDir: string, dir: string): string {
   const name = SET_NAMES.find((n) => setDir(n) === dir);
   if (!name) throw new Error(`no data set in ${dir}`);
-  return `[${currentFiles(lakeDir, name).map((f) => `'${f}'`).join(', ')}]`;
+  return `[${currentFiles(lakeDir, name)
+    .map((f) => `'${f}'`)
+    .join(', ')}]`;
 }
 export function catalog(lakeDir: string, name: string): string {
   return glob(lakeDir, `catalog/${name}`);

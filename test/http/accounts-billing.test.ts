@@ -33,7 +33,9 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
   const stateDir = `${tmp.dir}/state`;
   let srv: RunningServer;
   beforeAll(async () => {
-    srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: stateDir, PMLAKE_WEBHOOK_SECRET: SECRET, PMLAKE_PAYMENT_PROVIDER: 'local' }));
+    srv = await startTestServer(
+      testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: stateDir, PMLAKE_WEBHOOK_SECRET: SECRET, PMLAKE_PAYMENT_PROVIDER: 'local' }),
+    );
   });
   afterAll(async () => {
     await srv.close();
@@ -161,7 +163,15 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
     adjustBalance(srv.ctx.state, u.id, 150_00, 'test credit');
     const ok = await call(srv, 'POST', '/v1/billing/subscription/redeem', { key: k, body: { tier: 'professional', billing_period: 'monthly' } });
     expect(ok.status).toBe(200);
-    expect(ok.body).toMatchObject({ active: true, tier: 'professional', billing_period: 'monthly', status: 'active', funded_by: 'credits', charged: 99, balance: 51 });
+    expect(ok.body).toMatchObject({
+      active: true,
+      tier: 'professional',
+      billing_period: 'monthly',
+      status: 'active',
+      funded_by: 'credits',
+      charged: 99,
+      balance: 51,
+    });
     const days = (Date.parse(ok.body.current_period_end) - Date.parse(ok.body.current_period_start)) / 86_400_000;
     expect(days).toBe(30);
     expect((await call(srv, 'GET', '/v1/user/me', { key: k })).body.plan).toBe('professional');
@@ -210,7 +220,10 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
 
   it('cancel on the hosted page returns to cancel_url and credits nothing', async () => {
     const k = createTestKey(srv, { email: 'chk-cancel@example.com', plan: 'free' });
-    const co = await call(srv, 'POST', '/v1/billing/checkout', { key: k, body: { amount: 10, success_url: 'http://localhost/ok', cancel_url: 'http://localhost/no' } });
+    const co = await call(srv, 'POST', '/v1/billing/checkout', {
+      key: k,
+      body: { amount: 10, success_url: 'http://localhost/ok', cancel_url: 'http://localhost/no' },
+    });
     const r = await fetch(`${co.body.checkout_url}/cancel`, { method: 'POST', redirect: 'manual' });
     expect(r.status).toBe(303);
     expect(r.headers.get('location')).toBe(`http://localhost/no?checkout_id=${co.body.checkout_id}`);
@@ -245,6 +258,8 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
     } finally {
       reopened.close();
     }
-    srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: stateDir, PMLAKE_WEBHOOK_SECRET: SECRET, PMLAKE_PAYMENT_PROVIDER: 'local' }));
+    srv = await startTestServer(
+      testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: stateDir, PMLAKE_WEBHOOK_SECRET: SECRET, PMLAKE_PAYMENT_PROVIDER: 'local' }),
+    );
   });
 });

@@ -211,9 +211,7 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
 
   it('50 parallel pulls against one allowance never exceed it (reservation is atomic)', async () => {
     const k = createTestKey(srv, { email: 'meter-race@example.com' }); // 50 GB a month
-    const replies = await Promise.all(
-      Array.from({ length: 50 }, () => call(srv, 'GET', `/test/pull?kind=export&dataset=trades&bytes=${2 * GB}`, { key: k })),
-    );
+    const replies = await Promise.all(Array.from({ length: 50 }, () => call(srv, 'GET', `/test/pull?kind=export&dataset=trades&bytes=${2 * GB}`, { key: k })));
     const ok = replies.filter((r) => r.status === 200);
     const capped = replies.filter((r) => r.status === 429);
     expect(ok).toHaveLength(25);

@@ -29,7 +29,11 @@ describe('orders (legacy credit model)', () => {
     const k = createTestKey(srv, { email: 'ord-est@example.com', plan: 'free' });
     const r = await call(srv, 'GET', '/v1/orders/estimate', { key: k });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ rate_per_mb: { trades: 1, ohlcv: 8, orderbook: 2 }, bytes_per_row: { trades: 230, orderbook: 2076 }, minimum_order_usd: 10 });
+    expect(r.body).toMatchObject({
+      rate_per_mb: { trades: 1, ohlcv: 8, orderbook: 2 },
+      bytes_per_row: { trades: 230, orderbook: 2076 },
+      minimum_order_usd: 10,
+    });
   });
 
   it('402 "Insufficient credits" when the balance is short; nothing is written', async () => {
@@ -47,7 +51,14 @@ describe('orders (legacy credit model)', () => {
     // Trades alone: 5000 × 230 B ≈ 1.1 MB × 1 USD = 1.10 USD → the 10 USD minimum.
     const small = await call(srv, 'POST', '/v1/orders', { key: k, body: { items: [{ market_id: '1001', data_type: 'trades', format: 'parquet' }] } });
     expect(small.status).toBe(200);
-    expect(small.body.items[0]).toMatchObject({ market_id: '1001', data_type: 'trades', format: 'parquet', record_count: TRADES, size_bytes: TRADES * 230, status: 'paid' });
+    expect(small.body.items[0]).toMatchObject({
+      market_id: '1001',
+      data_type: 'trades',
+      format: 'parquet',
+      record_count: TRADES,
+      size_bytes: TRADES * 230,
+      status: 'paid',
+    });
     expect(small.body.items[0].cost).toBe(cents(TRADES, 230, 1) / 100);
     expect(small.body.total_cost).toBe(10);
     expect(small.body.minimum_applied).toBe(true);
@@ -133,7 +144,10 @@ describe('orders (legacy credit model)', () => {
       expect((await call(srv, 'POST', '/v1/orders', { key: kk, body: { items: bad } })).status, JSON.stringify(bad)).toBe(422);
     }
     const k3 = createTestKey(srv, { email: 'ord-err@example.com', plan: 'free', name: 'third' });
-    expect((await call(srv, 'POST', '/v1/orders', { key: k3, body: { items: [{ market_id: '1001', data_type: 'trades' }], idempotency_key: 'x'.repeat(129) } })).status).toBe(422);
+    expect(
+      (await call(srv, 'POST', '/v1/orders', { key: k3, body: { items: [{ market_id: '1001', data_type: 'trades' }], idempotency_key: 'x'.repeat(129) } }))
+        .status,
+    ).toBe(422);
     expect((await call(srv, 'POST', '/v1/orders', { key: k3, body: { items: Array(51).fill({ market_id: '1001', data_type: 'trades' }) } })).status).toBe(422);
     expect((await call(srv, 'GET', '/v1/orders?limit=201', { key: k3 })).status).toBe(422);
     // Nothing above charged anything.

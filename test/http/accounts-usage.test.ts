@@ -48,8 +48,18 @@ describe('usage, stats and the dashboard JWT', () => {
     for (let i = 0; i < 4; i++) await call(srv, 'GET', '/v1/user/me', { key });
     for (let i = 0; i < 3; i++) await call(srv, 'GET', '/v1/billing/balance', { key: key2 });
     // Two completed pulls and a refunded one, through the real meter.
-    const principal = { userId: srv.ctx.state.getUserByEmail('usage@example.com')!.id, email: 'usage@example.com', keyId: null, plan: 'professional', scopes: ['read', 'download'] as const };
-    for (const [bytes, ok] of [[3 * 1024 * 1024, true], [1024 * 1024, true], [999, false]] as const) {
+    const principal = {
+      userId: srv.ctx.state.getUserByEmail('usage@example.com')!.id,
+      email: 'usage@example.com',
+      keyId: null,
+      plan: 'professional',
+      scopes: ['read', 'download'] as const,
+    };
+    for (const [bytes, ok] of [
+      [3 * 1024 * 1024, true],
+      [1024 * 1024, true],
+      [999, false],
+    ] as const) {
       const t = await srv.ctx.meter.begin(principal, { kind: 'download', dataset: 'trades', description: 'test', estimatedBytes: bytes });
       if (ok) t.commit({ bytes, rows: 10 });
       else t.refund('failed');
@@ -163,7 +173,10 @@ describe('usage, stats and the dashboard JWT', () => {
       expect(r.status).toBe(200);
       expect(r.body.email).toBe('jwks@example.com');
       const other = await generateKeyPair('RS256');
-      const forged = await new SignJWT({ email: 'jwks@example.com' }).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setExpirationTime('5m').sign(other.privateKey);
+      const forged = await new SignJWT({ email: 'jwks@example.com' })
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setExpirationTime('5m')
+        .sign(other.privateKey);
       expect((await call(s2, 'GET', '/v1/user/me', { bearer: forged })).status).toBe(401);
     } finally {
       await s2.close();

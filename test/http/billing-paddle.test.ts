@@ -37,7 +37,12 @@ function startPaddleApi(): Promise<http.Server> {
       }
       const id = txnId();
       res.statusCode = 201;
-      res.end(JSON.stringify({ data: { id, status: 'ready', checkout: { url: mode === 'ok' ? `https://pay.example.test/checkout?_ptxn=${id}` : null } }, meta: { request_id: 'r2' } }));
+      res.end(
+        JSON.stringify({
+          data: { id, status: 'ready', checkout: { url: mode === 'ok' ? `https://pay.example.test/checkout?_ptxn=${id}` : null } },
+          meta: { request_id: 'r2' },
+        }),
+      );
     });
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
@@ -45,7 +50,10 @@ function startPaddleApi(): Promise<http.Server> {
 
 function signature(body: string, opts: { ts?: number; secret?: string } = {}): string {
   const ts = opts.ts ?? Math.floor(Date.now() / 1000);
-  return `ts=${ts};h1=${crypto.createHmac('sha256', opts.secret ?? SECRET).update(`${ts}:${body}`).digest('hex')}`;
+  return `ts=${ts};h1=${crypto
+    .createHmac('sha256', opts.secret ?? SECRET)
+    .update(`${ts}:${body}`)
+    .digest('hex')}`;
 }
 
 function completed(transactionId: string, checkoutId: string | null, eventId = evtId()) {
@@ -129,7 +137,9 @@ describe('Paddle Billing: checkout through the API, credits through the signed w
     const row = srv.ctx.state.db.prepare('SELECT provider, provider_ref, status FROM checkouts WHERE id = ?').get(co.id);
     expect(row).toEqual({ provider: 'paddle', provider_ref: co.txn, status: 'open' });
     expect((await fetch(`${srv.url}/v1/billing/checkout/local/${co.id}`)).status).toBe(404);
-    expect((await fetch(`${srv.url}/v1/billing/webhook/local`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status).toBe(404);
+    expect((await fetch(`${srv.url}/v1/billing/webhook/local`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status).toBe(
+      404,
+    );
   });
 
   it('webhook: refused without a valid, fresh signature; credits once; a replay credits nothing', async () => {
@@ -236,7 +246,12 @@ describe('Paddle Billing: checkout through the API, credits through the signed w
     const txn = /_ptxn=(txn_[0-9a-f]+)/.exec(r.body.checkout_url)![1]!;
     const body = JSON.stringify(completed(txn, r.body.checkout_id));
     expect((await deliver(srv, body, signature(body))).body.outcome).toBe('subscription_activated');
-    expect((await call(srv, 'GET', '/v1/billing/subscription', { key: k })).body).toMatchObject({ active: true, tier: 'professional', billing_period: 'annual', funded_by: 'card' });
+    expect((await call(srv, 'GET', '/v1/billing/subscription', { key: k })).body).toMatchObject({
+      active: true,
+      tier: 'professional',
+      billing_period: 'annual',
+      funded_by: 'card',
+    });
     expect((await call(srv, 'GET', '/v1/user/me', { key: k })).body.plan).toBe('professional');
     expect((await call(srv, 'GET', '/v1/billing/balance', { key: k })).body.balance).toBe(0);
   });
@@ -246,7 +261,10 @@ describe('Paddle Billing: checkout through the API, credits through the signed w
     const user = srv.ctx.state.getUserByEmail('paddle-down@example.com')!;
     for (const m of ['fail', 'no-url'] as const) {
       mode = m;
-      const r = await call(srv, 'POST', '/v1/billing/checkout', { key: k, body: { amount: 10, success_url: 'http://localhost/ok', cancel_url: 'http://localhost/no' } });
+      const r = await call(srv, 'POST', '/v1/billing/checkout', {
+        key: k,
+        body: { amount: 10, success_url: 'http://localhost/ok', cancel_url: 'http://localhost/no' },
+      });
       expect(r.status).toBe(502);
       expect(r.body.detail).toMatch(/payment provider could not start the checkout/);
       expect(JSON.stringify(r.body)).not.toMatch(/127\.0\.0\.1|paddle|boom/i);

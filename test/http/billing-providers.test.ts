@@ -13,7 +13,13 @@ function postWithHost(srv: RunningServer, path: string, host: string, key: strin
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: u.hostname, port: u.port, path, method: 'POST', headers: { Host: host, 'X-API-Key': key, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) } },
+      {
+        host: u.hostname,
+        port: u.port,
+        path,
+        method: 'POST',
+        headers: { Host: host, 'X-API-Key': key, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -69,14 +75,25 @@ describe('serve without a payment provider (the default)', () => {
     expect((await call(srv, 'POST', '/v1/billing/checkout', { key: k, body: { amount: 1 } })).status).toBe(422);
   });
 
-  it('the issue\'s path is closed: no page, no confirm, no local webhook; nothing credited, no plan', async () => {
+  it("the issue's path is closed: no page, no confirm, no local webhook; nothing credited, no plan", async () => {
     const k = createTestKey(srv, { email: 'mint@example.com', plan: 'free' });
     const user = srv.ctx.state.getUserByEmail('mint@example.com')!;
     // Even a session left behind by an earlier local-provider deployment cannot be confirmed now.
     const id = `chk_${'a'.repeat(24)}`;
     createCheckout(srv.ctx.state, {
-      id, user_id: user.id, provider: 'local', kind: 'credits', amount_cents: 9900, tier: null, billing_period: null,
-      success_url: 'http://localhost/ok', cancel_url: 'http://localhost/no', status: 'open', created_at: new Date().toISOString(), completed_at: null, provider_ref: null,
+      id,
+      user_id: user.id,
+      provider: 'local',
+      kind: 'credits',
+      amount_cents: 9900,
+      tier: null,
+      billing_period: null,
+      success_url: 'http://localhost/ok',
+      cancel_url: 'http://localhost/no',
+      status: 'open',
+      created_at: new Date().toISOString(),
+      completed_at: null,
+      provider_ref: null,
     });
     const base = `${srv.url}/v1/billing/checkout/local/${id}`;
     expect((await fetch(base)).status).toBe(404);
@@ -93,11 +110,15 @@ describe('serve without a payment provider (the default)', () => {
     });
     expect(hook.status).toBe(404);
     // No Paddle secret configured: its webhook does not exist here.
-    expect((await fetch(`${srv.url}/v1/billing/webhook/paddle`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status).toBe(404);
+    expect((await fetch(`${srv.url}/v1/billing/webhook/paddle`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status).toBe(
+      404,
+    );
 
     expect(getCreditAccount(srv.ctx.state, user.id).balance_cents).toBe(0);
     expect((await call(srv, 'GET', '/v1/billing/balance', { key: k })).body.balance).toBe(0);
-    expect((await call(srv, 'POST', '/v1/billing/subscription/redeem', { key: k, body: { tier: 'professional', billing_period: 'monthly' } })).status).toBe(402);
+    expect((await call(srv, 'POST', '/v1/billing/subscription/redeem', { key: k, body: { tier: 'professional', billing_period: 'monthly' } })).status).toBe(
+      402,
+    );
     expect((await call(srv, 'GET', '/v1/user/me', { key: k })).body.plan).toBe('free');
     expect(srv.ctx.state.db.prepare('SELECT COUNT(*) AS n FROM webhook_events').get()).toEqual({ n: 0 });
   });

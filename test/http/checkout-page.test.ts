@@ -24,7 +24,9 @@ describe('local checkout page', () => {
     });
     await new Promise<void>((resolve) => refuser.listen(0, '127.0.0.1', resolve));
     const publicUrl = `http://127.0.0.1:${(refuser.address() as AddressInfo).port}`;
-    srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state`, PMLAKE_PAYMENT_PROVIDER: 'local', PMLAKE_PUBLIC_URL: publicUrl }));
+    srv = await startTestServer(
+      testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state`, PMLAKE_PAYMENT_PROVIDER: 'local', PMLAKE_PUBLIC_URL: publicUrl }),
+    );
   });
   afterAll(async () => {
     await srv?.close();
@@ -52,8 +54,12 @@ describe('local checkout page', () => {
     );
     expect(r.body).toMatch(/^<!doctype html><html lang="en"><head><meta charset="utf-8"><title>pmlake checkout<\/title>\n/);
     expect(r.body).toContain('<p id="summary">Buy 12.50 USD of credits</p>');
-    expect(r.body).toContain(`<form method="post" action="/v1/billing/checkout/local/${id}/confirm" style="display:inline"><button id="pay" type="submit">Pay 12.50 USD</button></form>`);
-    expect(r.body).toContain(`<form method="post" action="/v1/billing/checkout/local/${id}/cancel" style="display:inline"><button id="cancel" type="submit">Cancel</button></form>`);
+    expect(r.body).toContain(
+      `<form method="post" action="/v1/billing/checkout/local/${id}/confirm" style="display:inline"><button id="pay" type="submit">Pay 12.50 USD</button></form>`,
+    );
+    expect(r.body).toContain(
+      `<form method="post" action="/v1/billing/checkout/local/${id}/cancel" style="display:inline"><button id="cancel" type="submit">Cancel</button></form>`,
+    );
   });
 
   it('the webhook cannot be delivered: 502 page naming the status, nothing credited, the session still open', async () => {
@@ -65,7 +71,9 @@ describe('local checkout page', () => {
     expect(r.status).toBe(502);
     expect(r.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(r.headers.get('cache-control')).toBe('no-store');
-    expect(r.headers.get('content-security-policy')).toBe("default-src 'none'; style-src 'unsafe-inline'; form-action 'self' ; base-uri 'none'; frame-ancestors 'none'");
+    expect(r.headers.get('content-security-policy')).toBe(
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' ; base-uri 'none'; frame-ancestors 'none'",
+    );
     expect(r.body).toContain('<title>Payment not confirmed</title>');
     expect(r.body).toContain('<h1>Payment not confirmed</h1><p>The payment provider could not notify pmlake (status 503). Nothing was charged; try again.</p>');
     expect((await call(srv, 'GET', '/v1/billing/balance', { key })).body.balance).toBe(0);
@@ -80,7 +88,9 @@ describe('local checkout page', () => {
     expect(c.headers.get('location')).toBe(`https://example.com/no?checkout_id=${id}`);
     const r = await call(srv, 'GET', `/v1/billing/checkout/local/${id}`);
     expect(r.status).toBe(200);
-    expect(r.headers.get('content-security-policy')).toBe("default-src 'none'; style-src 'unsafe-inline'; form-action 'self' ; base-uri 'none'; frame-ancestors 'none'");
+    expect(r.headers.get('content-security-policy')).toBe(
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' ; base-uri 'none'; frame-ancestors 'none'",
+    );
     expect(r.body).toContain('<title>Checkout closed</title>');
     expect(r.body).toContain('<h1>Checkout canceled</h1><p class="muted">Buy 12.50 USD of credits</p>');
     expect(r.body).not.toContain('<form');

@@ -32,7 +32,10 @@ describe('COPY into a FIFO', () => {
     copy.stream.pause();
     expect(first.subarray(0, 4).toString()).toBe('i,h\n');
     let settled = false;
-    void copy.done.then(() => (settled = true), () => (settled = true));
+    void copy.done.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
     // Give DuckDB every chance to run ahead; with the reader paused it cannot: the pipe is full.
     await new Promise((r) => setTimeout(r, 300));
     const inFlight = copy.bytes();

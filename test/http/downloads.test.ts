@@ -42,11 +42,13 @@ async function parquetRows(buf: Buffer): Promise<Record<string, unknown>[]> {
 beforeAll(async () => {
   L = await buildDownloadsLake();
   // The market with the most trades: its files have rows in every format.
-  const m = (await L.rows(
-    `SELECT m.id, m.outcome_token_ids AS tokens, m.condition_id, count(*) AS n FROM read_parquet(${catalog('markets')}) m
+  const m = (
+    await L.rows(
+      `SELECT m.id, m.outcome_token_ids AS tokens, m.condition_id, count(*) AS n FROM read_parquet(${catalog('markets')}) m
      JOIN read_parquet(${lakeGlob('trades')}) t ON list_contains(m.outcome_token_ids, t.token_id)
      GROUP BY ALL ORDER BY n DESC LIMIT 1`,
-  ))[0]!;
+    )
+  )[0]!;
   market = { id: String(m.id), tokens: m.tokens as string[], condition_id: String(m.condition_id) };
 });
 afterAll(async () => {
@@ -61,7 +63,23 @@ describe('GET /v1/download/trades', () => {
     expect(res.headers.get('content-disposition')).toContain(`filename="trades_${market.id}.csv"`);
     const rows = parseCsv(await res.text());
     const header = rows[0]!;
-    expect(header).toEqual(['id', 'market_id', 'timestamp', 'block_number', 'transaction_hash', 'outcome', 'outcome_label', 'side', 'price', 'size', 'usd_value', 'maker', 'taker', 'fee', 'collateral']);
+    expect(header).toEqual([
+      'id',
+      'market_id',
+      'timestamp',
+      'block_number',
+      'transaction_hash',
+      'outcome',
+      'outcome_label',
+      'side',
+      'price',
+      'size',
+      'usd_value',
+      'maker',
+      'taker',
+      'fee',
+      'collateral',
+    ]);
     const expected = await lakeTrades(market.tokens);
     expect(expected.length).toBeGreaterThan(5);
     const body = rows.slice(1);
@@ -121,10 +139,22 @@ describe('GET /v1/download/trades', () => {
 describe('GET /v1/download/ohlcv', () => {
   it('1h and 30s candles equal an independent computation over the trades', async () => {
     const trades = await lakeTrades(market.tokens);
-    for (const [tf, sec] of [['1h', 3600], ['30s', 30]] as const) {
+    for (const [tf, sec] of [
+      ['1h', 3600],
+      ['30s', 30],
+    ] as const) {
       const res = await L.fetch(`/v1/download/ohlcv?market_id=${market.id}&timeframe=${tf}&format=json`);
       expect(res.status).toBe(200);
-      const got = JSON.parse(await res.text()) as { market_id: string; timestamp: string; open: number; high: number; low: number; close: number; volume: number; trade_count: number }[];
+      const got = JSON.parse(await res.text()) as {
+        market_id: string;
+        timestamp: string;
+        open: number;
+        high: number;
+        low: number;
+        close: number;
+        volume: number;
+        trade_count: number;
+      }[];
       const want = new Map<string, { o: number; h: number; l: number; c: number; v: number; n: number }>();
       for (const t of trades) {
         const b = Math.floor(+t.ts / 1000 / sec) * sec * 1000;
@@ -163,7 +193,13 @@ describe('order book downloads', () => {
   it('orderbook JSON: rows keyed by condition id, nested levels, equal to the lake', async () => {
     const res = await L.fetch(`/v1/download/orderbook?market_id=${market.id}&format=json&limit=1000000`);
     expect(res.status).toBe(200);
-    const got = JSON.parse(await res.text()) as { market_id: string; asset_id: string; seq: number; bids: { price: number; size: number }[]; best_bid: number | null }[];
+    const got = JSON.parse(await res.text()) as {
+      market_id: string;
+      asset_id: string;
+      seq: number;
+      bids: { price: number; size: number }[];
+      best_bid: number | null;
+    }[];
     const want = await L.rows(
       `SELECT asset_id, seq, len(bids) AS nb, bids[1].price::DOUBLE AS b0 FROM read_parquet(${lakeGlob('book_snapshots')})
        WHERE condition_id = '${market.condition_id}' ORDER BY ts, asset_id, seq`,
@@ -228,11 +264,15 @@ describe('raw tape', () => {
   });
 
   it('shape=normalized gives flat per-level rows (CSV, parquet); unknown types are a typed 400', async () => {
-    const csv = parseCsv(await (await L.fetch(`/v1/download/raw?data_type=polymarket_l2_deltas&shape=normalized&format=csv&market_id=${market.id}&limit=2000000`)).text());
+    const csv = parseCsv(
+      await (await L.fetch(`/v1/download/raw?data_type=polymarket_l2_deltas&shape=normalized&format=csv&market_id=${market.id}&limit=2000000`)).text(),
+    );
     const want = await L.rows(`SELECT count(*) AS n FROM read_parquet(${lakeGlob('l2')}) WHERE condition_id = '${market.condition_id}'`);
     expect(csv.length - 1).toBe(Number(want[0]!.n));
     expect(csv[0]).toContain('level');
-    const pq = await parquetRows(Buffer.from(await (await L.fetch(`/v1/download/raw?data_type=polymarket_l2_deltas&shape=normalized&format=parquet&limit=100`)).arrayBuffer()));
+    const pq = await parquetRows(
+      Buffer.from(await (await L.fetch(`/v1/download/raw?data_type=polymarket_l2_deltas&shape=normalized&format=parquet&limit=100`)).arrayBuffer()),
+    );
     expect(pq.length).toBe(Math.min(100, Number((await L.rows(`SELECT count(*) AS n FROM read_parquet(${lakeGlob('l2')})`))[0]!.n)));
     const bad = await L.fetch('/v1/download/raw?data_type=polymarket_bbo&shape=normalized');
     expect(bad.status).toBe(400);
@@ -241,12 +281,15 @@ describe('raw tape', () => {
 });
 
 describe('series and bulk', () => {
-  const postBulk = (body: unknown) => L.fetch('/v1/download/bulk', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const postBulk = (body: unknown) =>
+    L.fetch('/v1/download/bulk', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   it('series: every market of a series in one file', async () => {
-    const s = (await L.rows(
-      `SELECT m.series_id, list(t.token_id) AS toks FROM read_parquet(${catalog('markets')}) m, unnest(m.outcome_token_ids) AS t(token_id)
+    const s = (
+      await L.rows(
+        `SELECT m.series_id, list(t.token_id) AS toks FROM read_parquet(${catalog('markets')}) m, unnest(m.outcome_token_ids) AS t(token_id)
        WHERE m.series_id IS NOT NULL GROUP BY 1 ORDER BY len(toks) DESC LIMIT 1`,
-    ))[0];
+      )
+    )[0];
     if (!s) return;
     const res = await L.fetch(`/v1/download/series?series_id=${encodeURIComponent(String(s.series_id))}&format=json&limit=2000000`);
     const want = await lakeTrades(s.toks as string[]);
@@ -272,7 +315,9 @@ describe('series and bulk', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/zip');
     const zip = readZip(Buffer.from(await res.arrayBuffer()));
-    const manifest = JSON.parse(zip.get('manifest.json')!.toString()) as { items: { item: number; file: string; rows: number; bytes: number; sha256: string; status: string }[] };
+    const manifest = JSON.parse(zip.get('manifest.json')!.toString()) as {
+      items: { item: number; file: string; rows: number; bytes: number; sha256: string; status: string }[];
+    };
     expect(manifest.items.map((i) => i.status)).toEqual(['ok', 'ok', 'empty', 'ok']);
     for (const it of manifest.items) {
       const file = zip.get(it.file)!;
@@ -325,7 +370,10 @@ describe('series and bulk', () => {
       { encoding: 'utf8' },
     );
     expect(py.status, py.stderr).toBe(0);
-    const got = JSON.parse(py.stdout) as { bad: string | null; members: { name: string; size: number; crc: number; stored: boolean; sha256: string; crc_of_data: number }[] };
+    const got = JSON.parse(py.stdout) as {
+      bad: string | null;
+      members: { name: string; size: number; crc: number; stored: boolean; sha256: string; crc_of_data: number }[];
+    };
     expect(got.bad).toBeNull();
     const manifest = JSON.parse(readZip(body).get('manifest.json')!.toString()) as { items: { file: string; bytes: number; sha256: string; status: string }[] };
     expect(got.members.map((m) => m.name)).toEqual([...manifest.items.map((i) => i.file), 'manifest.json']);
@@ -349,7 +397,9 @@ describe('series and bulk', () => {
     const body = JSON.stringify({ items: Array.from({ length: N }, () => item) });
     const url = new URL(`${L.srv.url}/v1/download/bulk`);
     const got = await new Promise<{ req: http.ClientRequest; res: http.IncomingMessage }>((resolve, reject) => {
-      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': L.otherKey } }, (res) => resolve({ req, res }));
+      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': L.otherKey } }, (res) =>
+        resolve({ req, res }),
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -357,7 +407,7 @@ describe('series and bulk', () => {
     got.res.pause();
     // Wait until the server is stuck: a COPY open and no progress for a while.
     let last = -1;
-    for (let stable = 0; stable < 5; ) {
+    for (let stable = 0; stable < 5;) {
       await new Promise((r) => setTimeout(r, 50));
       const now = got.res.readableLength;
       stable = now === last ? stable + 1 : 0;
@@ -371,9 +421,7 @@ describe('series and bulk', () => {
     // The history: a bundle that ended early records the bytes that left the server, not all 25 items' worth.
     await new Promise((r) => setTimeout(r, 50));
     const h = L.srv.ctx.state.db
-      .prepare(
-        `SELECT p.status, p.bytes FROM pulls p JOIN users u ON u.id = p.user_id WHERE u.email = 'other@example.com' AND p.description LIKE 'bulk:%'`,
-      )
+      .prepare(`SELECT p.status, p.bytes FROM pulls p JOIN users u ON u.id = p.user_id WHERE u.email = 'other@example.com' AND p.description LIKE 'bulk:%'`)
       .all() as { status: string; bytes: number | null }[];
     expect(h.length).toBe(N);
     expect(h.filter((r) => r.status === 'pending')).toEqual([]);

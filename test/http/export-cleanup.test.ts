@@ -76,7 +76,9 @@ describe('interrupted exports, default store', () => {
     const state = path.join(tmp.dir, 'state');
     const store = StateStore.open(state);
     const user = store.upsertUser('kill@example.com', 'professional');
-    store.db.transaction(() => activateSubscriptionTx(store, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }))();
+    store.db.transaction(() =>
+      activateSubscriptionTx(store, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }),
+    )();
     const key = store.createApiKey({ userId: user.id, name: 't', prefix: 'pm_' }).plaintext;
     store.close();
     let srv: RunningServer | null = null;
@@ -104,7 +106,9 @@ describe('interrupted exports, default store', () => {
       expect(done.attempts).toBe(2);
       // The first attempt's parts are gone; only the finished object remains.
       expect(uploads(state)).toEqual([]);
-      const link = ((await (await fetch(`${srv.url}/v1/exports/${job.id}/url`, { headers: { 'x-api-key': key } })).json()) as { data: { download_url: string } }).data.download_url;
+      const link = (
+        (await (await fetch(`${srv.url}/v1/exports/${job.id}/url`, { headers: { 'x-api-key': key } })).json()) as { data: { download_url: string } }
+      ).data.download_url;
       const file = await fetch(link);
       expect(file.status).toBe(200);
       expect((await file.arrayBuffer()).byteLength).toBe(done.size_bytes);

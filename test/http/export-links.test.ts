@@ -52,10 +52,12 @@ let bytesA: Buffer;
 
 beforeAll(async () => {
   L = await buildDownloadsLake({ seed: 5, defaultStore: true });
-  const m = (await L.rows(
-    `SELECT m.id, count(*) n FROM read_parquet(${files(L.lakeDir, 'catalog/markets')}) m
+  const m = (
+    await L.rows(
+      `SELECT m.id, count(*) n FROM read_parquet(${files(L.lakeDir, 'catalog/markets')}) m
      JOIN read_parquet(${files(L.lakeDir, 'trades')}) t ON list_contains(m.outcome_token_ids, t.token_id) GROUP BY ALL ORDER BY n DESC LIMIT 1`,
-  ))[0]!;
+    )
+  )[0]!;
   marketId = String(m.id);
   userB = (L.srv.ctx.state.db.prepare(`SELECT id FROM users WHERE email = 'other@example.com'`).get() as { id: string }).id;
   jobA = await finished({ kind: 'trades', market_id: marketId, format: 'parquet' });

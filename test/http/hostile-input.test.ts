@@ -21,9 +21,7 @@ const bodyRoutes = routes.filter((r) => r.body !== undefined);
 const fill = (path: string) => path.replace(/:([a-z_]+)/g, (_m, name: string) => (name.endsWith('id') ? '1' : 'x'));
 
 beforeAll(async () => {
-  srv = await startTestServer(
-    testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state`, PMLAKE_JWT_SECRET: JWT_SECRET }),
-  );
+  srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state`, PMLAKE_JWT_SECRET: JWT_SECRET }));
   base = srv.url;
   jwt = await new SignJWT({ email: 'hostile@example.com' })
     .setProtectedHeader({ alg: 'HS256' })

@@ -29,8 +29,7 @@ describe('answers cached per lake stamp: raw/datasets, series, stats', () => {
       FROM read_parquet(${glob(L.lakeDir, 'raw')})`);
     return Object.fromEntries(Object.entries(r[0]!).map(([k, v]) => [k, Number(v)]));
   };
-  const listed = (body: { data: { data_type: string; record_count: number }[] }) =>
-    Object.fromEntries(body.data.map((d) => [d.data_type, d.record_count]));
+  const listed = (body: { data: { data_type: string; record_count: number }[] }) => Object.fromEntries(body.data.map((d) => [d.data_type, d.record_count]));
 
   it('reuses the answer while the stamp is unchanged and recomputes after an ingest lands', async () => {
     const first = await L.get('/v1/download/raw/datasets');

@@ -43,9 +43,30 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
     const r = await L.get('/v1/markets');
     expect(r.status).toBe(200);
     expect(r.body).toHaveLength(Math.min(100, all.length));
-    for (const k of ['id', 'event_id', 'question', 'description', 'outcomes', 'outcome_prices', 'outcome_token_ids', 'active', 'closed', 'resolved',
-      'winning_outcome', 'resolution_date', 'volume', 'volume_24h', 'liquidity', 'start_date', 'end_date', 'trade_count', 'orderbook_count',
-      'data_from', 'data_to', 'category']) {
+    for (const k of [
+      'id',
+      'event_id',
+      'question',
+      'description',
+      'outcomes',
+      'outcome_prices',
+      'outcome_token_ids',
+      'active',
+      'closed',
+      'resolved',
+      'winning_outcome',
+      'resolution_date',
+      'volume',
+      'volume_24h',
+      'liquidity',
+      'start_date',
+      'end_date',
+      'trade_count',
+      'orderbook_count',
+      'data_from',
+      'data_to',
+      'category',
+    ]) {
       expect(r.body[0]).toHaveProperty(k);
     }
     // Default sort 'top': most rows first.
@@ -93,12 +114,21 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
     const series = all.find((m) => m.series_id)!.series_id as string;
     await check(`series_id=${encodeURIComponent(series)}`, (m) => m.series_id === series);
     const cat = all.find((m) => m.category)!.category as string;
-    await check(`category=${encodeURIComponent(cat.toUpperCase())}&has_data=false&data_type=trades`, (m) => String(m.category).toLowerCase() === cat.toLowerCase() && n(m.trade_count) > 0);
-    const ends = all.filter((m) => m.end_us !== null && n(m.trade_count) > 0).map((m) => m.end_us as bigint).sort((a, b) => (a < b ? -1 : 1));
+    await check(
+      `category=${encodeURIComponent(cat.toUpperCase())}&has_data=false&data_type=trades`,
+      (m) => String(m.category).toLowerCase() === cat.toLowerCase() && n(m.trade_count) > 0,
+    );
+    const ends = all
+      .filter((m) => m.end_us !== null && n(m.trade_count) > 0)
+      .map((m) => m.end_us as bigint)
+      .sort((a, b) => (a < b ? -1 : 1));
     const a = ends[0]!;
     const b = ends[ends.length - 1]!;
     const iso = (us: bigint): string => new Date(Number(us / 1000n)).toISOString();
-    await check(`data_type=trades&ending_after=${iso(a)}&ending_before=${iso(b)}`, (m) => n(m.trade_count) > 0 && m.end_us !== null && m.end_us >= a && m.end_us <= b);
+    await check(
+      `data_type=trades&ending_after=${iso(a)}&ending_before=${iso(b)}`,
+      (m) => n(m.trade_count) > 0 && m.end_us !== null && m.end_us >= a && m.end_us <= b,
+    );
     const inv = await L.get(`/v1/markets?ending_after=${iso(b)}&ending_before=${iso(a)}`);
     if (a !== b) {
       expect(inv.status).toBe(422);
@@ -110,7 +140,9 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
   });
 
   it('search is a case-insensitive literal substring; % _ quotes and hostile text are just text', async () => {
-    const word = String(busy.question).split(' ').find((w: string) => w.length > 4)!;
+    const word = String(busy.question)
+      .split(' ')
+      .find((w: string) => w.length > 4)!;
     const r = await L.get(`/v1/markets?search=${encodeURIComponent(word.toUpperCase())}&limit=1000`);
     expect(new Set(ids(r.body))).toEqual(new Set(ids(all.filter((m) => String(m.question).toLowerCase().includes(word.toLowerCase())))));
     for (const s of ['%', '_', "';DROP TABLE x;--", '"', "'", '\\', '%_%', 'ünïcødé ✓ 市場', 'a'.repeat(1000)]) {
@@ -126,8 +158,15 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
 
   it('validates limit, offset and booleans', async () => {
     for (const [qs, name] of [
-      ['limit=0', 'limit'], ['limit=1001', 'limit'], ['limit=1.5', 'limit'], ['offset=-1', 'offset'], ['offset=1000001', 'offset'],
-      ['active=yes', 'active'], ['resolved=2', 'resolved'], ['data_type=candles', 'data_type'], ['ending_after=2025-99-01', 'ending_after'],
+      ['limit=0', 'limit'],
+      ['limit=1001', 'limit'],
+      ['limit=1.5', 'limit'],
+      ['offset=-1', 'offset'],
+      ['offset=1000001', 'offset'],
+      ['active=yes', 'active'],
+      ['resolved=2', 'resolved'],
+      ['data_type=candles', 'data_type'],
+      ['ending_after=2025-99-01', 'ending_after'],
       ['series_id=' + 'x'.repeat(81), 'series_id'],
     ] as const) {
       const r = await L.get(`/v1/markets?${qs}`);
@@ -200,7 +239,11 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
     const placeholders = all.filter((m) => m.question === null);
     const tokenCount = (m: M): number => ((m.outcome_token_ids as string[] | null) ?? []).length;
     // The ws fixtures leave tape-only markets with two tokens, one token and none (a condition id only).
-    for (const k of [0, 1, 2]) expect(placeholders.some((m) => tokenCount(m) === k), `${k} tokens`).toBe(true);
+    for (const k of [0, 1, 2])
+      expect(
+        placeholders.some((m) => tokenCount(m) === k),
+        `${k} tokens`,
+      ).toBe(true);
     for (const k of [0, 1, 2]) {
       const m = placeholders.find((x) => tokenCount(x) === k)!;
       const r = await L.get(`/v1/markets/${m.id}`);
@@ -232,9 +275,7 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
        FROM read_parquet(${glob(L.lakeDir, 'trades')}) WHERE token_id IN (SELECT unnest(outcome_token_ids) FROM read_parquet(${catalog(L.lakeDir, 'markets')}) WHERE id = '${busy.id}')
        GROUP BY 1`,
     );
-    const snaps = await L.rows(
-      `SELECT asset_id, count(*) AS n FROM read_parquet(${glob(L.lakeDir, 'book_snapshots')}) GROUP BY 1`,
-    );
+    const snaps = await L.rows(`SELECT asset_id, count(*) AS n FROM read_parquet(${glob(L.lakeDir, 'book_snapshots')}) GROUP BY 1`);
     let total = 0;
     for (const o of r.body.outcomes) {
       expect(o.token_id).toBe((busy.outcome_token_ids as string[])[o.outcome]);

@@ -54,9 +54,7 @@ describe('GET /v1/trades/ohlcv', () => {
 
   beforeAll(async () => {
     L = await buildQueryLake();
-    const busiest = await L.rows(
-      `SELECT token_id, count(*) AS n FROM read_parquet(${glob(L.lakeDir, 'trades')}) GROUP BY 1 ORDER BY n DESC, token_id LIMIT 1`,
-    );
+    const busiest = await L.rows(`SELECT token_id, count(*) AS n FROM read_parquet(${glob(L.lakeDir, 'trades')}) GROUP BY 1 ORDER BY n DESC, token_id LIMIT 1`);
     token = String(busiest[0]!.token_id);
     const raw = await L.rows(
       `SELECT epoch_us(ts) AS us, coalesce(block_number, -1) AS block, log_index, id, (price * 1000000)::BIGINT AS price, (size * 1000000)::BIGINT AS size
@@ -89,12 +87,14 @@ describe('GET /v1/trades/ohlcv', () => {
       expect(r.status).toBe(200);
       const want = expected(trades, tf);
       expect(want.length).toBeGreaterThan(0);
-      expect(r.body.map((b: Bar & { market_id: string; outcome: number }) => {
-        expect(b.market_id).toBe(token);
-        expect(b.outcome).toBe(outcome);
-        const { timestamp, open, high, low, close, volume, trade_count } = b;
-        return { timestamp, open, high, low, close, volume, trade_count };
-      })).toEqual(want);
+      expect(
+        r.body.map((b: Bar & { market_id: string; outcome: number }) => {
+          expect(b.market_id).toBe(token);
+          expect(b.outcome).toBe(outcome);
+          const { timestamp, open, high, low, close, volume, trade_count } = b;
+          return { timestamp, open, high, low, close, volume, trade_count };
+        }),
+      ).toEqual(want);
     });
   }
 

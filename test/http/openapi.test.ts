@@ -75,7 +75,11 @@ describe('GET /v1/openapi.json and /docs', () => {
     const secret = new TextEncoder().encode(JWT_SECRET);
     let n = 0;
     const call = async (method: string, path: string, headers: Record<string, string>): Promise<number> => {
-      const res = await fetch(`${srv.url}${path}`, { method: method.toUpperCase(), headers: { ...headers, 'content-type': 'application/json' }, body: method === 'get' ? undefined : '{"_":1}' });
+      const res = await fetch(`${srv.url}${path}`, {
+        method: method.toUpperCase(),
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: method === 'get' ? undefined : '{"_":1}',
+      });
       await res.arrayBuffer();
       return res.status;
     };
@@ -111,9 +115,27 @@ describe('GET /v1/openapi.json and /docs', () => {
     expect(param('/v1/trades/recent', 'limit').schema).toMatchObject({ default: 50, maximum: 100 });
     expect(doc.paths['/v1/markets/{market_id}'].get.parameters[0]).toMatchObject({ name: 'market_id', in: 'path', required: true });
     const trade = doc.components.schemas.TradeResponse;
-    expect(Object.keys(trade.properties)).toEqual(['id', 'market_id', 'timestamp', 'block_number', 'transaction_hash', 'outcome', 'outcome_label',
-      'side', 'price', 'size', 'usd_value', 'maker', 'taker', 'fee', 'collateral']);
-    expect(doc.paths['/v1/markets'].get.responses['200'].content['application/json'].schema).toEqual({ type: 'array', items: { $ref: '#/components/schemas/MarketResponse' } });
+    expect(Object.keys(trade.properties)).toEqual([
+      'id',
+      'market_id',
+      'timestamp',
+      'block_number',
+      'transaction_hash',
+      'outcome',
+      'outcome_label',
+      'side',
+      'price',
+      'size',
+      'usd_value',
+      'maker',
+      'taker',
+      'fee',
+      'collateral',
+    ]);
+    expect(doc.paths['/v1/markets'].get.responses['200'].content['application/json'].schema).toEqual({
+      type: 'array',
+      items: { $ref: '#/components/schemas/MarketResponse' },
+    });
     expect(doc.paths['/v1/markets/{market_id}/estimate'].post.requestBody.content['application/json'].schema.properties.data_type.default).toBe('trades');
     // Every $ref resolves.
     const refs = JSON.stringify(doc).match(/"#\/components\/schemas\/[^"]+"/g) ?? [];

@@ -32,9 +32,7 @@ function replay(rows: L2[], at: bigint): { bids: Level[]; asks: Level[]; n: numb
     else book.set(r.price, r.size);
   }
   const out = (m: Map<bigint, bigint>, desc: boolean): Level[] =>
-    [...m.entries()]
-      .sort((a, b) => (a[0] === b[0] ? 0 : (a[0] < b[0]) !== desc ? -1 : 1))
-      .map(([p, s]) => ({ price: Number(p) / 1e6, size: Number(s) / 1e6 }));
+    [...m.entries()].sort((a, b) => (a[0] === b[0] ? 0 : a[0] < b[0] !== desc ? -1 : 1)).map(([p, s]) => ({ price: Number(p) / 1e6, size: Number(s) / 1e6 }));
   return { bids: out(bids, true), asks: out(asks, false), n };
 }
 
@@ -151,8 +149,14 @@ describe('GET /v1/orderbook/snapshot and /top_of_book', () => {
       const day = new Date(Number(at / 1000n)).toISOString().slice(0, 10);
       const dayOf = (us: bigint): string => new Date(Number(us / 1000n)).toISOString().slice(0, 10);
       // Independent: the tape rows of that day received by `at` with a seq after the snapshot's.
-      const want = tape.filter((x) => x.us <= at && x.seq > snapSeq && dayOf(x.us) === day).map((x) => `${x.seq}/${x.idx}`).sort();
-      const got = rows.filter((x) => x.kind === 't').map((x) => `${x.seq}/${x.level_idx}`).sort();
+      const want = tape
+        .filter((x) => x.us <= at && x.seq > snapSeq && dayOf(x.us) === day)
+        .map((x) => `${x.seq}/${x.idx}`)
+        .sort();
+      const got = rows
+        .filter((x) => x.kind === 't')
+        .map((x) => `${x.seq}/${x.level_idx}`)
+        .sort();
       expect(got).toEqual(want);
       if (want.length >= 2) {
         const limited = await runQuery(L.db, bookOnDayQuery(lake, token, at, 1));

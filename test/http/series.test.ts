@@ -19,8 +19,25 @@ describe('GET /v1/series, /v1/series/{id}, POST /v1/series/{id}/estimate', () =>
     const ids = await L.rows(`SELECT series_id FROM read_parquet(${catalog(L.lakeDir, 'series')}) ORDER BY 1`);
     expect(r.body.map((s: { series_id: string }) => s.series_id)).toEqual(ids.map((x) => x.series_id));
     for (const s of r.body) {
-      for (const k of ['series_id', 'broker', 'broker_display', 'asset_class', 'category', 'asset', 'asset_symbol', 'timeframe', 'name', 'description',
-        'catalogued_markets', 'shoppable_markets', 'earliest', 'latest', 'data_current_through', 'coming_soon']) expect(s).toHaveProperty(k);
+      for (const k of [
+        'series_id',
+        'broker',
+        'broker_display',
+        'asset_class',
+        'category',
+        'asset',
+        'asset_symbol',
+        'timeframe',
+        'name',
+        'description',
+        'catalogued_markets',
+        'shoppable_markets',
+        'earliest',
+        'latest',
+        'data_current_through',
+        'coming_soon',
+      ])
+        expect(s).toHaveProperty(k);
       const mine = markets.filter((m) => m.series_id === s.series_id);
       expect(s.catalogued_markets).toBe(mine.length);
       expect(s.shoppable_markets).toBe(mine.filter((m) => Number(m.trade_count ?? 0) > 0 || Number(m.orderbook_count ?? 0) > 0).length);
@@ -50,9 +67,19 @@ describe('GET /v1/series, /v1/series/{id}, POST /v1/series/{id}/estimate', () =>
     );
     const rows = counts.reduce((a, c) => a + Number(c.n), 0);
     const withRows = mine.filter((m) => ((m.outcome_token_ids as string[] | null) ?? []).some((t) => counts.some((c) => c.token_id === t))).length;
-    const r = await L.get(`/v1/series/${encodeURIComponent(s.series_id)}/estimate`, { method: 'POST', body: JSON.stringify({ data_type: 'trades' }), key: null });
+    const r = await L.get(`/v1/series/${encodeURIComponent(s.series_id)}/estimate`, {
+      method: 'POST',
+      body: JSON.stringify({ data_type: 'trades' }),
+      key: null,
+    });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ series_id: s.series_id, data_type: 'trades', estimated_rows: rows, markets_in_range: withRows, pricing_model: 'subscription' });
+    expect(r.body).toMatchObject({
+      series_id: s.series_id,
+      data_type: 'trades',
+      estimated_rows: rows,
+      markets_in_range: withRows,
+      pricing_model: 'subscription',
+    });
     expect(r.body.estimated_size_bytes).toBeGreaterThan(0);
     const bad = await L.get(`/v1/series/${encodeURIComponent(s.series_id)}/estimate`, { method: 'POST', body: JSON.stringify({ data_type: 'x' }), key: null });
     expect(bad.status).toBe(422);

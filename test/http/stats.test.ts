@@ -52,8 +52,19 @@ describe('GET /v1/stats', () => {
     // 61 on a fresh computation: the handler reads the clock before the cache stamps the entry (kept as it was).
     expect(maxAge).toBeLessThanOrEqual(61);
     expect(Object.keys(r.body)).toEqual([
-      'markets', 'active_markets', 'resolved_markets', 'series', 'tokens', 'trades', 'orderbook_snapshots', 'top_of_book_rows',
-      'data_from', 'data_to', 'lake_version', 'generated_at', 'cached_until',
+      'markets',
+      'active_markets',
+      'resolved_markets',
+      'series',
+      'tokens',
+      'trades',
+      'orderbook_snapshots',
+      'top_of_book_rows',
+      'data_from',
+      'data_to',
+      'lake_version',
+      'generated_at',
+      'cached_until',
     ]);
   });
 
@@ -69,8 +80,17 @@ describe('GET /v1/stats', () => {
       expect(typeof generated_at).toBe('string');
       expect(typeof cached_until).toBe('string');
       expect(figures).toEqual({
-        markets: 0, active_markets: 0, resolved_markets: 0, series: 0, tokens: 0, trades: 0,
-        orderbook_snapshots: 0, top_of_book_rows: 0, data_from: null, data_to: null, lake_version: 0,
+        markets: 0,
+        active_markets: 0,
+        resolved_markets: 0,
+        series: 0,
+        tokens: 0,
+        trades: 0,
+        orderbook_snapshots: 0,
+        top_of_book_rows: 0,
+        data_from: null,
+        data_to: null,
+        lake_version: 0,
       });
     } finally {
       await srv?.close();

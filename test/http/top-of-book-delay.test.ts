@@ -47,7 +47,12 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
     );
     await mergeIntoPartitions(conn, draft, 'markets', 'stg_markets');
     await conn.run(`CREATE TEMP TABLE stg_tokens (${columnDdl('tokens')})`);
-    await conn.run(`INSERT INTO stg_tokens VALUES ($yes, $id, $cid, 0, 'Yes'), ($no, $id, $cid, 1, 'No')`, { yes: TOKEN_YES, no: TOKEN_NO, id: MARKET_ID, cid: CONDITION });
+    await conn.run(`INSERT INTO stg_tokens VALUES ($yes, $id, $cid, 0, 'Yes'), ($no, $id, $cid, 1, 'No')`, {
+      yes: TOKEN_YES,
+      no: TOKEN_NO,
+      id: MARKET_ID,
+      cid: CONDITION,
+    });
     await mergeIntoPartitions(conn, draft, 'tokens', 'stg_tokens');
 
     await conn.run(`CREATE TEMP TABLE stg_tob (${columnDdl('top_of_book')})`);
@@ -57,16 +62,21 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
       // seq: receive ms × 1e6 + rank, as ingest numbers the tape.
       const seq = (BigInt(ms) * 1_000_000n + BigInt(i)).toString();
       if (token === TOKEN_YES) seqOf.set(age, seq);
-      await conn.run(
-        `INSERT INTO stg_tob VALUES (make_timestamp($us::BIGINT), $cid, $token, $seq::BIGINT, 0.41, 100, 0.43, 120, 0.42, 0.02)`,
-        { us: BigInt(ms) * 1000n, cid: CONDITION, token, seq },
-      );
+      await conn.run(`INSERT INTO stg_tob VALUES (make_timestamp($us::BIGINT), $cid, $token, $seq::BIGINT, 0.41, 100, 0.43, 120, 0.42, 0.02)`, {
+        us: BigInt(ms) * 1000n,
+        cid: CONDITION,
+        token,
+        seq,
+      });
     }
     await mergeIntoPartitions(conn, draft, 'top_of_book', 'stg_tob');
 
     // Two stored books of the YES token: 30 minutes old (best bid 0.30) and 5 minutes old (best bid 0.55).
     await conn.run(`CREATE TEMP TABLE stg_books (${columnDdl('book_snapshots')})`);
-    for (const [age, bid] of [[30, '0.30'], [5, '0.55']] as const) {
+    for (const [age, bid] of [
+      [30, '0.30'],
+      [5, '0.55'],
+    ] as const) {
       const ms = nowMs - age * 60_000;
       await conn.run(
         `INSERT INTO stg_books VALUES (make_timestamp($us::BIGINT), $cid, $token, 'book', $seq::BIGINT, $bid::DECIMAL(10,6), 0.6,
@@ -129,7 +139,9 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
     expect(inside.status).toBe(200);
     expect(inside.body).toEqual([]);
     expect(seqs((await get(`/v1/orderbook/top_of_book?market_id=${MARKET_ID}&start=${recent}`, pro)).body)).toEqual(
-      AGES.filter((a) => a < 10).sort((a, b) => b - a).map((a) => seqOf.get(a)!),
+      AGES.filter((a) => a < 10)
+        .sort((a, b) => b - a)
+        .map((a) => seqOf.get(a)!),
     );
     // Also when the market is named by a token id, and for the other outcome.
     expect(seqs((await get(`/v1/orderbook/top_of_book?market_id=${TOKEN_YES}`, free)).body)).toEqual(olderThan(DELAY));

@@ -21,12 +21,15 @@ describe('GET /v1/trades and /v1/trades/recent', () => {
       `SELECT id, token_id, epoch_us(ts) AS us, coalesce(block_number, -1) AS block, log_index, side, outcome_index FROM read_parquet(${glob(L.lakeDir, 'trades')})`,
     );
     trades = raw.map((r) => ({
-      id: String(r.id), token: String(r.token_id), us: BigInt(r.us as bigint), block: BigInt(r.block as bigint),
-      log: Number(r.log_index), side: String(r.side), outcome: Number(r.outcome_index),
+      id: String(r.id),
+      token: String(r.token_id),
+      us: BigInt(r.us as bigint),
+      block: BigInt(r.block as bigint),
+      log: Number(r.log_index),
+      side: String(r.side),
+      outcome: Number(r.outcome_index),
     }));
-    const m = await L.rows(
-      `SELECT id, outcome_token_ids, outcomes FROM read_parquet(${catalog(L.lakeDir, 'markets')}) ORDER BY trade_count DESC, id LIMIT 1`,
-    );
+    const m = await L.rows(`SELECT id, outcome_token_ids, outcomes FROM read_parquet(${catalog(L.lakeDir, 'markets')}) ORDER BY trade_count DESC, id LIMIT 1`);
     market = { id: String(m[0]!.id), tokens: m[0]!.outcome_token_ids as string[], outcomes: m[0]!.outcomes as string[] };
   });
   afterAll(async () => {
@@ -40,7 +43,23 @@ describe('GET /v1/trades and /v1/trades/recent', () => {
     expect(r.status).toBe(200);
     expect(r.body.map((t: { id: string }) => t.id)).toEqual(want.map((t) => t.id));
     const row = r.body[0];
-    for (const k of ['id', 'market_id', 'timestamp', 'block_number', 'transaction_hash', 'outcome', 'outcome_label', 'side', 'price', 'size', 'usd_value', 'maker', 'taker', 'fee', 'collateral']) {
+    for (const k of [
+      'id',
+      'market_id',
+      'timestamp',
+      'block_number',
+      'transaction_hash',
+      'outcome',
+      'outcome_label',
+      'side',
+      'price',
+      'size',
+      'usd_value',
+      'maker',
+      'taker',
+      'fee',
+      'collateral',
+    ]) {
       expect(row).toHaveProperty(k);
     }
     expect(market.tokens).toContain(row.market_id);
@@ -53,15 +72,29 @@ describe('GET /v1/trades and /v1/trades/recent', () => {
   it('narrows by token id, outcome and side (BUY accepted as buy)', async () => {
     const tok = market.tokens[1]!;
     const byTok = await L.get(`/v1/trades?market_id=${tok}&limit=10000`);
-    expect(byTok.body.map((t: { id: string }) => t.id)).toEqual(trades.filter((t) => t.token === tok).sort(newest).map((t) => t.id));
+    expect(byTok.body.map((t: { id: string }) => t.id)).toEqual(
+      trades
+        .filter((t) => t.token === tok)
+        .sort(newest)
+        .map((t) => t.id),
+    );
     const byOutcome = await L.get(`/v1/trades?market_id=${market.id}&outcome=1&limit=10000`);
     expect(byOutcome.body).toEqual(byTok.body);
     const sells = await L.get(`/v1/trades?market_id=${market.id}&side=SELL&limit=10000`);
     expect(sells.body.map((t: { id: string }) => t.id)).toEqual(
-      trades.filter((t) => market.tokens.includes(t.token) && t.side === 'sell').sort(newest).map((t) => t.id),
+      trades
+        .filter((t) => market.tokens.includes(t.token) && t.side === 'sell')
+        .sort(newest)
+        .map((t) => t.id),
     );
     const anyMarketOutcome = await L.get(`/v1/trades?outcome=0&limit=10000`);
-    expect(anyMarketOutcome.body.map((t: { id: string }) => t.id)).toEqual(trades.filter((t) => t.outcome === 0).sort(newest).slice(0, 10000).map((t) => t.id));
+    expect(anyMarketOutcome.body.map((t: { id: string }) => t.id)).toEqual(
+      trades
+        .filter((t) => t.outcome === 0)
+        .sort(newest)
+        .slice(0, 10000)
+        .map((t) => t.id),
+    );
   });
 
   it('windows: start inclusive, end exclusive, any length (no 24h cap); paging by offset', async () => {
@@ -101,14 +134,24 @@ describe('GET /v1/trades and /v1/trades/recent', () => {
     const fullRow = (await L.get(`/v1/trades?market_id=${market.id}&limit=1&offset=0`)).body[0];
     const viaDeep = (await L.get(`/v1/trades?market_id=${market.id}&limit=2&offset=0`)).body[0];
     expect(viaDeep).toEqual(fullRow);
-    expect((await L.get(`/v1/trades?market_id=${market.id}&limit=1&offset=1`)).body[0]).toEqual((await L.get(`/v1/trades?market_id=${market.id}&limit=2`)).body[1]);
+    expect((await L.get(`/v1/trades?market_id=${market.id}&limit=1&offset=1`)).body[0]).toEqual(
+      (await L.get(`/v1/trades?market_id=${market.id}&limit=2`)).body[1],
+    );
   });
 
   it('validates every parameter (422 naming it), 401, 404, condition ids and hostile ids', async () => {
     for (const [qs, name] of [
-      ['limit=0', 'limit'], ['limit=10001', 'limit'], ['offset=1000001', 'offset'], ['offset=-3', 'offset'],
-      ['side=hold', 'side'], ['outcome=2', 'outcome'], ['outcome=x', 'outcome'], ['start=2025-09-16T25:00:00Z', 'start'],
-      ['end=20250916', 'end'], ['start=2025-09-16&end=2025-09-15', 'start'], [`market_id=0x${'12'.repeat(32)}`, 'market_id'],
+      ['limit=0', 'limit'],
+      ['limit=10001', 'limit'],
+      ['offset=1000001', 'offset'],
+      ['offset=-3', 'offset'],
+      ['side=hold', 'side'],
+      ['outcome=2', 'outcome'],
+      ['outcome=x', 'outcome'],
+      ['start=2025-09-16T25:00:00Z', 'start'],
+      ['end=20250916', 'end'],
+      ['start=2025-09-16&end=2025-09-15', 'start'],
+      [`market_id=0x${'12'.repeat(32)}`, 'market_id'],
     ] as const) {
       const r = await L.get(`/v1/trades?${qs}`);
       expect(r.status, qs).toBe(422);
@@ -152,11 +195,20 @@ describe('GET /v1/trades and /v1/trades/recent', () => {
       { f: {}, want: all },
       { f: { tokens: market.tokens.slice(1) }, want: mine.filter((t) => t.token === market.tokens[1]) },
       // A window (start inclusive, end exclusive) bound in both scans.
-      { f: { tokens: market.tokens, start: mine[mine.length - 5]!.us, end: mine[4]!.us }, want: mine.filter((t) => t.us >= mine[mine.length - 5]!.us && t.us < mine[4]!.us) },
+      {
+        f: { tokens: market.tokens, start: mine[mine.length - 5]!.us, end: mine[4]!.us },
+        want: mine.filter((t) => t.us >= mine[mine.length - 5]!.us && t.us < mine[4]!.us),
+      },
     ];
     let compared = 0;
     for (const { f, want } of cases) {
-      for (const [offset, limit] of [[1, 5], [7, 20], [Math.floor(want.length / 2), 9], [Math.max(0, want.length - 3), 10], [want.length + 5, 10]] as const) {
+      for (const [offset, limit] of [
+        [1, 5],
+        [7, 20],
+        [Math.floor(want.length / 2), 9],
+        [Math.max(0, want.length - 3), 10],
+        [want.length + 5, 10],
+      ] as const) {
         const two = await runJsonArray(L.srv.ctx.db, tradesPageQuery(lake, f, { limit, offset }, 0), { timestamps: ['timestamp'] });
         const plain = await runJsonArray(L.srv.ctx.db, tradesPageQuery(lake, f, { limit, offset }, Number.MAX_SAFE_INTEGER), { timestamps: ['timestamp'] });
         expect(two.json).toBe(plain.json);

@@ -65,7 +65,10 @@ describe('candles_1m', () => {
     await runIngest(FILES, { lakeDir: lake });
     // A lake from before candles_1h: its minute candles stay, its hourly files are gone (a version without them).
     const old = new VersionDraft(lake);
-    old.retire('candles_1h', old.entries('candles_1h').map((e) => e.path));
+    old.retire(
+      'candles_1h',
+      old.entries('candles_1h').map((e) => e.path),
+    );
     old.publish('ingest', {}, []);
     expect(currentFiles(lake, 'candles_1h')).toEqual([]);
     // Generated fills: other tokens, other months, many trades per hour.

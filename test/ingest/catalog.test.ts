@@ -29,9 +29,18 @@ function write(name: string, body: unknown): string {
 
 function gammaMarket(updatedAt: string, volume: string): Record<string, unknown> {
   return {
-    id: '424242', question: 'Gamma question?', conditionId: CID, slug: 'gamma-question', outcomes: '["Yes", "No"]',
-    outcomePrices: '["0.4", "0.6"]', clobTokenIds: JSON.stringify([TOKS[1], TOKS[0]]), volume, active: true, closed: false,
-    updatedAt, category: 'Politics',
+    id: '424242',
+    question: 'Gamma question?',
+    conditionId: CID,
+    slug: 'gamma-question',
+    outcomes: '["Yes", "No"]',
+    outcomePrices: '["0.4", "0.6"]',
+    clobTokenIds: JSON.stringify([TOKS[1], TOKS[0]]),
+    volume,
+    active: true,
+    closed: false,
+    updatedAt,
+    category: 'Politics',
   };
 }
 
@@ -70,11 +79,24 @@ describe('catalogue merge', () => {
 
   it('a CLOB record (upper-case condition id) completes the placeholder: same market, outcomes and token order', async () => {
     const before = (await markets()).length;
-    const clob = write('clob.json', [{
-      condition_id: CID.toUpperCase().replace('0X', '0x'), question_id: '0x01', question: 'CLOB question?', market_slug: 'clob-q',
-      active: true, closed: false, minimum_tick_size: 0.01, neg_risk: false, end_date_iso: '2025-12-31T00:00:00Z', tags: ['Politics'],
-      tokens: [{ token_id: TOKS[0], outcome: 'Yes', price: 0.4, winner: false }, { token_id: TOKS[1], outcome: 'No', price: 0.6, winner: false }],
-    }]);
+    const clob = write('clob.json', [
+      {
+        condition_id: CID.toUpperCase().replace('0X', '0x'),
+        question_id: '0x01',
+        question: 'CLOB question?',
+        market_slug: 'clob-q',
+        active: true,
+        closed: false,
+        minimum_tick_size: 0.01,
+        neg_risk: false,
+        end_date_iso: '2025-12-31T00:00:00Z',
+        tags: ['Politics'],
+        tokens: [
+          { token_id: TOKS[0], outcome: 'Yes', price: 0.4, winner: false },
+          { token_id: TOKS[1], outcome: 'No', price: 0.6, winner: false },
+        ],
+      },
+    ]);
     await runIngest([clob], { lakeDir: lake });
     const ms = await markets();
     expect(ms.length).toBe(before);
@@ -82,7 +104,10 @@ describe('catalogue merge', () => {
     expect(m).toMatchObject({ id: derivedId, question: 'CLOB question?', outcomes: ['Yes', 'No'], outcome_token_ids: TOKS, sources: ['clob', 'tape'] });
     const ts = (await tokens()).filter((t) => TOKS.includes(String(t.token_id)));
     expect(ts.map((t) => [t.token_id, t.market_id, t.outcome_index, t.outcome_label]).sort()).toEqual(
-      [[TOKS[0], derivedId, 0, 'Yes'], [TOKS[1], derivedId, 1, 'No']].sort(),
+      [
+        [TOKS[0], derivedId, 0, 'Yes'],
+        [TOKS[1], derivedId, 1, 'No'],
+      ].sort(),
     );
   });
 
@@ -92,11 +117,21 @@ describe('catalogue merge', () => {
     expect(ms.some((x) => x.id === derivedId)).toBe(false);
     const m = ms.find((x) => x.condition_id === CID)!;
     expect(m).toMatchObject({
-      id: '424242', id_derived: false, question: 'Gamma question?', outcome_token_ids: [TOKS[1], TOKS[0]], volume: 100.5,
-      category: 'politics', sources: ['clob', 'gamma', 'tape'],
+      id: '424242',
+      id_derived: false,
+      question: 'Gamma question?',
+      outcome_token_ids: [TOKS[1], TOKS[0]],
+      volume: 100.5,
+      category: 'politics',
+      sources: ['clob', 'gamma', 'tape'],
     });
     const ts = (await tokens()).filter((t) => TOKS.includes(String(t.token_id)));
-    expect(ts.map((t) => [t.token_id, t.market_id, t.outcome_index]).sort()).toEqual([[TOKS[1], '424242', 0], [TOKS[0], '424242', 1]].sort());
+    expect(ts.map((t) => [t.token_id, t.market_id, t.outcome_index]).sort()).toEqual(
+      [
+        [TOKS[1], '424242', 0],
+        [TOKS[0], '424242', 1],
+      ].sort(),
+    );
   });
 
   it('newer metadata updates fields; an older record arriving later does not', async () => {

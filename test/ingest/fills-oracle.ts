@@ -95,7 +95,17 @@ export function d6(micro: bigint): string {
   return `${neg ? '-' : ''}${a / 1_000_000n}.${(a % 1_000_000n).toString().padStart(6, '0')}`;
 }
 
-export type Candle = { token_id: string; bucket: string; open: string; high: string; low: string; close: string; volume: string; usd_volume: string; trade_count: number };
+export type Candle = {
+  token_id: string;
+  bucket: string;
+  open: string;
+  high: string;
+  low: string;
+  close: string;
+  volume: string;
+  usd_volume: string;
+  trade_count: number;
+};
 
 /** Candles of `seconds` (60: candles_1m, 3600: candles_1h) straight from the trades. */
 export function expectedCandles(trades: Trade[], seconds = 60): Candle[] {

@@ -37,11 +37,23 @@ describe('on-chain fills → trades', () => {
   it('lands one row per match with token, side, price, size, usd value and fee derived exactly', async () => {
     const rows = await query(`SELECT id, token_id, epoch(ts)::BIGINT AS ts, block_number, log_index, side, price, size,
       usd_value, fee, maker, taker, collateral FROM ${tradesGlob()} ORDER BY id`);
-    const want = [...expected].sort((a, b) => a.id.localeCompare(b.id)).map((t) => ({
-      id: t.id, token_id: t.token_id, ts: String(t.ts), block_number: t.block_number === null ? null : String(t.block_number),
-      log_index: t.log_index, side: t.side, price: d6(t.price), size: d6(t.size), usd_value: d6(t.usd_value), fee: d6(t.fee),
-      maker: t.maker, taker: t.taker, collateral: 'USDC',
-    }));
+    const want = [...expected]
+      .sort((a, b) => a.id.localeCompare(b.id))
+      .map((t) => ({
+        id: t.id,
+        token_id: t.token_id,
+        ts: String(t.ts),
+        block_number: t.block_number === null ? null : String(t.block_number),
+        log_index: t.log_index,
+        side: t.side,
+        price: d6(t.price),
+        size: d6(t.size),
+        usd_value: d6(t.usd_value),
+        fee: d6(t.fee),
+        maker: t.maker,
+        taker: t.taker,
+        collateral: 'USDC',
+      }));
     expect(rows).toEqual(want);
     // Spot checks that do not depend on the oracle: rounding down, rounding up, beyond 2^53.
     const byPrice = new Set(rows.map((r) => r.price));
@@ -75,7 +87,9 @@ describe('on-chain fills → trades', () => {
     const unknown = expected.find((t) => !TOKENS.includes(t.token_id))!;
     const [tok] = await query(`SELECT * FROM read_parquet(${files(lake, 'catalog/tokens')}) WHERE token_id = '${unknown.token_id}'`);
     expect(tok!.market_id).toBe(derivedMarketId(`token:${unknown.token_id}`, md5Hex));
-    const [m] = await query(`SELECT id, id_derived, trade_count, sources FROM read_parquet(${files(lake, 'catalog/markets')}) WHERE id = '${String(tok!.market_id)}'`);
+    const [m] = await query(
+      `SELECT id, id_derived, trade_count, sources FROM read_parquet(${files(lake, 'catalog/markets')}) WHERE id = '${String(tok!.market_id)}'`,
+    );
     expect(m).toMatchObject({ id_derived: true, trade_count: '1', sources: ['fills'] });
     const [btc] = await query(`SELECT trade_count, data_from, data_to FROM read_parquet(${files(lake, 'catalog/markets')}) WHERE id = '${gamma.id}'`);
     const mine = expected.filter((t) => TOKENS.includes(t.token_id));
@@ -119,7 +133,9 @@ describe('on-chain fills → trades', () => {
       expect(row).toMatchObject({ condition_id: gamma.conditionId!.toLowerCase(), outcome_index: i, outcome_label: OUTCOMES[i] });
     }
     // The placeholder market the fills created for these tokens is gone: the Gamma market owns them.
-    const ms = await query(`SELECT id, trade_count FROM read_parquet(${files(lake3, 'catalog/markets')}) WHERE list_has_any(outcome_token_ids, ['${TOKENS.join("','")}'])`);
+    const ms = await query(
+      `SELECT id, trade_count FROM read_parquet(${files(lake3, 'catalog/markets')}) WHERE list_has_any(outcome_token_ids, ['${TOKENS.join("','")}'])`,
+    );
     expect(ms.map((m) => m.id)).toEqual([gamma.id]);
   });
 

@@ -24,9 +24,20 @@ let reportA: GenerateReport;
 
 type Msg = Record<string, unknown> & { event_type: string; timestamp: string };
 type Fill = {
-  event: string; block_number: number; block_timestamp: number; transaction_hash: string; log_index: number;
-  contract: string; order_hash: string; maker: string; taker: string; maker_asset_id: string;
-  taker_asset_id: string; maker_amount_filled: string; taker_amount_filled: string; fee: string;
+  event: string;
+  block_number: number;
+  block_timestamp: number;
+  transaction_hash: string;
+  log_index: number;
+  contract: string;
+  order_hash: string;
+  maker: string;
+  taker: string;
+  maker_asset_id: string;
+  taker_asset_id: string;
+  maker_amount_filled: string;
+  taker_amount_filled: string;
+  fee: string;
 };
 type Gamma = Record<string, unknown> & { clobTokenIds: string; outcomes: string; outcomePrices: string; conditionId: string };
 
@@ -48,7 +59,10 @@ function digest(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const f of filesUnder(dir)) {
     if (f === 'manifest.json') continue;
-    out[f] = crypto.createHash('sha256').update(fs.readFileSync(path.join(dir, f))).digest('hex');
+    out[f] = crypto
+      .createHash('sha256')
+      .update(fs.readFileSync(path.join(dir, f)))
+      .digest('hex');
   }
   return out;
 }
@@ -60,7 +74,11 @@ function manifestWithoutTiming(dir: string): unknown {
 }
 
 function lines<T>(file: string): T[] {
-  return fs.readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as T);
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as T);
 }
 
 const milli = (p: string): number => Math.round(Number(p) * 1000);
@@ -107,7 +125,10 @@ describe('generated websocket tape', () => {
       expect(tokens).toHaveLength(2);
       for (const t of tokens) expect(t).toMatch(/^[1-9]\d{75,77}$/);
       const outcomes = JSON.parse(m.outcomes) as string[];
-      expect([['Yes', 'No'], ['Up', 'Down']]).toContainEqual(outcomes);
+      expect([
+        ['Yes', 'No'],
+        ['Up', 'Down'],
+      ]).toContainEqual(outcomes);
       const prices = (JSON.parse(m.outcomePrices) as string[]).map(Number);
       expect(prices[0]! + prices[1]!).toBeCloseTo(1, 9);
       expect(typeof m.volume).toBe('string');
@@ -115,7 +136,11 @@ describe('generated websocket tape', () => {
       const events = m.events as Record<string, unknown>[];
       expect(events).toHaveLength(1);
       expect(typeof events[0]!.volume).toBe('number');
-      if (m.closed) expect([[1, 0], [0, 1]]).toContainEqual(prices);
+      if (m.closed)
+        expect([
+          [1, 0],
+          [0, 1],
+        ]).toContainEqual(prices);
     }
     expect(ms.some((m) => m.closed === true)).toBe(true);
     expect(ms.some((m) => m.closed === false)).toBe(true);
@@ -237,7 +262,9 @@ describe('generated websocket tape', () => {
             throw new Error(`unexpected event_type ${m.event_type}`);
         }
         if (m.event_type !== 'tick_size_change') {
-          for (const t of [...new Set([m.asset_id as string | undefined, ...((m.price_changes as { asset_id: string }[] | undefined) ?? []).map((c) => c.asset_id)])]) {
+          for (const t of [
+            ...new Set([m.asset_id as string | undefined, ...((m.price_changes as { asset_id: string }[] | undefined) ?? []).map((c) => c.asset_id)]),
+          ]) {
             if (!t) continue;
             const [bb, ba] = best(t);
             expect(bb, `crossed book for ${t} at ${m.timestamp}`).toBeLessThan(ba);
@@ -286,8 +313,22 @@ describe('generated websocket tape', () => {
       const byTx = new Map<string, Fill[]>();
       let lastBlock = 0;
       for (const f of fills) {
-        expect(Object.keys(f)).toEqual(['event', 'block_number', 'block_timestamp', 'transaction_hash', 'log_index', 'contract',
-          'order_hash', 'maker', 'taker', 'maker_asset_id', 'taker_asset_id', 'maker_amount_filled', 'taker_amount_filled', 'fee']);
+        expect(Object.keys(f)).toEqual([
+          'event',
+          'block_number',
+          'block_timestamp',
+          'transaction_hash',
+          'log_index',
+          'contract',
+          'order_hash',
+          'maker',
+          'taker',
+          'maker_asset_id',
+          'taker_asset_id',
+          'maker_amount_filled',
+          'taker_amount_filled',
+          'fee',
+        ]);
         expect(f.event).toBe('OrderFilled');
         expect(f.block_number).toBeGreaterThanOrEqual(lastBlock);
         lastBlock = f.block_number;
@@ -368,7 +409,10 @@ describe('generated data through the real ingest', () => {
     const src = path.join(root, 'tiny');
     const lake = path.join(root, 'lake');
     const rep = await generate({ markets: 6, days: 2, start: '2025-09-14', seed: 3, rate: 0.3, out: src, workers: 0 });
-    const ing = await runIngest(['markets', 'fills', 'ws'].map((d) => path.join(src, d)), { lakeDir: lake, threads: 2 });
+    const ing = await runIngest(
+      ['markets', 'fills', 'ws'].map((d) => path.join(src, d)),
+      { lakeDir: lake, threads: 2 },
+    );
     expect(ing.issues).toEqual([]);
     expect(ing.failed).toBe(0);
     expect(ing.rows_added.trades).toBe(rep.counts.trades);
@@ -394,8 +438,14 @@ describe('generated data through the real ingest', () => {
 
 describe('generate CLI arguments', () => {
   it('parses the documented flags and refuses bad ones', () => {
-    expect(parseGenerateArgs(['--markets', '40', '--days', '14', '--seed', '7', '--out', '/tmp/x', '--options', '--busy', '2']))
-      .toEqual({ markets: 40, days: 14, seed: 7, out: '/tmp/x', options: true, busy: 2 });
+    expect(parseGenerateArgs(['--markets', '40', '--days', '14', '--seed', '7', '--out', '/tmp/x', '--options', '--busy', '2'])).toEqual({
+      markets: 40,
+      days: 14,
+      seed: 7,
+      out: '/tmp/x',
+      options: true,
+      busy: 2,
+    });
     expect(() => parseGenerateArgs(['--markets', '0', '--days', '1', '--seed', '1', '--out', 'x'])).toThrow(/markets/);
     expect(() => parseGenerateArgs(['--markets', '1', '--days', '1', '--seed', '1', '--out', 'x', '--start', '2025-13-40'])).toThrow(/start/);
     expect(() => parseGenerateArgs(['--markets', '1', '--days', '1', '--seed', '1', '--out', 'x', '--bogus', '1'])).toThrow();

@@ -76,9 +76,7 @@ describe('re-ingest changes nothing', () => {
     fs.mkdirSync(path.join(lake, '_ingest'), { recursive: true });
     // This test process is alive: its pid in the lock file stands for another ingest still running.
     fs.writeFileSync(path.join(lake, '_ingest', 'lock'), `${process.pid}\n`);
-    await expect(runIngest([path.join(FIX, 'ws', '2025-01-21_book.json')], { lakeDir: lake, derived: false })).rejects.toBeInstanceOf(
-      LakeLockedError,
-    );
+    await expect(runIngest([path.join(FIX, 'ws', '2025-01-21_book.json')], { lakeDir: lake, derived: false })).rejects.toBeInstanceOf(LakeLockedError);
     expect(Object.keys(listing(lake))).toEqual(['_ingest/lock']);
   });
 });

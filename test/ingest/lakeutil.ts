@@ -40,11 +40,7 @@ export async function datasetRows(files: string[]): Promise<string[]> {
 export type CliRun = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
 
 /** Runs `pmlake <args>` as a child process to its end; `onStderr` may kill it. */
-export function runCli(
-  args: string[],
-  env: Record<string, string>,
-  onStderr?: (text: string, kill: () => void) => void,
-): Promise<CliRun> {
+export function runCli(args: string[], env: Record<string, string>, onStderr?: (text: string, kill: () => void) => void): Promise<CliRun> {
   const child = spawnCli(args, env);
   if (onStderr) child.onStderr(() => onStderr(child.stderr(), child.kill));
   return child.done;

@@ -55,7 +55,12 @@ const events = readJson('gamma_events_2020-2022.json') as J[];
 const negrisk = readJson('gamma_event_negrisk.json') as J[];
 const btc = readJson('gamma_market_btc_5m.json') as J;
 const gammaMarkets: J[] = [...events, ...negrisk].flatMap((e) => e.markets as J[]).concat([btc]);
-const dump = zlib.gunzipSync(fs.readFileSync(F('btc_5m_markets_2026-07-24.jsonl.gz'))).toString('utf8').trim().split('\n').map((l) => JSON.parse(l) as J);
+const dump = zlib
+  .gunzipSync(fs.readFileSync(F('btc_5m_markets_2026-07-24.jsonl.gz')))
+  .toString('utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l) as J);
 const clob: J[] = [...(readJson('clob_markets_2025-10.json') as J[]), ...((readJson('clob_markets_page_enveloped.json') as J).data as J[])];
 const csv = parseCsv(fs.readFileSync(F('markets_catalog_2026-04.csv'), 'utf8'));
 
@@ -106,7 +111,9 @@ describe('market metadata fixtures', () => {
       if (m.clobTokenIds) {
         const toks = JSON.parse(String(m.clobTokenIds)) as string[];
         expect(row.outcome_token_ids).toEqual(toks);
-        toks.forEach((t, i) => expect(tokens.get(t)).toMatchObject({ market_id: String(m.id), outcome_index: i, outcome_label: (row.outcomes as string[])[i] }));
+        toks.forEach((t, i) =>
+          expect(tokens.get(t)).toMatchObject({ market_id: String(m.id), outcome_index: i, outcome_label: (row.outcomes as string[])[i] }),
+        );
       } else expect(row.outcome_token_ids).toBeNull();
     }
     const b = byId.get(String(btc.id))!;
@@ -171,14 +178,23 @@ describe('market metadata fixtures', () => {
     const s = new Map(series.map((r) => [String(r.series_id), r]));
     const want = new Set(events.flatMap((e) => ((e.series as J[]) ?? []).map((x) => String(x.slug))).concat('btc-up-or-down-5m'));
     expect(new Set(s.keys())).toEqual(want);
-    expect(s.get('btc-up-or-down-5m')).toMatchObject({ name: 'BTC Up or Down 5m', asset: 'Bitcoin', asset_symbol: 'BTC', timeframe: '5m', asset_class: 'crypto' });
+    expect(s.get('btc-up-or-down-5m')).toMatchObject({
+      name: 'BTC Up or Down 5m',
+      asset: 'Bitcoin',
+      asset_symbol: 'BTC',
+      timeframe: '5m',
+      asset_class: 'crypto',
+    });
     expect(s.get('nba')).toMatchObject({ name: 'NBA', recurrence: 'daily', timeframe: 'daily' });
     // A series' category is the most common category of its markets (events of one series disagree).
     for (const slug of ['nba', 'btc-weeklies']) {
       const counts = new Map<string, number>();
       for (const e of events.filter((x) => x.seriesSlug === slug)) {
         for (const m of e.markets as J[]) {
-          const c = String(m.category ?? e.category).trim().toLowerCase().replace(/[^a-z0-9]+/g, '_');
+          const c = String(m.category ?? e.category)
+            .trim()
+            .toLowerCase()
+            .replace(/[^a-z0-9]+/g, '_');
           counts.set(c, (counts.get(c) ?? 0) + 1);
         }
       }
@@ -210,7 +226,9 @@ describe('market metadata fixtures', () => {
     for (const d of ['markets', 'tokens', 'series']) {
       const a = `read_parquet(${files(lake, `catalog/${d}`)})`;
       const b = `read_parquet(${files(lake2, `catalog/${d}`)})`;
-      const [diff] = await query(`SELECT (SELECT count(*) FROM (FROM ${a} EXCEPT ALL FROM ${b})) + (SELECT count(*) FROM (FROM ${b} EXCEPT ALL FROM ${a})) AS n`);
+      const [diff] = await query(
+        `SELECT (SELECT count(*) FROM (FROM ${a} EXCEPT ALL FROM ${b})) + (SELECT count(*) FROM (FROM ${b} EXCEPT ALL FROM ${a})) AS n`,
+      );
       expect([d, diff!.n]).toEqual([d, '0']);
     }
   });

@@ -14,7 +14,10 @@ export type Msg = Record<string, unknown> & { event_type?: string };
 export function framesOf(file: string): Msg[][] {
   const text = fs.readFileSync(file, 'utf8');
   const elements: unknown[] = file.endsWith('.jsonl')
-    ? text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as unknown)
+    ? text
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l) as unknown)
     : ((): unknown[] => {
         const doc = JSON.parse(text) as unknown;
         return Array.isArray(doc) ? doc : [doc];
@@ -113,7 +116,8 @@ export function apply(books: Map<string, Book>, m: Msg): void {
       for (const l of (m.bids as Level[]) ?? []) set(b.bids, l.price, l.size);
       for (const l of (m.asks as Level[]) ?? []) set(b.asks, l.price, l.size);
     } else if (m.event_type === 'price_change') {
-      const entries = (m.price_changes as (Level & { side: string; asset_id: string })[] | undefined) ??
+      const entries =
+        (m.price_changes as (Level & { side: string; asset_id: string })[] | undefined) ??
         ((m.changes as (Level & { side: string })[]) ?? []).map((c) => ({ ...c, asset_id: m.asset_id as string }));
       for (const c of entries) {
         const b = get(c.asset_id);

@@ -5,17 +5,7 @@ import { generate } from '../../ingest/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { setPartition, type SetName } from '../../src/lake/versions.js';
 import { tempDir } from './oracle.js';
-import {
-  lakeDigest,
-  manifestsOnDisk,
-  namedPaths,
-  openTestDb,
-  parquetOnDisk,
-  publishedManifest,
-  spawnCli,
-  splitJsonl,
-  type TestDb,
-} from './versions-util.js';
+import { lakeDigest, manifestsOnDisk, namedPaths, openTestDb, parquetOnDisk, publishedManifest, spawnCli, splitJsonl, type TestDb } from './versions-util.js';
 
 /**
  * kill -9 at every announced point of an ingest batch and of a compaction (the test hook
@@ -177,7 +167,11 @@ describe('kill -9 during ingest and compaction', () => {
 
     // Killed mid-write of the first file, right after the first publish, then each run after it published one data
     // set and wrote a partition of the next: one data set further per run, every data set's point in turn.
-    const compactPoints: When[] = [{ newFile: true }, { afterPublish: true }, ...Array.from({ length: toCompact.length + 1 }, () => ({ nextSet: true as const }))];
+    const compactPoints: When[] = [
+      { newFile: true },
+      { afterPublish: true },
+      ...Array.from({ length: toCompact.length + 1 }, () => ({ nextSet: true as const })),
+    ];
     let completed = false;
     let markerKills = 0;
     for (const when of compactPoints) {
@@ -217,7 +211,9 @@ describe('kill -9 during ingest and compaction', () => {
     const refRun = await runKilled(['compact'], ref, { marker: 1_000 }, false);
     expect(refRun.res.code, refRun.res.stderr).toBe(0);
     const partitionsOf = (m = publishedManifest(lake)!) =>
-      Object.entries(m.sets).map(([n, es]) => `${n}:${(es ?? []).map((e) => e.partition).join(',')}`).sort();
+      Object.entries(m.sets)
+        .map(([n, es]) => `${n}:${(es ?? []).map((e) => e.partition).join(',')}`)
+        .sort();
     expect(partitionsOf(publishedManifest(lake)!)).toEqual(partitionsOf(publishedManifest(ref)!));
     expect(await lakeDigest(db, ref)).toEqual(refAB);
   });

@@ -46,7 +46,12 @@ export function publishedManifest(lake: string): Manifest | null {
 /** A manifest's files per set, absolute. */
 export function manifestSets(lake: string, m: Manifest): Map<string, string[]> {
   const out = new Map<string, string[]>();
-  for (const [name, entries] of Object.entries(m.sets)) if (entries && entries.length > 0) out.set(name, entries.map((e) => path.join(lake, e.path)));
+  for (const [name, entries] of Object.entries(m.sets))
+    if (entries && entries.length > 0)
+      out.set(
+        name,
+        entries.map((e) => path.join(lake, e.path)),
+      );
   return out;
 }
 
@@ -110,7 +115,10 @@ export function sha256(file: string): string {
 
 /** Writes the lines of a JSONL file into two files: the first `share` of them and the rest. */
 export function splitJsonl(src: string, a: string, b: string, share = 0.5): void {
-  const lines = fs.readFileSync(src, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  const lines = fs
+    .readFileSync(src, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '');
   const cut = Math.floor(lines.length * share);
   fs.mkdirSync(path.dirname(a), { recursive: true });
   fs.mkdirSync(path.dirname(b), { recursive: true });

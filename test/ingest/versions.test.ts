@@ -70,7 +70,10 @@ async function inconsistencies(d: TestDb, files: FilesOf): Promise<string[]> {
   try {
     const T = src('trades');
     await check('duplicate trade ids', `SELECT count(*) - count(DISTINCT id) AS bad FROM ${T}`);
-    for (const [set, unit] of [['candles_1m', 'minute'], ['candles_1h', 'hour']] as const) {
+    for (const [set, unit] of [
+      ['candles_1m', 'minute'],
+      ['candles_1h', 'hour'],
+    ] as const) {
       const C = src(set);
       await check(`${set} duplicate keys`, `SELECT count(*) - count(DISTINCT (token_id, bucket)) AS bad FROM ${C}`);
       await check(
@@ -302,12 +305,7 @@ describe('compaction, re-ingest and the version log (one lake, in order)', () =>
     const [d1, d2] = g.files.ws.map((f) => path.basename(f, '.jsonl'));
     // Day 2's tape arrives in two files, so its date partitions hold two files as well as the month ones.
     splitJsonl(path.join(gen, 'ws', `${d2}.jsonl`), half('a/ws.jsonl'), half('b/ws.jsonl'));
-    inputs = [
-      [path.join(gen, 'markets'), ...dayInputs(gen, d1!)],
-      [path.join(gen, 'fills', `${d2}.jsonl`), half('a/ws.jsonl')],
-      [half('b/ws.jsonl')],
-      [genB],
-    ];
+    inputs = [[path.join(gen, 'markets'), ...dayInputs(gen, d1!)], [path.join(gen, 'fills', `${d2}.jsonl`), half('a/ws.jsonl')], [half('b/ws.jsonl')], [genB]];
     for (const i of inputs) await ingest(i);
   });
 
@@ -317,12 +315,14 @@ describe('compaction, re-ingest and the version log (one lake, in order)', () =>
     const preSets = manifestSets(lake, pre);
     const preDigest = await digestSets(db, preSets);
     // Which data sets have a partition of several files (each becomes one compaction version).
-    const multi = Object.entries(pre.sets).filter(([name, entries]) => {
-      if (setPartition(name as SetName) === 'none') return false;
-      const per = new Map<string, number>();
-      for (const e of entries ?? []) per.set(e.partition!, (per.get(e.partition!) ?? 0) + 1);
-      return [...per.values()].some((n) => n > 1);
-    }).map(([name]) => name);
+    const multi = Object.entries(pre.sets)
+      .filter(([name, entries]) => {
+        if (setPartition(name as SetName) === 'none') return false;
+        const per = new Map<string, number>();
+        for (const e of entries ?? []) per.set(e.partition!, (per.get(e.partition!) ?? 0) + 1);
+        return [...per.values()].some((n) => n > 1);
+      })
+      .map(([name]) => name);
     for (const name of ['trades', 'candles_1m', 'l2', 'raw', 'book_snapshots']) expect(multi).toContain(name);
 
     const run = await runCli(['compact'], { PMLAKE_LAKE: lake, PMLAKE_DUCKDB_MEMORY: '2GB' });
@@ -390,7 +390,10 @@ describe('compaction, re-ingest and the version log (one lake, in order)', () =>
     const r2 = await runIngest(all, { lakeDir: lake, ...OPTS });
     expect(r2.ingested).toBe(all.length + 2);
     expect(r2.versions_published).toEqual([]);
-    expect(Object.values(r2.rows_added).every((n) => n === 0), JSON.stringify(r2.rows_added)).toBe(true);
+    expect(
+      Object.values(r2.rows_added).every((n) => n === 0),
+      JSON.stringify(r2.rows_added),
+    ).toBe(true);
     expect(r2.bytes_written).toBe(0);
     expect(publishedManifest(lake)!.version).toBe(v);
     expect(files()).toEqual(before);

@@ -46,7 +46,10 @@ async function ingestOne(file: string, name: string) {
 }
 
 const jsonFixtures = [
-  ...fs.readdirSync(path.join(FIX, 'ws')).filter((f) => /\.jsonl?$/.test(f)).map((f) => path.join(FIX, 'ws', f)),
+  ...fs
+    .readdirSync(path.join(FIX, 'ws'))
+    .filter((f) => /\.jsonl?$/.test(f))
+    .map((f) => path.join(FIX, 'ws', f)),
   ...fs.readdirSync(path.join(FIX, 'rest')).map((f) => path.join(FIX, 'rest', f)),
 ];
 
@@ -56,9 +59,7 @@ describe('every websocket / REST fixture lands with the expected counts', () => 
       const frames = framesOf(file);
       const msgs = frames.flat();
       const l2 = new Set(msgs.flatMap(l2Keys));
-      const trades = new Set(
-        msgs.filter((m) => m.event_type === 'last_trade_price').map((m) => [m.asset_id, m.timestamp, m.price, m.size, m.side].join('|')),
-      );
+      const trades = new Set(msgs.filter((m) => m.event_type === 'last_trade_price').map((m) => [m.asset_id, m.timestamp, m.price, m.size, m.side].join('|')));
       const { report, count } = await ingestOne(file, path.basename(file));
       expect(report.failed).toBe(0);
       expect(report.ingested).toBe(1);
@@ -100,9 +101,7 @@ describe('every websocket / REST fixture lands with the expected counts', () => 
     const file = path.join(FIX, 'ws', '2025-03-02_last_trade_price_wrapped.json');
     const wrapped = JSON.parse(fs.readFileSync(file, 'utf8')) as { timestamp: string; asset_id: string }[];
     const { lake } = await ingestOne(file, 'wrapped-recv');
-    const rows = await lakeRows(
-      `SELECT epoch_ms(recv_ts) AS r, asset_id FROM read_parquet(${files(lake, 'last_trades')}) ORDER BY seq`,
-    );
+    const rows = await lakeRows(`SELECT epoch_ms(recv_ts) AS r, asset_id FROM read_parquet(${files(lake, 'last_trades')}) ORDER BY seq`);
     const expected = [...wrapped].map((w) => ({ r: Number(w.timestamp), a: w.asset_id }));
     // recv_ts is the running maximum of wrapper times in file order (arrival cannot go backwards)
     let max = 0;
@@ -117,8 +116,22 @@ describe('every websocket / REST fixture lands with the expected counts', () => 
       `SELECT asset_id, hash, side, price, size, is_snapshot FROM read_parquet(${files(lake, 'l2')}) WHERE NOT is_snapshot ORDER BY level_idx`,
     );
     expect(rows).toEqual([
-      { asset_id: '40600137944982070120020561148201046074034528738262880058756488608210871246278', hash: 'f3285de052f887d0ce2847581636a69c1046178d', side: 'bid', price: '0.060000', size: '374.340000', is_snapshot: false },
-      { asset_id: '79597156840177168343562124064866301094619106642263695929345529947536386203124', hash: 'bc67a217bd1f1f8625f2d099308ee758f95a772c', side: 'ask', price: '0.940000', size: '0.000000', is_snapshot: false },
+      {
+        asset_id: '40600137944982070120020561148201046074034528738262880058756488608210871246278',
+        hash: 'f3285de052f887d0ce2847581636a69c1046178d',
+        side: 'bid',
+        price: '0.060000',
+        size: '374.340000',
+        is_snapshot: false,
+      },
+      {
+        asset_id: '79597156840177168343562124064866301094619106642263695929345529947536386203124',
+        hash: 'bc67a217bd1f1f8625f2d099308ee758f95a772c',
+        side: 'ask',
+        price: '0.940000',
+        size: '0.000000',
+        is_snapshot: false,
+      },
     ]);
   });
 
@@ -131,7 +144,14 @@ describe('every websocket / REST fixture lands with the expected counts', () => 
         JSON.stringify({ event_type: 'new_market', market: '0xabc', timestamp: '1786728000000' }),
         '{"event_type": "book", "asset_id": "oops"',
         JSON.stringify({ event_type: 'book', asset_id: asset, market: '0xabc', timestamp: '1786728001000', hash: 'h1', bids: [], asks: [] }),
-        JSON.stringify({ event_type: 'price_change', asset_id: asset, market: '0xabc', timestamp: '1786728002000', hash: 'h2', changes: [{ price: 'x', side: 'BUY', size: '1' }] }),
+        JSON.stringify({
+          event_type: 'price_change',
+          asset_id: asset,
+          market: '0xabc',
+          timestamp: '1786728002000',
+          hash: 'h2',
+          changes: [{ price: 'x', side: 'BUY', size: '1' }],
+        }),
       ].join('\n') + '\n',
     );
     const { lake, report } = await ingestOne(file, 'odd');

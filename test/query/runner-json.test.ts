@@ -29,7 +29,13 @@ describe('runJsonArray shape options', () => {
       params: { tok: '5571131876582681065165524844390382108474906999292081106412203814552153081221', o: 1 },
     };
     const plain = await runJsonArray(db, q);
-    const fast = await runJsonArray(db, q, { doubles: ['price', 'volume'], constants: [['market_id', q.params.tok], ['outcome', 1]] });
+    const fast = await runJsonArray(db, q, {
+      doubles: ['price', 'volume'],
+      constants: [
+        ['market_id', q.params.tok],
+        ['outcome', 1],
+      ],
+    });
     expect(fast.rows).toBe(prices.length);
     const got = JSON.parse(fast.json) as Record<string, unknown>[];
     expect(got).toEqual(JSON.parse(plain.json));
@@ -44,7 +50,10 @@ describe('runJsonArray shape options', () => {
     const none = await runJsonArray(db, { sql: `SELECT 'x' AS a, 1 AS b WHERE false`, params: {} }, { constants: [['a', 'x']] });
     expect(none).toEqual({ json: '[]', rows: 0 });
     const two = await runJsonArray(db, { sql: `SELECT 'x' AS a, range AS b FROM range(2)`, params: {} }, { constants: [['a', 'q"uo\\te']] });
-    expect(JSON.parse(two.json)).toEqual([{ a: 'q"uo\\te', b: 0 }, { a: 'q"uo\\te', b: 1 }]);
+    expect(JSON.parse(two.json)).toEqual([
+      { a: 'q"uo\\te', b: 0 },
+      { a: 'q"uo\\te', b: 1 },
+    ]);
   });
 });
 
@@ -55,7 +64,10 @@ describe('partitionSource', () => {
     lakeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-parts-'));
     db = await DuckDBInstance.create(':memory:', { threads: '2' });
     const conn = await db.connect();
-    for (const [day, n] of [['2025-09-14', 2], ['2025-09-16', 3]] as const) {
+    for (const [day, n] of [
+      ['2025-09-14', 2],
+      ['2025-09-16', 3],
+    ] as const) {
       const dir = partitionDir(lakeDir, 'top_of_book', day);
       fs.mkdirSync(dir, { recursive: true });
       await conn.run(`COPY (SELECT range AS seq, 'a' AS asset_id FROM range(${n})) TO '${path.join(dir, 'data.parquet')}' (FORMAT parquet)`);
@@ -70,7 +82,9 @@ describe('partitionSource', () => {
   it('reads only the named partitions that exist, with the Hive column; none is an empty relation', async () => {
     const count = async (src: string): Promise<unknown> =>
       runQuery(db, { sql: `SELECT count(*) AS n, string_agg(DISTINCT date, ',' ORDER BY date) AS days FROM ${src}`, params: {} });
-    expect(await count(partitionSource(lakeDir, 'top_of_book', ['2025-09-16', '2025-09-15', '2025-09-14', '2025-09-16']))).toEqual([{ n: 5, days: '2025-09-14,2025-09-16' }]);
+    expect(await count(partitionSource(lakeDir, 'top_of_book', ['2025-09-16', '2025-09-15', '2025-09-14', '2025-09-16']))).toEqual([
+      { n: 5, days: '2025-09-14,2025-09-16' },
+    ]);
     expect(await count(partitionSource(lakeDir, 'top_of_book', ['2025-09-16']))).toEqual([{ n: 3, days: '2025-09-16' }]);
     expect(await count(partitionSource(lakeDir, 'top_of_book', ['2025-09-15']))).toEqual([{ n: 0, days: null }]);
     // Only partition names this code computes are looked up; anything else names no file.

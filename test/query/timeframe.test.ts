@@ -7,8 +7,22 @@ const us = (iso: string): bigint => BigInt(Date.parse(iso)) * 1000n;
 
 describe('timeframe parser', () => {
   it('parses any whole number of s, m, h, d, w within 1s..4w', () => {
-    const ok: [string, number][] = [['30s', 30], ['1m', 60], ['2m', 120], ['7m', 420], ['15m', 900], ['1h', 3600], ['2h', 7200], ['4h', 14400],
-      ['12h', 43200], ['1d', 86400], ['1w', 604800], ['90s', 90], ['4w', 2419200], ['1s', 1]];
+    const ok: [string, number][] = [
+      ['30s', 30],
+      ['1m', 60],
+      ['2m', 120],
+      ['7m', 420],
+      ['15m', 900],
+      ['1h', 3600],
+      ['2h', 7200],
+      ['4h', 14400],
+      ['12h', 43200],
+      ['1d', 86400],
+      ['1w', 604800],
+      ['90s', 90],
+      ['4w', 2419200],
+      ['1s', 1],
+    ];
     for (const [t, s] of ok) {
       const r = parseTimeframe(t);
       expect(r.ok, t).toBe(true);
@@ -47,7 +61,17 @@ describe('ISO 8601 input and JSON output', () => {
     expect(parseIsoMicros('2025-03-01T12:00:00-0530')).toBe(us('2025-03-01T17:30:00Z'));
     expect(parseIsoMicros('2025-03-01 12:00')).toBe(us('2025-03-01T12:00:00Z'));
     expect(parseIsoMicros('2025-03-01T12:00:00.123456789Z')).toBe(us('2025-03-01T12:00:00.123Z') + 456n);
-    for (const bad of ['2025-02-30', '2025-13-01', '2025-3-1', '20250301', 'yesterday', '2025-03-01T24:00:00Z', '2025-03-01T12:60Z', '2025-03-01T12:00:00+25:00', "2025-03-01';--"]) {
+    for (const bad of [
+      '2025-02-30',
+      '2025-13-01',
+      '2025-3-1',
+      '20250301',
+      'yesterday',
+      '2025-03-01T24:00:00Z',
+      '2025-03-01T12:60Z',
+      '2025-03-01T12:00:00+25:00',
+      "2025-03-01';--",
+    ]) {
       expect(parseIsoMicros(bad), bad).toBeNull();
     }
   });

@@ -50,7 +50,14 @@ describe('trade pages from the partitions they land in', () => {
       await conn.runAndReadAll(`SELECT id, outcome_token_ids FROM read_parquet(${files(lakeDir, 'catalog/markets')}) ORDER BY trade_count DESC, id LIMIT 1`)
     ).getRowObjectsJS();
     conn.closeSync();
-    trades = rows.map((r) => ({ id: String(r.id), token: String(r.token_id), us: BigInt(r.us as bigint), block: BigInt(r.block as bigint), log: Number(r.log_index), side: String(r.side) }));
+    trades = rows.map((r) => ({
+      id: String(r.id),
+      token: String(r.token_id),
+      us: BigInt(r.us as bigint),
+      block: BigInt(r.block as bigint),
+      log: Number(r.log_index),
+      side: String(r.side),
+    }));
     market = { id: String(m[0]!.id), tokens: (m[0]!.outcome_token_ids as string[]).map(String) };
   });
   afterAll(async () => {
@@ -86,7 +93,18 @@ describe('trade pages from the partitions they land in', () => {
     let compared = 0;
     for (const { f, want } of cases) {
       const n = want.filter((t) => monthOf(t.us) === months[1]).length;
-      const pages: [number, number][] = [[0, 1], [0, 100], [3, 17], [n - 5, 10], [n - 1, 2], [n, 7], [n + 3, 20], [want.length - 4, 10], [want.length, 5], [want.length + 9, 3]];
+      const pages: [number, number][] = [
+        [0, 1],
+        [0, 100],
+        [3, 17],
+        [n - 5, 10],
+        [n - 1, 2],
+        [n, 7],
+        [n + 3, 20],
+        [want.length - 4, 10],
+        [want.length, 5],
+        [want.length + 9, 3],
+      ];
       for (const [offset, limit] of pages.filter(([o]) => o >= 0)) {
         const page = { limit, offset };
         const plan = await planFor(f, page);
@@ -94,7 +112,10 @@ describe('trade pages from the partitions they land in', () => {
         for (const deepFrom of [Number.MAX_SAFE_INTEGER, 0]) {
           const fast = await runJsonArray(srv.ctx.db, tradesPageQuery(lake, { ...f, plan }, page, deepFrom), { timestamps: ['timestamp'] });
           const plain = await runJsonArray(srv.ctx.db, tradesPageQuery(lake, f, page, deepFrom), { timestamps: ['timestamp'] });
-          expect((JSON.parse(fast.json) as { id: string }[]).map((t) => t.id), JSON.stringify({ f: { ...f, start: String(f.start), end: String(f.end) }, page })).toEqual(expected);
+          expect(
+            (JSON.parse(fast.json) as { id: string }[]).map((t) => t.id),
+            JSON.stringify({ f: { ...f, start: String(f.start), end: String(f.end) }, page }),
+          ).toEqual(expected);
           expect(fast.json).toBe(plain.json);
           compared += fast.rows;
         }
@@ -137,7 +158,11 @@ describe('trade pages from the partitions they land in', () => {
   it('serves the same pages over HTTP, and a page asked again is the same answer', async () => {
     const mine = trades.filter((t) => market.tokens.includes(t.token)).sort(newest);
     const inNewest = mine.filter((t) => monthOf(t.us) === monthOf(mine[0]!.us)).length;
-    for (const [offset, limit] of [[0, 100], [inNewest - 4, 9], [inNewest + 1, 13]] as const) {
+    for (const [offset, limit] of [
+      [0, 100],
+      [inNewest - 4, 9],
+      [inNewest + 1, 13],
+    ] as const) {
       const url = `${srv.url}/v1/trades?market_id=${market.id}&limit=${limit}&offset=${offset}`;
       const r = await fetch(url, { headers: { 'x-api-key': key } });
       expect(r.status).toBe(200);

@@ -52,10 +52,7 @@ export const marketStatsRoutes: Route[] = [
       const tokens = r.token ? [r.token] : r.tokens;
       const lake = lakeSources(ctx.config.lakeDir);
       const ids = tokens.map((t) => t.token_id);
-      const [trades, books] = await Promise.all([
-        runQuery(ctx.db, marketTradeStatsQuery(lake, ids)),
-        runQuery(ctx.db, marketBookStatsQuery(lake, ids)),
-      ]);
+      const [trades, books] = await Promise.all([runQuery(ctx.db, marketTradeStatsQuery(lake, ids)), runQuery(ctx.db, marketBookStatsQuery(lake, ids))]);
       const tBy = new Map(trades.map((t) => [String(t.token_id), t]));
       const bBy = new Map(books.map((b) => [String(b.asset_id), b]));
       const outcomes = tokens.map((t) => {

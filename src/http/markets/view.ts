@@ -23,7 +23,9 @@ export const MarketResponse = z
   .object({
     id: z.string().describe('Numeric market id (markets.id): what requests take as market_id'),
     event_id: z.string().nullable(),
-    question: z.string().describe('For a market known only from the order-book tape or from fills (no metadata yet): "Unknown market <condition id or token id>"'),
+    question: z
+      .string()
+      .describe('For a market known only from the order-book tape or from fills (no metadata yet): "Unknown market <condition id or token id>"'),
     description: z.string().nullable(),
     outcomes: z.array(z.string()).describe('Parallel to outcome_token_ids. Without metadata: ["Yes","No"] for two tokens, else "Outcome <index>" per token'),
     outcome_prices: z.array(z.number()).nullable(),
@@ -31,7 +33,9 @@ export const MarketResponse = z
     active: z.boolean().nullable(),
     closed: z.boolean().nullable(),
     resolved: z.boolean().nullable(),
-    status: z.enum(MARKET_STATUS).describe('Legacy field derived from the flags: resolved if resolved; paused if closed but unresolved, or not active; else active'),
+    status: z
+      .enum(MARKET_STATUS)
+      .describe('Legacy field derived from the flags: resolved if resolved; paused if closed but unresolved, or not active; else active'),
     winning_outcome: z.number().int().nullable(),
     resolution_date: dt,
     volume: z.number().nullable(),

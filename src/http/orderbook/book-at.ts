@@ -110,8 +110,7 @@ async function bookOnDay(db: DuckDBInstance, lake: Lake, asset: string, at: bigi
  */
 async function bookAnyDay(db: DuckDBInstance, lake: Lake, asset: string, at: bigint): Promise<BookParts> {
   const snap =
-    (await runOne(db, snapshotAtQuery(lake, asset, at, dateOf(at - 2n * DAY_MICROS)))) ??
-    (await runOne(db, snapshotAtQuery(lake, asset, at, undefined)));
+    (await runOne(db, snapshotAtQuery(lake, asset, at, dateOf(at - 2n * DAY_MICROS)))) ?? (await runOne(db, snapshotAtQuery(lake, asset, at, undefined)));
   const tape = await runQuery(db, tapeAfterQuery(lake, asset, snap ? BigInt(snap.seq as string | number) : null, at));
   return { snap, tape };
 }

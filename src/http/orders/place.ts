@@ -52,7 +52,11 @@ async function priceItems(ctx: AppContext, ent: Entitlement, items: z.infer<type
   const empty: number[] = [];
   for (const [idx, it] of items.entries()) {
     if (it.data_type === 'greeks') {
-      throw new BadRequest({ code: 'wrong_data_type', message: 'greeks exist only for crypto-options series, which pmlake does not sell as orders', item_index: idx });
+      throw new BadRequest({
+        code: 'wrong_data_type',
+        message: 'greeks exist only for crypto-options series, which pmlake does not sell as orders',
+        item_index: idx,
+      });
     }
     const t = it.data_type as OrderDataType;
     const sel = it.series_id ? { seriesId: it.series_id } : { marketId: it.market_id! };

@@ -46,5 +46,8 @@ export function closedCheckoutPage(co: Session): string {
 
 /** The provider side could not deliver its webhook (`status` 0: not reached at all). */
 export function notConfirmedPage(status: number): string {
-  return html('Payment not confirmed', `<h1>Payment not confirmed</h1><p>The payment provider could not notify pmlake (status ${status}). Nothing was charged; try again.</p>`);
+  return html(
+    'Payment not confirmed',
+    `<h1>Payment not confirmed</h1><p>The payment provider could not notify pmlake (status ${status}). Nothing was charged; try again.</p>`,
+  );
 }
