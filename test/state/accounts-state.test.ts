@@ -51,7 +51,7 @@ describe('usage meter on the state store', () => {
     const p = principal(s, 'cap@example.com', 'free');
     (await meter.begin(p, { kind: 'download', dataset: 'trades', description: 't', estimatedBytes: GB })).commit({ bytes: GB, rows: 1 });
     await expect(meter.begin(p, { kind: 'download', dataset: 'trades', description: 't', estimatedBytes: 0 })).rejects.toMatchObject({
-      status: 429,
+      kind: 'quota_exceeded',
       detail: { code: 'fair_use_cap', resets_at: '2025-04-01T00:00:00.000Z' },
     });
     now = new Date('2025-04-01T00:00:01Z');
@@ -93,7 +93,7 @@ describe('usage meter on the state store', () => {
     expect(fairUseShare(s, free, GB / 4)).toBe(0.5);
     expect(fairUseShare(s, free, GB / 2)).toBe(1);
     expect(fairUseShare(s, free, GB / 2 + 1024)).toBeGreaterThan(1);
-    await expect(meter.begin(free, { kind: 'download', dataset: 'trades', description: 't', estimatedBytes: GB / 2 + 1024 })).rejects.toMatchObject({ status: 429 });
+    await expect(meter.begin(free, { kind: 'download', dataset: 'trades', description: 't', estimatedBytes: GB / 2 + 1024 })).rejects.toMatchObject({ kind: 'quota_exceeded' });
     s.close();
   });
 });
