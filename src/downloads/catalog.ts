@@ -1,9 +1,8 @@
 import type { DuckDBInstance } from '@duckdb/node-api';
 import { REFERENCE_RATE_PER_MB } from '../accounts/plans.js';
-import type { Query } from '../lake/duckdb.js';
-import { lakeSources, runOne, type Lake, type Row } from '../lake/runner.js';
+import { lakeSources, runOne, type Row } from '../lake/runner.js';
 import { StampedCache } from '../lake/stamp.js';
-import { query, type Params } from '../query/common.js';
+import { rawDatasetsSummaryQuery } from '../query/downloads.js';
 
 /**
  * The raw tape data sets: names a `data_type` (or its series id) can take on /v1/download/raw, /raw/estimate
@@ -72,24 +71,6 @@ export function parseOptionsSeries(id: string): { venue: string; underlying: str
 // ---------------------------------------------------------------------------------------------------------
 // GET /v1/download/raw/datasets: the listing, computed in one scan and cached per lake stamp.
 
-/** Rows, frame bytes and time range of every raw data set in one scan (FILTER per data set), values bound. */
-export function rawDatasetsSummaryQuery(lake: Lake): Query {
-  const params: Params = {};
-  const cols = RAW_DATASETS.map((d, i) => {
-    const cond = d.eventTypes.length
-      ? d.eventTypes
-          .map((t, j) => {
-            params[`e${i}_${j}`] = t;
-            return `list_contains(event_types, $e${i}_${j})`;
-          })
-          .join(' OR ')
-      : 'true';
-    const f = `FILTER (WHERE ${cond})`;
-    return `count(*) ${f} AS rows_${i}, coalesce(sum(strlen(frame)) ${f}, 0) AS bytes_${i}, min(recv_ts) ${f} AS first_${i}, max(recv_ts) ${f} AS last_${i}`;
-  });
-  return query(`SELECT ${cols.join(',\n  ')}\nFROM ${lake.from('raw')}`, params);
-}
-
 /**
  * The listing. It read the whole raw tape once per data set on every call (1.6–2.3 s on a 1M-trade lake, 10–14 s
  * under load); now one scan, computed once per lake stamp and shared by concurrent callers.
@@ -101,7 +82,14 @@ export async function rawDatasetsListing(db: DuckDBInstance, lakeDir: string): P
 }
 
 async function computeListing(db: DuckDBInstance, lakeDir: string): Promise<{ data: Row[]; meta: { count: number } }> {
-  const r = (await runOne(db, rawDatasetsSummaryQuery(lakeSources(lakeDir)))) ?? {};
+  const r =
+    (await runOne(
+      db,
+      rawDatasetsSummaryQuery(
+        lakeSources(lakeDir),
+        RAW_DATASETS.map((d) => d.eventTypes),
+      ),
+    )) ?? {};
   const data = RAW_DATASETS.map((d, i): Row => ({
     data_type: d.data_type,
     series_id: d.series_id,

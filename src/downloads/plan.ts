@@ -2,12 +2,12 @@ import type { DuckDBInstance } from '@duckdb/node-api';
 import type { Principal } from '../accounts/principal.js';
 import { BadRequest, NotFound } from '../errors.js';
 import type { Query } from '../lake/duckdb.js';
-import { runOne } from '../lake/runner.js';
 import type { CopyFormat } from '../lake/stream.js';
 import { planOf } from '../accounts/plans.js';
 import type { MarketResolver } from '../markets/resolver.js';
-import { query, type Window } from '../query/common.js';
-import { lakeSources, type Lake } from '../lake/runner.js';
+import type { Window } from '../query/common.js';
+import { seriesExistsQuery } from '../query/markets.js';
+import { lakeSources, runCount, type Lake } from '../lake/runner.js';
 import {
   l2LevelsDownload,
   ohlcvDownload,
@@ -189,8 +189,8 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
       if (parseOptionsSeries(spec.series_id)) {
         return planDownload(deps, principal, { ...spec, kind: 'options' }, itemIndex);
       }
-      const exists = await runOne(db, query(`SELECT 1 AS x FROM ${lake.from('series')} WHERE series_id = $id LIMIT 1`, { id: spec.series_id }));
-      if (!exists) throw new NotFound('Series not found');
+      const exists = await runCount(db, seriesExistsQuery(lake, spec.series_id));
+      if (exists === 0) throw new NotFound('Series not found');
       const dataType = spec.data_type ?? 'trades';
       const sel = { seriesId: spec.series_id };
       const name = safeName(spec.series_id);

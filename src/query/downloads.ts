@@ -326,3 +326,25 @@ export function optionsGreeksDownload(lake: Lake, sel: OptionsSel, w: Window, li
   FROM (${d})`;
   return query(sql, params);
 }
+
+/**
+ * Rows, frame bytes and time range of every raw data set in one scan (FILTER per data set), values bound. A data
+ * set is the list of event types its frames carry (src/downloads/catalog.ts RAW_DATASETS; empty = every frame);
+ * column i describes data set i.
+ */
+export function rawDatasetsSummaryQuery(lake: Lake, datasets: ReadonlyArray<readonly string[]>): Query {
+  const params: Params = {};
+  const cols = datasets.map((eventTypes, i) => {
+    const cond = eventTypes.length
+      ? eventTypes
+          .map((t, j) => {
+            params[`e${i}_${j}`] = t;
+            return `list_contains(event_types, $e${i}_${j})`;
+          })
+          .join(' OR ')
+      : 'true';
+    const f = `FILTER (WHERE ${cond})`;
+    return `count(*) ${f} AS rows_${i}, coalesce(sum(strlen(frame)) ${f}, 0) AS bytes_${i}, min(recv_ts) ${f} AS first_${i}, max(recv_ts) ${f} AS last_${i}`;
+  });
+  return query(`SELECT ${cols.join(',\n  ')}\nFROM ${lake.from('raw')}`, params);
+}
