@@ -25,6 +25,8 @@ import { localCheckoutRoutes } from './billing/local-checkout.js';
 import { statsRoutes } from './stats.js';
 import { downloadRoutes } from './downloads.js';
 import { exportRoutes } from './exports.js';
+import { publicMarketRoutes } from './public/markets.js';
+import { statusRoutes } from './public/status.js';
 
 /**
  * Every route of the service, in one table. Each endpoint family lives in its own file under src/http/, or in a
@@ -65,4 +67,7 @@ export const routes: Route[] = [
   ...statsRoutes,
   ...downloadRoutes,
   ...exportRoutes,
+  // No key: the anchor's public market pages, the root and the status probe
+  ...publicMarketRoutes,
+  ...statusRoutes,
 ];

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import type { Route } from '../route.js';
+import { lakeVersion } from '../../lake/versions.js';
+
+/**
+ * GET / and GET /v1/status: what uptime probes and a status page call. The anchor documents no shape for either
+ * (its root is "service name and version", its status a "curated public system status"), so these say only what
+ * pmlake knows without a scan: that it answers, and which lake version it serves.
+ */
+
+/** The service's API version, as /health reports it. */
+export const API_VERSION = '1.0.0';
+
+const RootResponse = z
+  .object({
+    name: z.string(),
+    version: z.string(),
+    docs: z.string(),
+    openapi: z.string(),
+    health: z.string(),
+    status: z.string(),
+  })
+  .meta({ id: 'RootResponse' });
+
+const StatusResponse = z
+  .object({
+    status: z.enum(['operational', 'no_data']).describe('operational when the lake version served holds a market catalogue; no_data before the first ingest'),
+    version: z.string(),
+    components: z.array(
+      z.object({
+        name: z.enum(['api', 'lake']),
+        status: z.enum(['operational', 'no_data']),
+      }),
+    ),
+    lake_version: z.number().int().describe('The lake version this request read (0: none published yet)'),
+    lake_published_at: z.string().nullable(),
+    checked_at: z.string(),
+  })
+  .meta({ id: 'StatusResponse' });
+
+export const statusRoutes: Route[] = [
+  {
+    method: 'get',
+    path: '/',
+    cost: 'cheap',
+    auth: 'public',
+    // Like /health and /v1/stats (and the anchor's client says so of its root): a probe is never rate limited.
+    limit: 'none',
+    tag: 'System',
+    summary: 'Service name and version, and where its documents are',
+    response: RootResponse,
+    handler: async () => ({ name: 'pmlake', version: API_VERSION, docs: '/docs', openapi: '/v1/openapi.json', health: '/health', status: '/v1/status' }),
+  },
+  {
+    method: 'get',
+    path: '/v1/status',
+    cost: 'cheap',
+    auth: 'public',
+    // The spec rate-limits anonymous callers per IP (lines 173, 204); a status page polls well under 60 a minute.
+    tag: 'System',
+    summary: 'Public system status: the API and the lake version it serves (no key needed)',
+    response: StatusResponse,
+    handler: async (_req, _res, ctx) => {
+      const lake = lakeVersion(ctx.config.lakeDir);
+      const lakeStatus = lake.hasFiles('markets') ? 'operational' : 'no_data';
+      return {
+        status: lakeStatus,
+        version: API_VERSION,
+        components: [
+          { name: 'api', status: 'operational' },
+          { name: 'lake', status: lakeStatus },
+        ],
+        lake_version: lake.version,
+        lake_published_at: lake.publishedAt,
+        checked_at: new Date().toISOString(),
+      };
+    },
+  },
+];
