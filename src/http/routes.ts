@@ -25,6 +25,9 @@ import { localCheckoutRoutes } from './billing/local-checkout.js';
 import { statsRoutes } from './stats.js';
 import { downloadRoutes } from './downloads.js';
 import { exportRoutes } from './exports.js';
+import { udfRoutes } from './charts/udf.js';
+import { historyRoutes } from './charts/history.js';
+import { replayRoutes } from './charts/replay.js';
 import { publicMarketRoutes } from './public/markets.js';
 import { statusRoutes } from './public/status.js';
 
@@ -67,6 +70,10 @@ export const routes: Route[] = [
   ...statsRoutes,
   ...downloadRoutes,
   ...exportRoutes,
+  // /v1/charts: the TradingView UDF datafeed and replay ticks
+  ...udfRoutes,
+  ...historyRoutes,
+  ...replayRoutes,
   // No key: the anchor's public market pages, the root and the status probe
   ...publicMarketRoutes,
   ...statusRoutes,
