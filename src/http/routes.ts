@@ -15,6 +15,7 @@ import { userKeyRoutes } from './user/keys.js';
 import { userProvisionRoutes } from './user/provision.js';
 import { userUsageRoutes } from './user/usage.js';
 import { userHistoryRoutes } from './user/history.js';
+import { userLifecycleRoutes } from './user/lifecycle.js';
 import { billingPricingRoutes } from './billing/pricing.js';
 import { creditRoutes } from './billing/credits.js';
 import { subscriptionRoutes } from './billing/subscriptions.js';
@@ -57,6 +58,7 @@ export const routes: Route[] = [
   ...userProvisionRoutes,
   ...userUsageRoutes,
   ...userHistoryRoutes,
+  ...userLifecycleRoutes,
   // /v1/billing
   ...billingPricingRoutes,
   ...creditRoutes,

@@ -194,4 +194,38 @@ export const MIGRATIONS: { id: number; name: string; sql: string }[] = [
       CREATE UNIQUE INDEX checkouts_provider_ref ON checkouts(provider, provider_ref) WHERE provider_ref IS NOT NULL;
     `,
   },
+  {
+    // Account lifecycle (data export, privacy log, deletion). The privacy log is append-only: an event's
+    // what and when can never change or vanish; only ip_hash and user_agent may be cleared, by a deletion.
+    id: 300,
+    name: 'account lifecycle: privacy events, deletion requests',
+    sql: `
+      ALTER TABLE users ADD COLUMN deleted_at TEXT;
+      CREATE TABLE privacy_events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        event TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        ip_hash TEXT,
+        user_agent TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX privacy_events_user ON privacy_events(user_id, seq);
+      CREATE TRIGGER privacy_events_append_only_update BEFORE UPDATE OF seq, id, user_id, event, metadata, created_at ON privacy_events
+        BEGIN SELECT RAISE(ABORT, 'privacy_events is append-only'); END;
+      CREATE TRIGGER privacy_events_append_only_delete BEFORE DELETE ON privacy_events BEGIN SELECT RAISE(ABORT, 'privacy_events is append-only'); END;
+      CREATE TABLE account_deletion_requests (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        token_hash TEXT NOT NULL UNIQUE,
+        reason TEXT,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        resolved_at TEXT
+      );
+      CREATE INDEX account_deletion_requests_user ON account_deletion_requests(user_id, status);
+    `,
+  },
 ];
