@@ -60,6 +60,7 @@ export async function demoCommand(_args: string[]): Promise<number> {
   out.write(`\npmlake listening on ${running.url}\n`);
   out.write(`  professional key: ${proKey}\n  free key:         ${freeKey}\n`);
   out.write(`  docs:             ${running.url}/docs\n`);
+  out.write(`  charts:           ${running.url}/charts (type the professional key into the page)\n`);
   out.write(
     `  payments:         ${config.payments.provider}${config.payments.provider === 'local' ? ' (test provider: its checkout page credits without payment)' : ''}\n`,
   );

@@ -10,6 +10,7 @@ import { orderbookSnapshotRoutes } from './orderbook/snapshot.js';
 import { topOfBookRoutes } from './orderbook/top-of-book.js';
 import { openapiRoutes } from './openapi.js';
 import { docsRoutes } from './docs.js';
+import { chartsPageRoutes } from './charts-page.js';
 import { userProfileRoutes } from './user/profile.js';
 import { userKeyRoutes } from './user/keys.js';
 import { userProvisionRoutes } from './user/provision.js';
@@ -52,6 +53,7 @@ export const routes: Route[] = [
   // The document describes this very table; read when first asked for, once the table is complete.
   ...openapiRoutes(() => routes),
   ...docsRoutes,
+  ...chartsPageRoutes,
   // /v1/user
   ...userProfileRoutes,
   ...userKeyRoutes,

@@ -38,7 +38,7 @@ const PAGE = `<!doctype html>
 </style>
 </head>
 <body>
-<header><h1 id="title">pmlake API</h1><p id="desc"></p></header>
+<header><h1 id="title">pmlake API</h1><p id="desc"></p><p><a href="/charts" style="color:#9ecbff">Charts</a>: candles, top of book and order-book depth of any market</p></header>
 <main>
   <p>Machine-readable description: <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI <span id="oas"></span>, version <span id="version"></span>).
   Send your key in the <code>X-API-Key</code> header. Errors are JSON <code>{"detail": ...}</code>; invalid parameters answer 422 naming the parameter.</p>

@@ -1,0 +1,291 @@
+/**
+ * The /charts page: a market's candles at any timeframe with volume, its top of book, and the order-book depth
+ * at any instant the user scrubs to. Self-contained (no CDN: the service may run without internet): the page,
+ * its script and the charting library (lightweight-charts, from node_modules) are all served by pmlake
+ * (src/http/charts-page.ts). It reads only the public API, with the key the user types, sent as X-API-Key.
+ * Plain JS without a build step; every API text goes through textContent, never innerHTML. The chart's data is
+ * kept on `window.__chartData` and the depth shown on `window.__depth`, so a browser test can compare them with
+ * the API's own answers.
+ */
+export function chartsPage(): string {
+  return PAGE;
+}
+
+export function chartsScript(): string {
+  return SCRIPT;
+}
+
+/**
+ * Scripts from this origin only (the page's own file and the library), fetches of this origin only. Inline
+ * styles are allowed because the library positions its canvases through style attributes; images from data:
+ * for the empty favicon (else the browser asks /favicon.ico, a 404 on the console).
+ */
+export const CHARTS_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'";
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>pmlake charts</title>
+<link rel="icon" href="data:,">
+<style>
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1b1f24; background: #fafbfc; }
+  header { background: #1b1f24; color: #fff; padding: 10px 20px; display: flex; gap: 16px; align-items: baseline; flex-wrap: wrap; }
+  header h1 { margin: 0; font-size: 18px; }
+  header a { color: #9ecbff; }
+  main { padding: 10px 20px 40px; }
+  .bar { display: flex; gap: 10px; flex-wrap: wrap; align-items: center; margin: 6px 0; }
+  input, select, button { font: inherit; padding: 3px 6px; }
+  #results { display: flex; flex-direction: column; gap: 2px; max-height: 160px; overflow: auto; }
+  #results button { text-align: left; background: #fff; border: 1px solid #d0d7de; cursor: pointer; }
+  #results button:hover { background: #f0f6ff; }
+  #title { font-weight: 600; margin: 8px 0 2px; }
+  #coverage, #status { color: #57606a; }
+  #status.err { color: #cf222e; }
+  .grid { display: grid; grid-template-columns: minmax(0, 3fr) minmax(240px, 1fr); gap: 12px; }
+  @media (max-width: 800px) { .grid { grid-template-columns: minmax(0, 1fr); } }
+  #chart { height: 420px; background: #fff; border: 1px solid #d0d7de; }
+  #depth { width: 100%; height: 420px; background: #fff; border: 1px solid #d0d7de; display: block; }
+  #scrub { width: 100%; }
+  .legend span { margin-right: 12px; }
+  .bid { color: #1a7f37; } .ask { color: #cf222e; }
+</style>
+</head>
+<body>
+<header><h1>pmlake charts</h1><a href="/docs">API docs</a></header>
+<main>
+  <div class="bar">
+    <label>API key <input id="key" size="40" autocomplete="off" placeholder="X-API-Key"></label>
+    <label>Market <input id="search" size="36" placeholder="search questions…"></label>
+  </div>
+  <div id="results"></div>
+  <div id="title"></div>
+  <div id="coverage"></div>
+  <div class="bar">
+    <label>Outcome <select id="outcome"></select></label>
+    <label>Timeframe <input id="timeframe" size="6" value="1h" title="30s, 1m, 7m, 1h, 4h, 1d, 1w, …"></label>
+    <button id="load">Load</button>
+    <span id="status"></span>
+  </div>
+  <div class="grid">
+    <div>
+      <div id="chart"></div>
+      <div class="legend"><span>candles + volume</span><span class="bid">— best bid</span><span class="ask">— best ask</span><span>(click the chart to see the book then)</span></div>
+    </div>
+    <div>
+      <canvas id="depth"></canvas>
+      <div id="depthinfo"></div>
+    </div>
+  </div>
+  <div class="bar"><label style="flex:1">Book at <span id="at"></span><br><input id="scrub" type="range" min="0" max="0" step="1" value="0"></label></div>
+</main>
+<script src="/charts/lightweight-charts.js"></script>
+<script src="/charts/charts.js"></script>
+</body>
+</html>
+`;
+
+const SCRIPT = `(function () {
+  'use strict';
+  var $ = function (id) { return document.getElementById(id); };
+  var LC = window.LightweightCharts;
+  var market = null;
+  var state = { candles: [], tfSeconds: 0 };
+  window.__chartData = null;
+  window.__depth = null;
+
+  function status(text, err) { var s = $('status'); s.textContent = text || ''; s.className = err ? 'err' : ''; }
+
+  function api(path, params) {
+    var qs = new URLSearchParams();
+    Object.keys(params).forEach(function (k) { if (params[k] !== undefined && params[k] !== null && params[k] !== '') qs.set(k, String(params[k])); });
+    return fetch(path + '?' + qs.toString(), { headers: { 'X-API-Key': $('key').value.trim() } }).then(function (r) {
+      return r.json().then(function (body) {
+        if (!r.ok) throw new Error(r.status + ': ' + (typeof body.detail === 'string' ? body.detail : JSON.stringify(body.detail)));
+        return body;
+      });
+    });
+  }
+
+  // pmlake's timeframes: a whole number of s, m, h, d or w (the server validates; this only sizes a bucket).
+  function tfSeconds(tf) {
+    var m = /^(\\d+)([smhdw])$/.exec(tf);
+    return m ? Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400, w: 604800 }[m[2]] : 0;
+  }
+  var sec = function (iso) { return Math.floor(Date.parse(iso) / 1000); };
+
+  var chart = LC.createChart($('chart'), { autoSize: true, layout: { background: { color: '#ffffff' }, textColor: '#1b1f24' }, timeScale: { timeVisible: true, secondsVisible: true } });
+  var candles = chart.addSeries(LC.CandlestickSeries, { upColor: '#1a7f37', downColor: '#cf222e', borderVisible: false, wickUpColor: '#1a7f37', wickDownColor: '#cf222e' });
+  var volume = chart.addSeries(LC.HistogramSeries, { priceScaleId: 'vol', priceFormat: { type: 'volume' }, lastValueVisible: false, priceLineVisible: false });
+  chart.priceScale('vol').applyOptions({ scaleMargins: { top: 0.8, bottom: 0 } });
+  candles.priceScale().applyOptions({ scaleMargins: { top: 0.05, bottom: 0.25 } });
+  var bidLine = chart.addSeries(LC.LineSeries, { color: '#1a7f37', lineWidth: 1, lastValueVisible: false, priceLineVisible: false });
+  var askLine = chart.addSeries(LC.LineSeries, { color: '#cf222e', lineWidth: 1, lastValueVisible: false, priceLineVisible: false });
+  // The library's own series, so a test can read what is drawn (series.data()), not only what was fetched.
+  window.__series = { candles: candles, volume: volume, bid: bidLine, ask: askLine };
+
+  // --- market search
+  var searchTimer = 0;
+  $('search').addEventListener('input', function () { clearTimeout(searchTimer); searchTimer = setTimeout(search, 300); });
+  function search() {
+    var text = $('search').value.trim();
+    var box = $('results');
+    if (!text) { box.textContent = ''; return; }
+    api('/v1/markets', { search: text, limit: 20 }).then(function (rows) {
+      box.textContent = '';
+      if (rows.length === 0) box.textContent = 'no market matches';
+      rows.forEach(function (m) {
+        var b = document.createElement('button');
+        b.type = 'button';
+        b.dataset.id = m.id;
+        b.textContent = m.question + '  (#' + m.id + ', ' + m.trade_count + ' trades, ' + m.orderbook_count + ' book rows)';
+        b.addEventListener('click', function () { pick(m); });
+        box.appendChild(b);
+      });
+    }).catch(function (e) { status(e.message, true); });
+  }
+
+  function pick(m) {
+    market = m;
+    $('results').textContent = '';
+    $('title').textContent = m.question + ' (#' + m.id + ')';
+    $('coverage').textContent = m.data_from ? 'data from ' + m.data_from + ' to ' + m.data_to : 'no data in the lake for this market';
+    var sel = $('outcome');
+    sel.textContent = '';
+    (m.outcomes || []).forEach(function (label, i) { var o = document.createElement('option'); o.value = String(i); o.textContent = i + ': ' + label; sel.appendChild(o); });
+    load();
+  }
+  $('load').addEventListener('click', function () { if (market) load(); });
+  $('timeframe').addEventListener('keydown', function (e) { if (e.key === 'Enter' && market) load(); });
+  $('outcome').addEventListener('change', function () { if (market) load(); });
+
+  // --- candles, volume, top of book
+  function load() {
+    var tf = $('timeframe').value.trim();
+    var outcome = $('outcome').value || '0';
+    var id = market.id;
+    status('loading…');
+    api('/v1/trades/ohlcv', { market_id: id, outcome: outcome, timeframe: tf, limit: 2000 }).then(function (rows) {
+      var bars = rows.slice().reverse(); // newest first from the API; the chart wants oldest first
+      state = { candles: bars, tfSeconds: tfSeconds(tf) };
+      candles.setData(bars.map(function (b) { return { time: sec(b.timestamp), open: b.open, high: b.high, low: b.low, close: b.close }; }));
+      volume.setData(bars.map(function (b) { return { time: sec(b.timestamp), value: b.volume, color: b.close >= b.open ? 'rgba(26,127,55,0.4)' : 'rgba(207,34,46,0.4)' }; }));
+      bidLine.setData([]);
+      askLine.setData([]);
+      window.__chartData = { market_id: id, outcome: Number(outcome), timeframe: tf, candles: bars, top_of_book: [] };
+      chart.timeScale().fitContent();
+      if (bars.length === 0) { status('no trades for this market and outcome'); return null; }
+      var start = bars[0].timestamp;
+      var end = new Date((sec(bars[bars.length - 1].timestamp) + state.tfSeconds) * 1000).toISOString();
+      var scrub = $('scrub');
+      scrub.min = String(sec(start));
+      scrub.max = String(sec(end));
+      scrub.value = scrub.max;
+      return topOfBook(id, outcome, start, end).then(function (tob) {
+        var line = sampleTop(bars, tob);
+        bidLine.setData(line.bid);
+        askLine.setData(line.ask);
+        window.__chartData.top_of_book = line.rows;
+        status(bars.length + ' candles, ' + tob.length + ' top-of-book changes');
+        return depthAt(Number(scrub.max));
+      });
+    }).catch(function (e) { status(e.message, true); });
+  }
+
+  // Every change of best bid/ask in the window, a few pages at most (10,000 rows each).
+  function topOfBook(id, outcome, start, end) {
+    var all = [];
+    function page(offset) {
+      return api('/v1/orderbook/top_of_book', { market_id: id, outcome: outcome, start: start, end: end, limit: 10000, offset: offset }).then(function (rows) {
+        all = all.concat(rows);
+        return rows.length === 10000 && offset < 40000 ? page(offset + 10000) : all;
+      });
+    }
+    return page(0);
+  }
+
+  // The top of book at each candle's close: the last change before the bucket ends. One point per candle keeps
+  // the chart's time scale the candles' (the library spaces points by index, not by time).
+  function sampleTop(bars, tob) {
+    var out = { bid: [], ask: [], rows: [] };
+    var j = 0, last = null;
+    bars.forEach(function (b) {
+      var t = sec(b.timestamp), close = (t + state.tfSeconds) * 1000;
+      while (j < tob.length && Date.parse(tob[j].timestamp) < close) last = tob[j++];
+      if (!last) return;
+      out.rows.push({ time: b.timestamp, best_bid: last.best_bid, best_ask: last.best_ask });
+      if (last.best_bid !== null) out.bid.push({ time: t, value: last.best_bid });
+      if (last.best_ask !== null) out.ask.push({ time: t, value: last.best_ask });
+    });
+    return out;
+  }
+
+  // --- depth at a scrubbed instant
+  var scrubTimer = 0;
+  $('scrub').addEventListener('input', function () {
+    $('at').textContent = new Date(Number($('scrub').value) * 1000).toISOString();
+    clearTimeout(scrubTimer);
+    scrubTimer = setTimeout(function () { depthAt(Number($('scrub').value)); }, 250);
+  });
+  chart.subscribeClick(function (p) {
+    if (!market || p.time === undefined) return;
+    var t = Number(p.time) + state.tfSeconds; // the book at that candle's close
+    $('scrub').value = String(t);
+    depthAt(t);
+  });
+
+  var depthSeq = 0;
+  var lastBook = null;
+  window.addEventListener('resize', function () { if (lastBook) drawDepth(lastBook); });
+  function depthAt(t) {
+    if (!market) return null;
+    var at = new Date(t * 1000).toISOString();
+    var mine = ++depthSeq;
+    $('at').textContent = at;
+    return api('/v1/orderbook/snapshot', { market_id: market.id, outcome: $('outcome').value || '0', at: at, depth: 50 }).then(function (book) {
+      if (mine !== depthSeq) return; // a later scrub won
+      window.__depth = { at: at, bids: book.bids, asks: book.asks, best_bid: book.best_bid, best_ask: book.best_ask };
+      lastBook = book;
+      drawDepth(book);
+      $('depthinfo').textContent = 'bid ' + book.best_bid + ' / ask ' + book.best_ask + ' · ' + book.bid_levels + ' bid levels, ' + book.ask_levels + ' ask levels';
+    }).catch(function (e) { status(e.message, true); });
+  }
+
+  // Cumulative size against price: bids (best first) stepping left, asks stepping right.
+  function drawDepth(book) {
+    var c = $('depth'), ratio = window.devicePixelRatio || 1;
+    var w = c.clientWidth, h = c.clientHeight;
+    c.width = w * ratio; c.height = h * ratio;
+    var g = c.getContext('2d');
+    g.setTransform(ratio, 0, 0, ratio, 0, 0);
+    g.clearRect(0, 0, w, h);
+    var cum = function (levels) { var s = 0; return levels.map(function (l) { s += l.size; return { price: l.price, total: s }; }); };
+    var bids = cum(book.bids), asks = cum(book.asks);
+    var prices = bids.concat(asks).map(function (l) { return l.price; });
+    if (prices.length === 0) { g.fillStyle = '#57606a'; g.fillText('empty book', 10, 20); return; }
+    var lo = Math.min.apply(null, prices), hi = Math.max.apply(null, prices);
+    if (hi === lo) { lo -= 0.01; hi += 0.01; }
+    var top = Math.max(bids.length ? bids[bids.length - 1].total : 0, asks.length ? asks[asks.length - 1].total : 0);
+    var pad = 24;
+    var x = function (p) { return pad + ((p - lo) / (hi - lo)) * (w - 2 * pad); };
+    var y = function (v) { return h - pad - (v / top) * (h - 2 * pad); };
+    function side(levels, fill, stroke) {
+      if (levels.length === 0) return;
+      g.beginPath();
+      g.moveTo(x(levels[0].price), y(0));
+      var prev = 0;
+      levels.forEach(function (l) { g.lineTo(x(l.price), y(prev)); g.lineTo(x(l.price), y(l.total)); prev = l.total; });
+      g.lineTo(x(levels[levels.length - 1].price), y(0));
+      g.closePath();
+      g.fillStyle = fill; g.fill(); g.strokeStyle = stroke; g.stroke();
+    }
+    side(bids, 'rgba(26,127,55,0.25)', '#1a7f37');
+    side(asks, 'rgba(207,34,46,0.25)', '#cf222e');
+    g.fillStyle = '#57606a';
+    g.fillText(lo.toFixed(3), pad, h - 6);
+    g.fillText(hi.toFixed(3), w - pad - 30, h - 6);
+    g.fillText('cum. size ' + top.toFixed(2), pad, 14);
+  }
+})();
+`;
