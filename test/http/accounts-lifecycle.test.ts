@@ -147,6 +147,10 @@ describe('account lifecycle: data export, privacy events, deletion', () => {
   it('cancel keeps the account; a newer request supersedes the older token; privacy events are paginated newest first', async () => {
     const t = await jwt('cancel@example.com');
     const key = (await call(srv, 'POST', '/v1/user/keys', { ...as(t), body: { name: 'k' } })).body.key as string;
+    // A misspelt field opens nothing (strict body): 422 naming it.
+    const typo = await call(srv, 'POST', '/v1/user/delete-request', { ...as(t), body: { reasn: 'x' } });
+    expect(typo.status).toBe(422);
+    expect(JSON.stringify(typo.body.detail)).toContain('reasn');
     const first = await call(srv, 'POST', '/v1/user/delete-request', { ...as(t), body: {} });
     const second = await call(srv, 'POST', '/v1/user/delete-request', { ...as(t), body: { reason: null } });
     expect([first.status, second.status]).toEqual([200, 200]);

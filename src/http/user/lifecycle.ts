@@ -15,7 +15,9 @@ const PrivacyEventsQuery = z.object({
   offset: z.coerce.number().int().min(0).default(0),
 });
 
-const DeleteAccountRequest = z.object({ reason: z.string().max(2000).nullish() }).meta({ id: 'DeleteAccountRequest' });
+// Strict (the anchor ignores unknown fields): with no required field, a mistyped or foreign body would
+// otherwise open a deletion request unnoticed; the anchor's clients send only `reason`.
+const DeleteAccountRequest = z.strictObject({ reason: z.string().max(2000).nullish() }).meta({ id: 'DeleteAccountRequest' });
 
 // Real tokens are 49 characters; the bound keeps a hostile body from being hashed at length.
 const DeleteConfirmRequest = z.object({ token: z.string().min(1).max(200) }).meta({ id: 'DeleteConfirmRequest' });
