@@ -6,8 +6,8 @@ import type { CopyFormat } from '../lake/stream.js';
 import { planOf } from '../accounts/plans.js';
 import type { MarketResolver } from '../markets/resolver.js';
 import type { Window } from '../query/common.js';
-import { seriesExistsQuery } from '../query/markets.js';
-import { lakeSources, runCount, type Lake } from '../lake/runner.js';
+import { lakeSources, type Lake } from '../lake/runner.js';
+import { resolveSeriesId } from '../markets/series-ids.js';
 import {
   l2LevelsDownload,
   ohlcvDownload,
@@ -189,18 +189,20 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
       if (parseOptionsSeries(spec.series_id)) {
         return planDownload(deps, principal, { ...spec, kind: 'options' }, itemIndex);
       }
-      const exists = await runCount(db, seriesExistsQuery(lake, spec.series_id));
-      if (exists === 0) throw new NotFound('Series not found');
+      // Either spelling (the anchor's `polymarket:btc-15m` or the stored slug) names the stored series; the file
+      // and its history record are named by the stored id, so both give the same answer.
+      const seriesId = await resolveSeriesId(db, deps.lakeDir, spec.series_id);
+      if (seriesId === null) throw new NotFound('Series not found');
       const dataType = spec.data_type ?? 'trades';
-      const sel = { seriesId: spec.series_id };
-      const name = safeName(spec.series_id);
+      const sel = { seriesId };
+      const name = safeName(seriesId);
       const common = { ...base, dataset: 'series', emptyMessage: 'No data for this series in this range' };
       if (dataType === 'trades') {
         return {
           ...common,
           query: tradesDownload(lake, sel, w, limit, spec.format),
           fileName: `series_${name}_trades.${ext}`,
-          description: `series ${spec.series_id} trades`,
+          description: `series ${seriesId} trades`,
         };
       }
       if (dataType === 'ohlcv') {
@@ -209,7 +211,7 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
           ...common,
           query: ohlcvDownload(lake, sel, tf, w, limit, spec.format),
           fileName: `series_${name}_ohlcv_${tf.label}.${ext}`,
-          description: `series ${spec.series_id} ohlcv ${tf.label}`,
+          description: `series ${seriesId} ohlcv ${tf.label}`,
           timeframe: tf.label,
         };
       }
@@ -218,7 +220,7 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
           ...common,
           query: orderbookDownload(lake, sel, w, limit, spec.format),
           fileName: `series_${name}_snapshots.${ext}`,
-          description: `series ${spec.series_id} snapshots`,
+          description: `series ${seriesId} snapshots`,
         };
       }
       throw wrongDataType('wrong_data_type', `data_type '${dataType}' is not offered for series; use trades, ohlcv or snapshots`, itemIndex);

@@ -1,10 +1,8 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
-import type { AppContext } from './context.js';
-import { StampedCache } from '../lake/stamp.js';
-import { NotFound } from '../errors.js';
-import { lakeSources, runOne, runQuery, type Row } from '../lake/runner.js';
-import { seriesQuery } from '../query/series.js';
+import { lakeSources, runOne } from '../lake/runner.js';
+import { BadRequest } from '../errors.js';
+import { allSeries, isMarketSeries, oneSeries } from './series-catalogue.js';
 import { seriesRowsQuery } from '../query/estimate.js';
 import { timeframeOf } from '../timeframe.js';
 import { bytesFor, EstimateBody, pricingFor, SeriesEstimateResponse, type EstimateInput } from './estimates.js';
@@ -31,52 +29,6 @@ export const SeriesResponse = z
   .meta({ id: 'SeriesResponse' });
 
 const SeriesPath = z.object({ series_id: z.string().min(1).max(200) });
-
-/** The venue this service archives: every series is one of its market families. */
-const BROKER = 'polymarket';
-const BROKER_DISPLAY = 'Polymarket';
-
-function seriesOut(s: Row): Row {
-  const latest = (s.latest as string | null) ?? null;
-  return {
-    series_id: String(s.series_id),
-    broker: BROKER,
-    broker_display: BROKER_DISPLAY,
-    asset_class: (s.asset_class as string | null) ?? '',
-    category: (s.category as string | null) ?? '',
-    asset: (s.asset as string | null) ?? '',
-    asset_symbol: (s.asset_symbol as string | null) ?? '',
-    timeframe: (s.timeframe as string | null) ?? '',
-    name: (s.name as string | null) ?? String(s.series_id),
-    description: (s.description as string | null) ?? '',
-    catalogued_markets: Number(s.catalogued_markets ?? 0),
-    shoppable_markets: Number(s.shoppable_markets ?? 0),
-    earliest: (s.earliest as string | null) ?? null,
-    latest,
-    data_current_through: latest ? latest.slice(0, 10) : null,
-    coming_soon: false,
-  };
-}
-
-/**
- * The series catalogue with its counts, computed once per lake stamp (src/lake/stamp.ts) and shared by the
- * list and the single-series routes: it joins the markets catalogue, so every call used to read both files.
- */
-const catalogue = new StampedCache<{ list: Row[]; byId: Map<string, Row> }>({ maxEntries: 16 });
-
-async function allSeries(ctx: AppContext): Promise<{ list: Row[]; byId: Map<string, Row> }> {
-  const got = await catalogue.get(ctx.config.lakeDir, 'series', async () => {
-    const list = (await runQuery(ctx.db, seriesQuery(lakeSources(ctx.config.lakeDir)))).map(seriesOut);
-    return { list, byId: new Map(list.map((s) => [String(s.series_id), s])) };
-  });
-  return got.value;
-}
-
-async function oneSeries(ctx: AppContext, id: string): Promise<Row> {
-  const s = (await allSeries(ctx)).byId.get(id);
-  if (!s) throw new NotFound('Series not found');
-  return s;
-}
 
 export const seriesRoutes: Route[] = [
   {
@@ -115,8 +67,13 @@ export const seriesRoutes: Route[] = [
     body: EstimateBody,
     response: SeriesEstimateResponse,
     handler: async (req, res, ctx) => {
-      const id = res.locals.params.series_id as string;
-      await oneSeries(ctx, id);
+      const series = await oneSeries(ctx, res.locals.params.series_id as string);
+      const id = String(series.series_id);
+      if (!isMarketSeries(series)) {
+        throw new BadRequest(
+          `'${id}' is not a market series; size it with ${series.asset_class === 'raw' ? '/v1/download/raw/estimate' : '/v1/download/options'}`,
+        );
+      }
       const b = res.locals.body as EstimateInput;
       const w = { start: b.start ?? undefined, end: b.end ?? undefined };
       const tf = b.data_type === 'ohlcv' ? (b.timeframe ?? timeframeOf(3600)) : undefined;

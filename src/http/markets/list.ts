@@ -2,8 +2,9 @@ import { z } from 'zod';
 import type { Route } from '../route.js';
 import type { AppContext } from '../context.js';
 import { NotFound } from '../../errors.js';
-import { lakeSources, runOne, runQuery, type Row } from '../../lake/runner.js';
-import { listMarketsQuery, seriesExistsQuery, SORT_BY } from '../../query/markets.js';
+import { lakeSources, runQuery, type Row } from '../../lake/runner.js';
+import { listMarketsQuery, SORT_BY } from '../../query/markets.js';
+import { resolveSeriesId } from '../../markets/series-ids.js';
 import { checkWindow, isoDateTime, queryBool, queryInt } from '../params.js';
 import { MarketResponse, marketOut } from './view.js';
 
@@ -29,10 +30,9 @@ const ListMarketsQuery = z
 
 async function listMarkets(ctx: AppContext, q: z.infer<typeof ListMarketsQuery>): Promise<Row[]> {
   const lake = lakeSources(ctx.config.lakeDir);
-  if (q.series_id !== undefined) {
-    const s = await runOne(ctx.db, seriesExistsQuery(lake, q.series_id));
-    if (!s || Number(s.n) === 0) throw new NotFound('Series not found');
-  }
+  // The anchor's `polymarket:btc-15m` and the stored slug name the same series (src/markets/series-ids.ts).
+  const seriesId = q.series_id === undefined ? undefined : await resolveSeriesId(ctx.db, ctx.config.lakeDir, q.series_id);
+  if (seriesId === null) throw new NotFound('Series not found');
   return runQuery(
     ctx.db,
     listMarketsQuery(lake, {
@@ -41,7 +41,7 @@ async function listMarkets(ctx: AppContext, q: z.infer<typeof ListMarketsQuery>)
       resolved: q.resolved,
       search: q.search,
       category: q.category,
-      seriesId: q.series_id,
+      seriesId,
       hasData: q.has_data,
       dataType: q.data_type,
       endingAfter: q.ending_after,

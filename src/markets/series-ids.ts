@@ -1,0 +1,43 @@
+import type { DuckDBInstance } from '@duckdb/node-api';
+import { lakeSources, runQuery } from '../lake/runner.js';
+import { StampedCache } from '../lake/stamp.js';
+import { seriesIdsQuery } from '../query/series.js';
+
+/**
+ * Series ids in the anchor's form. The anchor names a series `<venue>:<name>` (`polymarket:btc-15m`,
+ * `deribit:btc-options`, `polymarket:l2-delta-tape`); pmlake's market series are stored under the venue's own
+ * slugs (`btc-up-or-down-15m`). Every edge that takes a series id (GET /v1/series/{id}, its estimate,
+ * GET /v1/markets?series_id=, downloads, bulk items, exports) resolves it here, so both spellings name the same
+ * stored series and give the same answer. Options and raw-tape series have only the anchor's form.
+ */
+
+/** Recurring crypto series in the anchor's short form: `<asset>-<timeframe>` (btc-15m, eth-1h, sol-daily). */
+const SHORT_RECURRING = /^([a-z0-9]+)-([0-9]+[mhd]|hourly|daily|weekly)$/;
+
+/** The stored slugs an id may name, most literal first: the id as given, without `polymarket:`, and the long slug. */
+export function seriesIdCandidates(id: string): string[] {
+  const out = [id];
+  if (id.startsWith('polymarket:')) {
+    const rest = id.slice('polymarket:'.length);
+    out.push(rest);
+    const m = SHORT_RECURRING.exec(rest);
+    if (m) out.push(`${m[1]}-up-or-down-${m[2]}`);
+  }
+  return out;
+}
+
+/** The first candidate `known` holds, or null. */
+export function pickSeriesId(id: string, known: (slug: string) => boolean): string | null {
+  return seriesIdCandidates(id).find(known) ?? null;
+}
+
+const stored = new StampedCache<Set<string>>({ maxEntries: 16 });
+
+/** The stored market series an id (either form) names in the request's lake version, or null when none. */
+export async function resolveSeriesId(db: DuckDBInstance, lakeDir: string, id: string): Promise<string | null> {
+  const got = await stored.get(lakeDir, 'series-ids', async () => {
+    const rows = await runQuery(db, seriesIdsQuery(lakeSources(lakeDir)));
+    return new Set(rows.map((r) => String(r.series_id)));
+  });
+  return pickSeriesId(id, (s) => got.value.has(s));
+}
