@@ -118,6 +118,24 @@ describe('charts page in a real browser', () => {
         expect(d.bids.length + d.asks.length).toBeGreaterThan(0);
       }
 
+      // The slider, by keyboard: Home scrubs to the first candle's start.
+      const before = await page.evaluate(() => JSON.stringify((window as any).__depth));
+      await page.focus('#scrub');
+      await page.keyboard.press('Home');
+      await page
+        .waitForFunction((x) => JSON.stringify((window as any).__depth) !== x, before, { timeout: 20_000 })
+        .catch(async (e) => {
+          throw new Error(`${String(e)} status=${await page.textContent('#status')} at=${await page.textContent('#at')} v=${await page.inputValue('#scrub')}`);
+        });
+      const first = (await page.evaluate(() => (window as any).__depth)) as Depth;
+      // The scrub starts where both the candles and the book do (there is no book before the tape's first change).
+      const window0 = `start=${encodeURIComponent(apiBars[0]!.timestamp)}&limit=1`;
+      const tob0 = await L.get(`/v1/orderbook/top_of_book?market_id=${market.id}&outcome=0&${window0}`);
+      const bookFrom = Math.ceil(Date.parse(tob0.body[0].timestamp) / 1000) * 1000;
+      expect(first.at).toBe(new Date(Math.max(Date.parse(apiBars[0]!.timestamp), bookFrom)).toISOString());
+      const snap0 = await L.get(`/v1/orderbook/snapshot?market_id=${market.id}&outcome=0&depth=50&at=${encodeURIComponent(first.at)}`);
+      expect({ bids: first.bids, asks: first.asks }).toEqual({ bids: snap0.body.bids, asks: snap0.body.asks });
+
       await page.screenshot({ path: path.join(ARTIFACTS, 'charts-1400x900.png'), fullPage: true });
       await page.setViewportSize({ width: 390, height: 844 });
       await page.waitForTimeout(300); // the library resizes on the next frame

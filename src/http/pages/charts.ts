@@ -188,6 +188,12 @@ const SCRIPT = `(function () {
         askLine.setData(line.ask);
         window.__chartData.top_of_book = line.rows;
         status(bars.length + ' candles, ' + tob.length + ' top-of-book changes');
+        scrub.disabled = tob.length === 0;
+        if (tob.length === 0) { $('at').textContent = 'no order-book data in this window'; return null; }
+        // The tape's coverage: there is no book before its first change, so the scrub starts there.
+        var bookFrom = Math.ceil(Date.parse(tob[0].timestamp) / 1000);
+        scrub.min = String(Math.max(sec(start), bookFrom));
+        $('coverage').textContent += '; order book from ' + tob[0].timestamp;
         return depthAt(Number(scrub.max));
       });
     }).catch(function (e) { status(e.message, true); });
@@ -229,8 +235,9 @@ const SCRIPT = `(function () {
     scrubTimer = setTimeout(function () { depthAt(Number($('scrub').value)); }, 250);
   });
   chart.subscribeClick(function (p) {
-    if (!market || p.time === undefined) return;
-    var t = Number(p.time) + state.tfSeconds; // the book at that candle's close
+    if (!market || p.time === undefined || $('scrub').disabled) return;
+    // The book at that candle's close, or where the book begins.
+    var t = Math.max(Number(p.time) + state.tfSeconds, Number($('scrub').min));
     $('scrub').value = String(t);
     depthAt(t);
   });
