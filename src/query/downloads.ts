@@ -4,7 +4,7 @@ import type { Timeframe } from '../timeframe.js';
 import { sqlIdent } from '../lake/duckdb.js';
 import { query, windowWhere, type Params, type Window } from './common.js';
 import type { Lake } from '../lake/runner.js';
-import { ohlcvSelect } from './ohlcv.js';
+import { bucketExpr, ohlcvSelect } from './ohlcv.js';
 import { bookSnapshotsSelect, topOfBookSelect } from './orderbook.js';
 import { TRADE_COLUMNS } from './trades.js';
 import { perToken } from './common.js';
@@ -123,11 +123,13 @@ export function ohlcvDownload(
     const inner = query(`SELECT * FROM (${parts.map((p) => `(${p.sql})`).join(' UNION ALL ')}) ORDER BY "timestamp", outcome`, params);
     return asFile(inner, CANDLE_SHAPE, format, limit);
   }
-  const params: Params = { step: BigInt(tf.seconds) * 1_000_000n, origin: BigInt(tf.originSeconds) * 1_000_000n };
+  const params: Params = {};
   const fromCandles = tf.seconds % 60 === 0;
   const col = fromCandles ? 'bucket' : 'ts';
   const where = [`token_id IN (${seriesTokens(lake, params, sel.seriesId)})`, ...windowWhere(col, w, params, { column: 'month' })];
-  const bucket = `make_timestamp((epoch_us(${col}) - $origin) // $step * $step + $origin)`;
+  // The shared bucket expression: bound step/origin parameters were bigints, which DuckDB typed HUGEINT and
+  // make_timestamp refused (a 500 on every series OHLCV download).
+  const bucket = bucketExpr(col, tf);
   const agg = fromCandles
     ? `arg_min(open, bucket) AS open, max(high) AS high, min(low) AS low, arg_max(close, bucket) AS close, sum(volume) AS volume,
        sum(trade_count)::BIGINT AS trade_count`

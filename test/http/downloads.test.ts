@@ -283,6 +283,52 @@ describe('raw tape', () => {
 describe('series and bulk', () => {
   const postBulk = (body: unknown) =>
     L.fetch('/v1/download/bulk', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  it('series OHLCV at 30s (from trades) and 1h (from minute candles): every bucket equals a bucketing of the trades in TypeScript', async () => {
+    const s = (
+      await L.rows(
+        `SELECT m.series_id, list(t.token_id) AS toks FROM read_parquet(${catalog('markets')}) m, unnest(m.outcome_token_ids) AS t(token_id)
+       WHERE m.series_id IS NOT NULL GROUP BY 1 ORDER BY len(toks) DESC LIMIT 1`,
+      )
+    )[0];
+    expect(s).toBeDefined();
+    const trades = await lakeTrades(s!.toks as string[]);
+    expect(trades.length).toBeGreaterThan(0);
+    for (const [tf, stepMs] of [
+      ['30s', 30_000],
+      ['1h', 3_600_000],
+    ] as const) {
+      const want = new Map<string, { open: number; high: number; low: number; close: number; volume: number; n: number }>();
+      const ordered = [...trades].sort((a, b) => +a.ts - +b.ts || a.block_number - b.block_number || a.log_index - b.log_index);
+      for (const t of ordered) {
+        const k = `${t.token_id}|${new Date(Math.floor(+t.ts / stepMs) * stepMs).toISOString()}`;
+        const c = want.get(k);
+        if (!c) want.set(k, { open: t.price, high: t.price, low: t.price, close: t.price, volume: t.size, n: 1 });
+        else Object.assign(c, { high: Math.max(c.high, t.price), low: Math.min(c.low, t.price), close: t.price, volume: c.volume + t.size, n: c.n + 1 });
+      }
+      const res = await L.fetch(
+        `/v1/download/series?series_id=${encodeURIComponent(String(s!.series_id))}&data_type=ohlcv&timeframe=${tf}&format=json&limit=2000000`,
+      );
+      expect(res.status).toBe(200);
+      const got = JSON.parse(await res.text()) as {
+        market_id: string;
+        timestamp: string;
+        open: number;
+        high: number;
+        low: number;
+        close: number;
+        volume: number;
+        trade_count: number;
+      }[];
+      expect(got.length).toBe(want.size);
+      for (const g of got) {
+        const w = want.get(`${g.market_id}|${new Date(g.timestamp).toISOString()}`);
+        expect(w, `${g.market_id} ${g.timestamp}`).toBeDefined();
+        expect([g.open, g.high, g.low, g.close, g.trade_count]).toEqual([w!.open, w!.high, w!.low, w!.close, w!.n]);
+        expect(g.volume).toBeCloseTo(w!.volume, 4);
+      }
+    }
+  });
+
   it('series: every market of a series in one file', async () => {
     const s = (
       await L.rows(
