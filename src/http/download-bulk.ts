@@ -27,7 +27,12 @@ const BulkLine = z
   .transform((v) => ({ ...v, start: v.start ?? undefined, end: v.end ?? undefined }))
   .superRefine((v, ctx) => checkWindow(v, ctx));
 
-export const BulkBody = z.object({ items: z.array(BulkLine).min(1).max(25) });
+export const BulkBody = z.object({
+  items: z
+    .array(BulkLine.meta({ id: 'BulkDownloadItem' }))
+    .min(1)
+    .max(25),
+});
 
 export function bulkItem(it: z.infer<typeof BulkLine>): BulkItem {
   return {
@@ -58,7 +63,7 @@ export const bulkDownloadRoute: Route = {
   limit: 'download',
   tag: 'Download',
   summary: 'Up to 25 downloads in one streamed ZIP with a manifest.json (item, rows, bytes, sha256)',
-  body: BulkBody,
+  body: BulkBody.meta({ id: 'BulkDownloadRequest' }),
   handler: async (req, res, ctx) => {
     const body = res.locals.body as z.infer<typeof BulkBody>;
     const r = await sendBulk({ ...planDeps(ctx), meter: ctx.meter }, req.principal!, body.items.map(bulkItem), {

@@ -76,7 +76,7 @@ export const exportRoutes: Route[] = [
     scope: 'download',
     tag: 'Exports',
     summary: 'Submit an export job (202); the same idempotency_key returns the same job',
-    body: CreateExport,
+    body: CreateExport.meta({ id: 'CreateExportRequest' }),
     status: 202,
     handler: async (req, res, ctx) => {
       const b = res.locals.body as z.infer<typeof CreateExport>;

@@ -45,8 +45,8 @@ export function buildOpenApi(table: readonly Route[]): Json {
     const defs = (out.$defs ?? {}) as Json;
     delete out.$defs;
     delete out.$schema;
-    for (const [k, v] of Object.entries(defs)) schemas[k] = rewriteRefs(v);
-    return rewriteRefs(out) as Json;
+    for (const [k, v] of Object.entries(defs)) schemas[k] = anchorStyle(rewriteRefs(v), io);
+    return anchorStyle(rewriteRefs(out), io) as Json;
   };
   const err = (description: string): Json => ({
     description,
@@ -76,7 +76,10 @@ export function buildOpenApi(table: readonly Route[]): Json {
       const required = new Set((obj.required ?? []) as string[]);
       for (const [name, s] of Object.entries(props)) {
         const { description, ...rest } = s;
-        const param: Json = { name, in: where, required: where === 'path' || required.has(name), schema: rest };
+        const must = where === 'path' || required.has(name);
+        // An optional query parameter without a default is the anchor's `X | None = None`: written as its anyOf.
+        const optional = !must && !('default' in rest) && !('anyOf' in rest);
+        const param: Json = { name, in: where, required: must, schema: optional ? { anyOf: [rest, { type: 'null' }] } : rest };
         if (typeof description === 'string') param.description = description;
         parameters.push(param);
       }
@@ -139,6 +142,41 @@ export function buildOpenApi(table: readonly Route[]): Json {
     },
   };
 }
+
+const SAFE = Number.MAX_SAFE_INTEGER;
+
+/**
+ * zod's JSON Schema written the way the anchor's document writes the same contract, so the two compare equal
+ * where pmlake behaves the same: a nullable field as `anyOf [X, null]` (not `type: [X, "null"]`), no bounds
+ * that only restate JavaScript's safe-integer range, a record as `additionalProperties: true`, and responses
+ * without `additionalProperties: false` (a response may gain fields; clients ignore the ones they do not know).
+ */
+function anchorStyle(v: unknown, io: 'input' | 'output'): unknown {
+  if (Array.isArray(v)) return v.map((x) => anchorStyle(x, io));
+  if (!v || typeof v !== 'object') return v;
+  const o: Json = {};
+  for (const [k, x] of Object.entries(v as Json)) {
+    // Field names under `properties` are not keywords: recurse into each value, keep every name.
+    o[k] =
+      k === 'properties' && x && typeof x === 'object'
+        ? Object.fromEntries(Object.entries(x as Json).map(([n, s]) => [n, anchorStyle(s, io)]))
+        : anchorStyle(x, io);
+  }
+  if (o.maximum === SAFE) delete o.maximum;
+  if (o.minimum === -SAFE) delete o.minimum;
+  if (o.type === 'object' && isEmptyObject(o.additionalProperties) && isStringNames(o.propertyNames)) {
+    o.additionalProperties = true;
+    delete o.propertyNames;
+  }
+  if (io === 'output' && o.type === 'object' && o.additionalProperties === false) delete o.additionalProperties;
+  if (Array.isArray(o.type) && o.type.length === 2 && o.type[1] === 'null') {
+    const { type, ...rest } = o;
+    return { anyOf: [{ ...rest, type: (type as string[])[0] }, { type: 'null' }] };
+  }
+  return o;
+}
+const isEmptyObject = (x: unknown): boolean => !!x && typeof x === 'object' && Object.keys(x).length === 0;
+const isStringNames = (x: unknown): boolean => !!x && typeof x === 'object' && (x as Json).type === 'string' && Object.keys(x).length === 1;
 
 function rewriteRefs(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(rewriteRefs);

@@ -64,7 +64,7 @@ export const seriesRoutes: Route[] = [
     tag: 'series',
     summary: 'Size of a pull over every market of a series (rows and bytes counted in the lake)',
     params: SeriesPath,
-    body: EstimateBody,
+    body: EstimateBody.meta({ id: 'EstimateRequest' }),
     response: SeriesEstimateResponse,
     handler: async (req, res, ctx) => {
       const series = await oneSeries(ctx, res.locals.params.series_id as string);

@@ -85,7 +85,7 @@ export const creditRoutes: Route[] = [
     limit: 'orders',
     tag: 'Billing',
     summary: 'Start a checkout to buy credits (10–10,000 USD); credits land when the provider webhook arrives (503 when no payment provider is configured)',
-    body: CheckoutBody,
+    body: CheckoutBody.meta({ id: 'CreateCheckoutRequest' }),
     response: CheckoutResponse,
     handler: async (req, res, ctx) => {
       const b = res.locals.body as z.infer<typeof CheckoutBody>;

@@ -56,7 +56,7 @@ export const subscriptionRoutes: Route[] = [
     limit: 'orders',
     tag: 'Billing',
     summary: 'Start a checkout for a subscription; 409 when one is already active (503 when no payment provider is configured)',
-    body: SubCheckoutBody,
+    body: SubCheckoutBody.meta({ id: 'SubCheckoutRequest' }),
     handler: async (req, res, ctx) => {
       const b = res.locals.body as z.infer<typeof SubCheckoutBody>;
       const userId = req.principal!.userId;
@@ -88,7 +88,7 @@ export const subscriptionRoutes: Route[] = [
     limit: 'orders',
     tag: 'Billing',
     summary: 'Pay a subscription from the credit balance (402 if short, 409 if one is active)',
-    body: RedeemBody,
+    body: RedeemBody.meta({ id: 'RedeemRequest' }),
     handler: async (req, res, ctx) => {
       const b = res.locals.body as z.infer<typeof RedeemBody>;
       const out = redeemSubscription(ctx.state, {

@@ -18,7 +18,7 @@ export const marketEstimateRoutes: Route[] = [
     tag: 'markets',
     summary: 'Size of a market pull (rows and bytes counted in the lake) and what it means on your plan',
     params: MarketPath,
-    body: EstimateBody,
+    body: EstimateBody.meta({ id: 'MarketEstimateRequest' }),
     response: MarketEstimateResponse,
     handler: async (req, res, ctx) => {
       const r = await ctx.markets.resolve(res.locals.params.market_id);

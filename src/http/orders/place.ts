@@ -37,7 +37,8 @@ const Item = z
     timeframe: z.enum(['1m', '1h', '1d']).nullish(),
   })
   .refine((i) => i.market_id || i.series_id, { message: 'an item needs market_id or series_id' })
-  .refine((i) => i.start == null || i.end == null || i.start < i.end, { message: 'start must be before end', path: ['end'] });
+  .refine((i) => i.start == null || i.end == null || i.start < i.end, { message: 'start must be before end', path: ['end'] })
+  .meta({ id: 'OrderItemRequest' });
 
 const isoOf = (micros: bigint | null | undefined) => (micros == null ? null : new Date(Number(micros / 1000n)).toISOString());
 
@@ -100,7 +101,7 @@ export const orderPlaceRoutes: Route[] = [
     limit: 'orders',
     tag: 'Orders',
     summary: 'Place an order from credits (402 "Insufficient credits" when short; idempotent by idempotency_key)',
-    body: CreateOrderBody,
+    body: CreateOrderBody.meta({ id: 'CreateOrderRequest' }),
     response: OrderResponse,
     handler: async (req, res, ctx) => {
       const body = res.locals.body as z.infer<typeof CreateOrderBody>;

@@ -41,7 +41,7 @@ export const userKeyRoutes: Route[] = [
     auth: 'key',
     tag: 'User',
     summary: 'Create an API key',
-    body: CreateKeyBody,
+    body: CreateKeyBody.meta({ id: 'CreateKeyRequest' }),
     status: 201,
     response: ApiKeyCreatedResponse,
     handler: async (req, res, ctx) => {

@@ -21,7 +21,7 @@ export const userProvisionRoutes: Route[] = [
     credentials: 'jwt',
     tag: 'User',
     summary: "Dashboard login: replace the user's auto-provisioned key (bearer JWT only; email must match the token)",
-    body: ProvisionBody,
+    body: ProvisionBody.meta({ id: 'ProvisionKeyRequest' }),
     response: ApiKeyCreatedResponse,
     handler: async (req, res, ctx) => {
       const body = res.locals.body as z.infer<typeof ProvisionBody>;
