@@ -6,6 +6,12 @@
  * Plain JS without a build step; every API text goes through textContent, never innerHTML. The chart's data is
  * kept on `window.__chartData` and the depth shown on `window.__depth`, so a browser test can compare them with
  * the API's own answers.
+ *
+ * Candles come from /v1/trades/ohlcv, or (Source "UDF datafeed") through a small client of pmlake's TradingView
+ * UDF routes that speaks the protocol as the charting library's UDFCompatibleDatafeed does: config once, then
+ * symbols?symbol= once per symbol (cached, as the library caches symbol info), then history with from, to and
+ * countback, following `nextTime` on no_data. The timeframe box then takes a UDF resolution (7, 60, 2D, 1W, 30S).
+ * What that client requested and received is kept on `window.__udf`.
  */
 export function chartsPage(): string {
   return PAGE;
@@ -64,7 +70,9 @@ const PAGE = `<!doctype html>
   <div id="coverage"></div>
   <div class="bar">
     <label>Outcome <select id="outcome"></select></label>
-    <label>Timeframe <input id="timeframe" size="6" value="1h" title="30s, 1m, 7m, 1h, 4h, 1d, 1w, …"></label>
+    <label>Source <select id="source"><option value="ohlcv">/v1/trades/ohlcv</option><option value="udf">UDF datafeed</option></select></label>
+    <label>Timeframe <input id="timeframe" size="6" value="1h" list="resolutions" title="30s, 1m, 7m, 1h, 4h, 1d, 1w, … (UDF: 7, 60, 2D, 1W, 30S, …)"></label>
+    <datalist id="resolutions"></datalist>
     <button id="load">Load</button>
     <span id="status"></span>
   </div>
@@ -94,6 +102,7 @@ const SCRIPT = `(function () {
   var state = { candles: [], tfSeconds: 0 };
   window.__chartData = null;
   window.__depth = null;
+  window.__udf = null;
 
   function status(text, err) { var s = $('status'); s.textContent = text || ''; s.className = err ? 'err' : ''; }
 
@@ -159,6 +168,85 @@ const SCRIPT = `(function () {
   $('load').addEventListener('click', function () { if (market) load(); });
   $('timeframe').addEventListener('keydown', function (e) { if (e.key === 'Enter' && market) load(); });
   $('outcome').addEventListener('change', function () { if (market) load(); });
+  $('source').addEventListener('change', function () { if (market) load(); });
+
+  // --- a UDF datafeed client (the charting library's UDFCompatibleDatafeed, reduced to what the page draws)
+  var UDF = '/v1/charts/udf';
+  function udfFeed() {
+    var feed = { ready: null, symbols: {}, requests: [], config: null };
+    window.__udf = { requests: feed.requests, config: null, symbolInfo: null, resolution: null, history: null, bars: [] };
+    function get(path, params) {
+      feed.requests.push({ path: UDF + path, params: params });
+      return api(UDF + path, params);
+    }
+    feed.onReady = function () {
+      if (!feed.ready) {
+        feed.ready = get('/config', {}).then(function (c) {
+          feed.config = window.__udf.config = c;
+          var list = $('resolutions');
+          list.textContent = '';
+          (c.supported_resolutions || []).forEach(function (r) { var o = document.createElement('option'); o.value = r; list.appendChild(o); });
+          return c;
+        });
+        feed.ready.catch(function () { feed.ready = null; });
+      }
+      return feed.ready;
+    };
+    feed.resolveSymbol = function (symbol) {
+      return feed.onReady().then(function () {
+        if (!feed.symbols[symbol]) {
+          feed.symbols[symbol] = get('/symbols', { symbol: symbol });
+          feed.symbols[symbol].catch(function () { delete feed.symbols[symbol]; });
+        }
+        return feed.symbols[symbol];
+      });
+    };
+    // periodParams as the library passes them: from/to in unix seconds, countBack bars wanted ending at to.
+    feed.getBars = function (info, resolution, period) {
+      function ask(to, hops) {
+        var params = { symbol: info.ticker, resolution: resolution, from: period.from, to: to, countback: period.countBack };
+        return get('/history', params).then(function (h) {
+          if (h.s === 'error') throw new Error('UDF history: ' + h.errmsg);
+          if (h.s === 'no_data') return h.nextTime !== undefined && hops < 3 ? ask(h.nextTime, hops + 1) : { history: h, bars: [] };
+          var bars = h.t.map(function (t, i) { return { time: t * 1000, open: h.o[i], high: h.h[i], low: h.l[i], close: h.c[i], volume: h.v[i] }; });
+          return { history: h, bars: bars };
+        });
+      }
+      return ask(period.to, 0);
+    };
+    return feed;
+  }
+  var feed = null;
+
+  // UDF resolution → seconds: N minutes, NS seconds, ND days, NW weeks (the server has the last word).
+  function resolutionSeconds(r) {
+    var m = /^(\\d*)([SDW]?)$/i.exec(r);
+    if (!m || (m[1] === '' && m[2] === '')) return 0;
+    return (m[1] === '' ? 1 : Number(m[1])) * { '': 60, S: 1, D: 86400, W: 604800 }[m[2].toUpperCase()];
+  }
+
+  // Newest 2000 bars up to now through the datafeed, as /v1/trades/ohlcv rows (oldest first).
+  function udfCandles(id, outcome, resolution) {
+    if (!feed) feed = udfFeed();
+    var symbol = outcome === '0' ? String(id) : id + '.' + outcome;
+    return feed.resolveSymbol(symbol).then(function (info) {
+      window.__udf.symbolInfo = info;
+      window.__udf.resolution = resolution;
+      var to = Math.floor(Date.now() / 1000), n = 2000;
+      var from = to - n * Math.max(resolutionSeconds(resolution), 1);
+      return feed.getBars(info, resolution, { from: from, to: to, countBack: n, firstDataRequest: true });
+    }).then(function (got) {
+      window.__udf.history = got.history;
+      window.__udf.bars = got.bars;
+      return got.bars.map(function (b) { return { timestamp: new Date(b.time).toISOString(), open: b.open, high: b.high, low: b.low, close: b.close, volume: b.volume }; });
+    });
+  }
+
+  function fetchCandles(id, outcome, tf) {
+    if ($('source').value === 'udf') return udfCandles(id, outcome, tf);
+    // newest first from the API; the chart wants oldest first
+    return api('/v1/trades/ohlcv', { market_id: id, outcome: outcome, timeframe: tf, limit: 2000 }).then(function (rows) { return rows.slice().reverse(); });
+  }
 
   // --- candles, volume, top of book
   function load() {
@@ -166,14 +254,14 @@ const SCRIPT = `(function () {
     var outcome = $('outcome').value || '0';
     var id = market.id;
     status('loading…');
-    api('/v1/trades/ohlcv', { market_id: id, outcome: outcome, timeframe: tf, limit: 2000 }).then(function (rows) {
-      var bars = rows.slice().reverse(); // newest first from the API; the chart wants oldest first
-      state = { candles: bars, tfSeconds: tfSeconds(tf) };
+    var udf = $('source').value === 'udf';
+    fetchCandles(id, outcome, tf).then(function (bars) {
+      state = { candles: bars, tfSeconds: udf ? resolutionSeconds(tf) : tfSeconds(tf) };
       candles.setData(bars.map(function (b) { return { time: sec(b.timestamp), open: b.open, high: b.high, low: b.low, close: b.close }; }));
       volume.setData(bars.map(function (b) { return { time: sec(b.timestamp), value: b.volume, color: b.close >= b.open ? 'rgba(26,127,55,0.4)' : 'rgba(207,34,46,0.4)' }; }));
       bidLine.setData([]);
       askLine.setData([]);
-      window.__chartData = { market_id: id, outcome: Number(outcome), timeframe: tf, candles: bars, top_of_book: [] };
+      window.__chartData = { market_id: id, outcome: Number(outcome), timeframe: tf, source: udf ? 'udf' : 'ohlcv', candles: bars, top_of_book: [] };
       chart.timeScale().fitContent();
       if (bars.length === 0) { status('no trades for this market and outcome'); return null; }
       var start = bars[0].timestamp;
