@@ -11,8 +11,11 @@ import { parseTimeframe, type Timeframe } from '../timeframe.js';
  */
 export type { ItemSelector, OrderDataType } from '../query/order-sizing.js';
 
-/** The timeframes an ohlcv item may be ordered in (the orders endpoint's enum); 1h when none is given. */
-export type OrderTimeframe = '1m' | '1h' | '1d';
+/**
+ * The timeframe of an ohlcv item: a label (`1m`, `7m`, `1h`, …: any timeframe, as every pmlake candle route
+ * takes) or one already parsed at the edge; 1h when none is given.
+ */
+export type OrderTimeframe = string | Timeframe;
 
 /** Rows for an item, or null when the market/series is not in the catalogue. */
 export async function sizeItem(
@@ -39,6 +42,7 @@ function windowOf(w: { start?: string | null | undefined; end?: string | null | 
 }
 
 function orderTimeframe(label: OrderTimeframe): Timeframe {
+  if (typeof label !== 'string') return label;
   const tf = parseTimeframe(label);
   if (!tf.ok) throw new Error(tf.message);
   return tf.value;

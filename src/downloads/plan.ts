@@ -1,6 +1,6 @@
 import type { DuckDBInstance } from '@duckdb/node-api';
 import type { Principal } from '../accounts/principal.js';
-import { BadRequest, NotFound } from '../errors.js';
+import { BadRequest, NotFound, Unprocessable } from '../errors.js';
 import type { Query } from '../lake/duckdb.js';
 import type { CopyFormat } from '../lake/stream.js';
 import { planOf } from '../accounts/plans.js';
@@ -169,6 +169,20 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
       const s = parseOptionsSeries(spec.series_id);
       if (!s) throw wrongDataType('not_options_series', `'${spec.series_id}' is not an options series (e.g. deribit:btc-options)`, itemIndex);
       const dataType = spec.data_type ?? 'trades';
+      // The anchor's snapshots are the L2 book / ticker of its `-orderbook` and `-ticker` options series; the
+      // options data set here holds trades only (src/lake/layout.ts `options`, ingest/options.ts) and no such
+      // series exists, so nothing could ever be served. Refused before anything is metered, as the anchor's
+      // validation error (422, naming data_type) rather than a 400 after it passed validation.
+      if (dataType === 'snapshots') {
+        throw new Unprocessable([
+          {
+            loc: itemIndex === undefined ? ['query', 'data_type'] : ['body', 'items', itemIndex, 'data_type'],
+            msg: `options series hold trades only (no order-book or ticker snapshots are captured for ${spec.series_id}); use data_type=trades or greeks`,
+            type: 'value_error',
+            input: dataType,
+          },
+        ]);
+      }
       const sel = { ...s, instrumentPrefix: spec.instrument_prefix };
       let q: Query;
       if (dataType === 'trades') q = optionsTradesDownload(lake, sel, w, limit, spec.format);

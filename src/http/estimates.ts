@@ -5,7 +5,7 @@ import { fairUseShare } from '../accounts/fairuse.js';
 import type { Principal } from '../accounts/principal.js';
 import type { AppContext } from './context.js';
 import { datasetBytesPerRow } from '../lake/runner.js';
-import { ESTIMATE_DATA_TYPES, estimateDataset, type EstimateDataType } from '../query/estimate.js';
+import { ESTIMATE_DATA_TYPES, estimateDataset, SERIES_ESTIMATE_DATA_TYPES, type SeriesEstimateDataType } from '../query/estimate.js';
 import { checkWindow, isoDateTime, timeframeParam } from './params.js';
 
 /**
@@ -24,12 +24,29 @@ export const EstimateBody = z
 
 export type EstimateInput = z.infer<typeof EstimateBody>;
 
-const DATASET_KEY: Readonly<Record<EstimateDataType, DatasetKey>> = {
+/** A series estimate's body: the market estimate's, with the anchor's greeks and snapshots (src/query/estimate.ts). */
+export const SeriesEstimateBody = z
+  .object({
+    data_type: z
+      .enum(SERIES_ESTIMATE_DATA_TYPES)
+      .default('trades')
+      .describe('trades, ohlcv, orderbook or snapshots (book snapshots), top_of_book, raw; greeks for options series (one row per option trade)'),
+    timeframe: timeframeParam.optional().describe('OHLCV bar width (any timeframe, e.g. 1m, 7m, 1h, 1d); default 1h'),
+    start: isoDateTime.nullish(),
+    end: isoDateTime.nullish(),
+  })
+  .superRefine((v, ctx) => checkWindow({ start: v.start ?? undefined, end: v.end ?? undefined }, ctx));
+
+export type SeriesEstimateInput = z.infer<typeof SeriesEstimateBody>;
+
+const DATASET_KEY: Readonly<Record<SeriesEstimateDataType, DatasetKey>> = {
   trades: 'trades',
   ohlcv: 'ohlcv',
   orderbook: 'orderbook',
+  snapshots: 'orderbook',
   top_of_book: 'top_of_book',
   raw: 'raw',
+  greeks: 'options',
 };
 
 export type Pricing = {
@@ -43,7 +60,7 @@ export type Pricing = {
   pricing_note: string;
 };
 
-export async function bytesFor(ctx: AppContext, t: EstimateDataType, rows: number): Promise<number> {
+export async function bytesFor(ctx: AppContext, t: SeriesEstimateDataType, rows: number): Promise<number> {
   const perRow = await datasetBytesPerRow(ctx.db, ctx.config.lakeDir, estimateDataset(t));
   return Math.round(rows * perRow);
 }
@@ -55,7 +72,7 @@ export async function bytesFor(ctx: AppContext, t: EstimateDataType, rows: numbe
  * (the numbers the meter checks). Anonymous callers (public series estimates) get the cheapest covering plan
  * and the share of a whole Free allowance.
  */
-export async function pricingFor(ctx: AppContext, t: EstimateDataType, bytes: number, principal: Principal | undefined): Promise<Pricing> {
+export async function pricingFor(ctx: AppContext, t: SeriesEstimateDataType, bytes: number, principal: Principal | undefined): Promise<Pricing> {
   const key = DATASET_KEY[t];
   const user = principal ? ctx.state.getUser(principal.userId) : undefined;
   const ent = user ? entitlementOf(ctx.state, user) : undefined;

@@ -2,10 +2,11 @@ import { z } from 'zod';
 import type { Route } from './route.js';
 import { lakeSources, runOne } from '../lake/runner.js';
 import { BadRequest } from '../errors.js';
-import { allSeries, isMarketSeries, oneSeries } from './series-catalogue.js';
-import { seriesRowsQuery } from '../query/estimate.js';
+import { allSeries, oneSeries } from './series-catalogue.js';
+import { parseOptionsSeries } from '../downloads/catalog.js';
+import { optionsRowsQuery, seriesRowsQuery, type SeriesEstimateDataType } from '../query/estimate.js';
 import { timeframeOf } from '../timeframe.js';
-import { bytesFor, EstimateBody, pricingFor, SeriesEstimateResponse, type EstimateInput } from './estimates.js';
+import { bytesFor, pricingFor, SeriesEstimateBody, SeriesEstimateResponse, type SeriesEstimateInput } from './estimates.js';
 
 export const SeriesResponse = z
   .object({
@@ -64,22 +65,41 @@ export const seriesRoutes: Route[] = [
     tag: 'series',
     summary: 'Size of a pull over every market of a series (rows and bytes counted in the lake)',
     params: SeriesPath,
-    body: EstimateBody.meta({ id: 'EstimateRequest' }),
+    body: SeriesEstimateBody.meta({ id: 'EstimateRequest' }),
     response: SeriesEstimateResponse,
     handler: async (req, res, ctx) => {
       const series = await oneSeries(ctx, res.locals.params.series_id as string);
       const id = String(series.series_id);
-      if (!isMarketSeries(series)) {
-        throw new BadRequest(
-          `'${id}' is not a market series; size it with ${series.asset_class === 'raw' ? '/v1/download/raw/estimate' : '/v1/download/options'}`,
-        );
-      }
-      const b = res.locals.body as EstimateInput;
+      const b = res.locals.body as SeriesEstimateInput;
       const w = { start: b.start ?? undefined, end: b.end ?? undefined };
-      const tf = b.data_type === 'ohlcv' ? (b.timeframe ?? timeframeOf(3600)) : undefined;
-      const row = await runOne(ctx.db, seriesRowsQuery(lakeSources(ctx.config.lakeDir), b.data_type, id, w, tf));
+      const lake = lakeSources(ctx.config.lakeDir);
+      if (series.asset_class === 'raw') throw new BadRequest(`'${id}' is a raw tape series; size it with /v1/download/raw/estimate`);
+      let row;
+      // Options rows are priced as the options data set whatever the type (its trades and greeks are one row per trade).
+      let priced: SeriesEstimateDataType = b.data_type;
+      if (series.asset_class === 'options') {
+        // The options data set holds trades only: greeks are derived per trade; no book or ticker is captured.
+        if (b.data_type !== 'trades' && b.data_type !== 'greeks') {
+          throw new BadRequest({
+            code: 'options_data_type_unavailable',
+            message: `data_type '${b.data_type}' is not captured for ${id}; use trades or greeks`,
+          });
+        }
+        row = await runOne(ctx.db, optionsRowsQuery(lake, parseOptionsSeries(id)!, w));
+        priced = 'greeks';
+      } else {
+        // The anchor: "greeks is only valid for crypto-options series … the estimator rejects it for Polymarket".
+        if (b.data_type === 'greeks') {
+          throw new BadRequest({
+            code: 'wrong_data_type',
+            message: `greeks exist only for crypto-options series (e.g. deribit:btc-options); '${id}' is not one`,
+          });
+        }
+        const tf = b.data_type === 'ohlcv' ? (b.timeframe ?? timeframeOf(3600)) : undefined;
+        row = await runOne(ctx.db, seriesRowsQuery(lake, b.data_type, id, w, tf));
+      }
       const rows = Number(row?.rows ?? 0);
-      const bytes = await bytesFor(ctx, b.data_type, rows);
+      const bytes = await bytesFor(ctx, priced, rows);
       return {
         series_id: id,
         data_type: b.data_type,
@@ -89,7 +109,7 @@ export const seriesRoutes: Route[] = [
         coming_soon: false,
         row_cap_applied: false,
         row_cap: null,
-        ...(await pricingFor(ctx, b.data_type, bytes, req.principal)),
+        ...(await pricingFor(ctx, priced, bytes, req.principal)),
       };
     },
   },

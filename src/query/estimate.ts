@@ -13,6 +13,14 @@ import { perToken, query, windowWhere, type Params, type Window } from './common
 export const ESTIMATE_DATA_TYPES = ['trades', 'ohlcv', 'orderbook', 'top_of_book', 'raw'] as const;
 export type EstimateDataType = (typeof ESTIMATE_DATA_TYPES)[number];
 
+/**
+ * A series estimate also takes the anchor's `greeks` (options series: one row per option trade, as the greeks
+ * download returns) and `snapshots` (market series: the book snapshots of the series' tokens, as a series
+ * download of `snapshots` returns).
+ */
+export const SERIES_ESTIMATE_DATA_TYPES = [...ESTIMATE_DATA_TYPES, 'greeks', 'snapshots'] as const;
+export type SeriesEstimateDataType = (typeof SERIES_ESTIMATE_DATA_TYPES)[number];
+
 type Spec = { dataset: DatasetName; tokenCol: string; timeCol: string; partition: 'month' | 'date' };
 
 /** raw = the market's level-2 tape (every level update); the undivided frame tape spans all markets. */
@@ -24,8 +32,21 @@ export const ESTIMATE_SOURCES: Readonly<Record<Exclude<EstimateDataType, 'ohlcv'
 };
 
 /** The data set whose stored bytes per row price an estimate of this type. */
-export function estimateDataset(t: EstimateDataType): DatasetName {
+export function estimateDataset(t: SeriesEstimateDataType): DatasetName {
+  if (t === 'greeks') return 'options';
+  if (t === 'snapshots') return ESTIMATE_SOURCES.orderbook.dataset;
   return t === 'ohlcv' ? 'candles_1m' : ESTIMATE_SOURCES[t].dataset;
+}
+
+/**
+ * Rows of an options series (one venue and underlying) in a window, and how many instruments have any: the
+ * rows its trades and its greeks downloads return (one greeks row per trade). The sort key (underlying, ts)
+ * and the month partitions prune the scan.
+ */
+export function optionsRowsQuery(lake: Lake, sel: { venue: string; underlying: string }, w: Window): Query {
+  const params: Params = { venue: sel.venue, underlying: sel.underlying };
+  const where = ['underlying = $underlying', 'venue = $venue', ...windowWhere('ts', w, params, { column: 'month' })];
+  return query(`SELECT count(*) AS rows, count(DISTINCT instrument_name) AS markets\nFROM ${lake.from('options')}\nWHERE ${where.join(' AND ')}`, params);
 }
 
 /** Rows of a data type for some tokens in a window, plus how many tokens have any. */
@@ -61,7 +82,9 @@ FROM ${rows} c`,
  * One scan with a semi-join on the series' tokens (a series can hold thousands of tokens, too many for one
  * scan per token); the window prunes partitions and row groups.
  */
-export function seriesRowsQuery(lake: Lake, t: EstimateDataType, seriesId: string, w: Window, tf?: Timeframe): Query {
+export function seriesRowsQuery(lake: Lake, dataType: EstimateDataType | 'snapshots', seriesId: string, w: Window, tf?: Timeframe): Query {
+  // A series' snapshots are its book snapshots (the series download of `snapshots` is the order-book file).
+  const t: EstimateDataType = dataType === 'snapshots' ? 'orderbook' : dataType;
   const params: Params = { series_id: seriesId };
   const tok = `SELECT id AS market_id, unnest(outcome_token_ids) AS token_id FROM ${lake.from('markets')} WHERE series_id = $series_id`;
   let hits: string;

@@ -13,7 +13,11 @@ import { query, windowWhere, type Params, type Window } from './common.js';
  */
 export type OrderDataType = 'trades' | 'ohlcv' | 'orderbook' | 'snapshots';
 
-export type ItemSelector = { marketId: string } | { seriesId: string };
+/**
+ * A market or a series. A market is named by its numeric id (every outcome) or, as the query API's market_id
+ * takes it, by one outcome token id: then `tokenId` is set and the item covers that outcome only.
+ */
+export type ItemSelector = { marketId: string; tokenId?: string | undefined } | { seriesId: string };
 
 type Source = { dataset: DatasetName; tokenCol: string; timeCol: string };
 
@@ -26,8 +30,21 @@ export const ORDER_SOURCES: Readonly<Record<OrderDataType, Source>> = {
 
 /** The catalogue's condition for the selector's markets, its value bound as `$sel`. */
 function selected(sel: ItemSelector, params: Params): string {
+  if ('marketId' in sel && sel.tokenId !== undefined) {
+    params.sel = sel.tokenId;
+    return 'list_contains(outcome_token_ids, $sel)';
+  }
   params.sel = 'marketId' in sel ? sel.marketId : sel.seriesId;
   return 'marketId' in sel ? 'id = $sel' : 'series_id = $sel';
+}
+
+/** The tokens an item covers: the one named token, or every token of the selected markets. */
+function itemTokens(lake: Lake, sel: ItemSelector, params: Params): string {
+  if ('marketId' in sel && sel.tokenId !== undefined) {
+    params.tok = sel.tokenId;
+    return 'SELECT $tok';
+  }
+  return `SELECT unnest(outcome_token_ids) FROM ${lake.from('markets')} WHERE ${selected(sel, params)}`;
 }
 
 /** Markets matching the selector in the catalogue (0 → unknown market or series). */
@@ -40,7 +57,7 @@ export function orderCatalogCountQuery(lake: Lake, sel: ItemSelector): Query {
 export function orderItemRowsQuery(lake: Lake, t: OrderDataType, sel: ItemSelector, w: Window, tf: Timeframe): Query {
   const src = ORDER_SOURCES[t];
   const params: Params = {};
-  const tokens = `SELECT unnest(outcome_token_ids) FROM ${lake.from('markets')} WHERE ${selected(sel, params)}`;
+  const tokens = itemTokens(lake, sel, params);
   const where = [`${src.tokenCol} IN (${tokens})`, ...windowWhere(src.timeCol, w, params, null)].join(' AND ');
   const from = lake.from(src.dataset);
   if (t === 'ohlcv') {

@@ -139,10 +139,10 @@ describe("series ids in the anchor's form, and the options and raw series in GET
     }
   });
 
-  it('an options or raw series has no market estimate: 400 naming where to size it', async () => {
+  it('a raw series has no series estimate: 400 naming where to size it (options series are sized: anchor-behaviours.test.ts)', async () => {
     const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ data_type: 'trades' }), key: null };
-    const o = await json('/v1/series/deribit:btc-options/estimate', init);
+    const o = await json(`/v1/series/${RAW_IDS[0]}/estimate`, init);
     expect(o.status).toBe(400);
-    expect(o.body.detail).toContain('/v1/download/options');
+    expect(o.body.detail).toContain('/v1/download/raw/estimate');
   });
 });

@@ -3,7 +3,7 @@ import type { Route } from '../route.js';
 import type { AppContext } from '../context.js';
 import { NotFound } from '../../errors.js';
 import { lakeSources, runQuery, type Row } from '../../lake/runner.js';
-import { listMarketsQuery, SORT_BY } from '../../query/markets.js';
+import { listMarketsQuery, SORT_BY, type SortBy } from '../../query/markets.js';
 import { resolveSeriesId } from '../../markets/series-ids.js';
 import { checkWindow, isoDateTime, queryBool, queryInt } from '../params.js';
 import { MarketResponse, marketOut } from './view.js';
@@ -22,7 +22,15 @@ const ListMarketsQuery = z
     series_id: z.string().min(1).max(80).optional().describe('Only markets in this series (ids from GET /v1/series); unknown series → 404'),
     ending_after: isoDateTime.optional().describe('Only markets whose end_date is at or after this instant'),
     ending_before: isoDateTime.optional().describe('Only markets whose end_date is at or before this instant'),
-    sort_by: z.enum(SORT_BY).optional().describe('All descending. Default top (most rows), or end_date when series_id is set'),
+    // The anchor types sort_by as a free string (its document has no enum) and its description names only a
+    // default, so a value it does not know sorts by that default instead of failing; the spec is silent. pmlake
+    // does the same: an unknown sort_by is the default order, not a 422 (bounded in length like every string).
+    sort_by: z
+      .string()
+      .max(100)
+      .optional()
+      .transform((v): SortBy | undefined => ((SORT_BY as readonly string[]).includes(v ?? '') ? (v as SortBy) : undefined))
+      .describe(`All descending: ${SORT_BY.join(', ')}. Default top (most rows), or end_date when series_id is set; an unknown value sorts by the default`),
     limit: queryInt({ min: 1, max: 1000, default: 100 }),
     offset: queryInt({ min: 0, max: 1_000_000, default: 0 }),
   })

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { coverage, entitlementOf, type Entitlement } from '../../accounts/entitlements.js';
-import { datasetOf, sizeItem, type OrderDataType } from '../../accounts/order-sizing.js';
+import { datasetOf, sizeItem, type ItemSelector, type OrderDataType } from '../../accounts/order-sizing.js';
 import { BYTES_PER_ROW, LEGACY_MINIMUM_ORDER_USD, REFERENCE_RATE_PER_MB } from '../../accounts/plans.js';
 import { findOrderByKey, orderItems, placeOrder, type PricedItem } from '../../state/billing.js';
 import { BadRequest, NotFound, PaymentRequired, Unauthorized } from '../../errors.js';
 import type { AppContext } from '../context.js';
 import type { Route } from '../route.js';
-import { isoDateTime } from '../params.js';
+import { isoDateTime, timeframeParam } from '../params.js';
 import { OrderResponse } from '../account-schemas.js';
 import { orderView } from './views.js';
 
@@ -18,12 +18,16 @@ import { orderView } from './views.js';
  */
 const MB = 1_048_576;
 const REDOWNLOAD_DAYS = 7;
+/** Venue token ids are 256-bit integers in decimal (70+ digits), far longer than any numeric market id. */
+const TOKEN_ID = /^[0-9]{30,100}$/;
 
 const Item = z
   .object({
+    // As the query API takes it: the numeric markets.id (every outcome) or one outcome token id (that outcome).
+    // The anchor's document leaves market_id an unconstrained string; the spec refuses 0x condition ids.
     market_id: z
       .string()
-      .regex(/^\d{1,20}$/, 'market_id is the numeric markets.id')
+      .regex(/^\d{1,100}$/, 'market_id is the numeric markets.id or an outcome token id')
       .nullish(),
     series_id: z
       .string()
@@ -34,7 +38,8 @@ const Item = z
     // The query API's parser: dates, datetimes with or without a zone (UTC when none), as Python sends them.
     start: isoDateTime.nullish(),
     end: isoDateTime.nullish(),
-    timeframe: z.enum(['1m', '1h', '1d']).nullish(),
+    // The anchor enumerates 1m, 1h and 1d; pmlake's candles take any timeframe (7m, 4h, 1w), so an order does too.
+    timeframe: timeframeParam.nullish(),
   })
   .refine((i) => i.market_id || i.series_id, { message: 'an item needs market_id or series_id' })
   .refine((i) => i.start == null || i.end == null || i.start < i.end, { message: 'start must be before end', path: ['end'] })
@@ -60,7 +65,11 @@ async function priceItems(ctx: AppContext, ent: Entitlement, items: z.infer<type
       });
     }
     const t = it.data_type as OrderDataType;
-    const sel = it.series_id ? { seriesId: it.series_id } : { marketId: it.market_id! };
+    const sel: ItemSelector = it.series_id
+      ? { seriesId: it.series_id }
+      : TOKEN_ID.test(it.market_id!)
+        ? { marketId: it.market_id!, tokenId: it.market_id! }
+        : { marketId: it.market_id! };
     const start = isoOf(it.start);
     const end = isoOf(it.end);
     const rows = await sizeItem(ctx.db, ctx.config.lakeDir, t, sel, { start, end }, it.timeframe ?? undefined);
@@ -75,7 +84,7 @@ async function priceItems(ctx: AppContext, ent: Entitlement, items: z.infer<type
       series_id: it.series_id ?? null,
       data_type: t,
       format: it.format,
-      timeframe: t === 'ohlcv' ? (it.timeframe ?? '1h') : (it.timeframe ?? null),
+      timeframe: t === 'ohlcv' ? (it.timeframe?.label ?? '1h') : (it.timeframe?.label ?? null),
       start_date: start,
       end_date: end,
       record_count: rows,
