@@ -117,6 +117,9 @@ describe('options', () => {
     const bad = await L.fetch('/v1/download/options?series_id=polymarket:btc');
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { detail: { code: string } }).detail.code).toBe('not_options_series');
-    expect((await L.fetch('/v1/download/options?series_id=deribit:btc-options&data_type=snapshots')).status).toBe(400);
+    // Snapshots are not captured for options (the data set holds trades): refused up front as a 422 naming data_type.
+    const snap = await L.fetch('/v1/download/options?series_id=deribit:btc-options&data_type=snapshots');
+    expect(snap.status).toBe(422);
+    expect(((await snap.json()) as { detail: { loc: string[] }[] }).detail[0]!.loc).toEqual(['query', 'data_type']);
   });
 });
