@@ -7,7 +7,7 @@ import { planOf } from '../accounts/plans.js';
 import type { MarketResolver } from '../markets/resolver.js';
 import type { Window } from '../query/common.js';
 import { lakeSources, type Lake } from '../lake/runner.js';
-import { resolveSeriesId } from '../markets/series-ids.js';
+import { catalogueSeries, resolveSeriesId, type CatalogueSeries } from '../markets/series-ids.js';
 import {
   l2LevelsDownload,
   ohlcvDownload,
@@ -203,6 +203,8 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
       if (parseOptionsSeries(spec.series_id)) {
         return planDownload(deps, principal, { ...spec, kind: 'options' }, itemIndex);
       }
+      const cat = catalogueSeries(spec.series_id);
+      if (cat) return planCatalogue(lake, spec, cat, w, limit, base, itemIndex);
       // Either spelling (the anchor's `polymarket:btc-15m` or the stored slug) names the stored series; the file
       // and its history record are named by the stored id, so both give the same answer.
       const seriesId = await resolveSeriesId(db, deps.lakeDir, spec.series_id);
@@ -240,4 +242,46 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
       throw wrongDataType('wrong_data_type', `data_type '${dataType}' is not offered for series; use trades, ohlcv or snapshots`, itemIndex);
     }
   }
+}
+
+/** Refusals of a catalogue series pull that passed validation: not served here, or a data type it does not take. */
+export function checkCatalogue(cat: CatalogueSeries, dataType: string, tfSeconds: number | undefined, itemIndex?: number): void {
+  if (cat.insteadOf) throw wrongDataType('series_not_offered', `${cat.id} is not offered by pmlake; ${cat.insteadOf}`, itemIndex);
+  if (dataType !== cat.dataType) throw wrongDataType('wrong_data_type', `${cat.id} accepts only data_type=${cat.dataType}`, itemIndex);
+  if (cat.timeframeSeconds !== undefined && tfSeconds !== undefined && tfSeconds !== cat.timeframeSeconds) {
+    const label = timeframeOf(cat.timeframeSeconds).label;
+    throw wrongDataType('wrong_timeframe', `${cat.id} is ${label} candles; omit timeframe or pass ${label}`, itemIndex);
+  }
+}
+
+/** A whole-venue catalogue series (src/markets/series-ids.ts): the series pull over every token. */
+function planCatalogue(
+  lake: Lake,
+  spec: PullSpec,
+  cat: CatalogueSeries,
+  w: Window,
+  limit: number,
+  base: { format: CopyFormat; start: string | null; end: string | null },
+  itemIndex?: number,
+): DownloadPlan {
+  const dataType = spec.data_type ?? 'trades';
+  checkCatalogue(cat, dataType, spec.timeframe?.seconds, itemIndex);
+  const name = safeName(cat.id);
+  const common = { ...base, dataset: 'series', emptyMessage: 'No data for this series in this range' };
+  if (cat.dataType === 'trades') {
+    return {
+      ...common,
+      query: tradesDownload(lake, { all: true }, w, limit, spec.format),
+      fileName: `series_${name}_trades.${base.format}`,
+      description: `series ${cat.id} trades`,
+    };
+  }
+  const tf = timeframeOf(cat.timeframeSeconds!);
+  return {
+    ...common,
+    query: ohlcvDownload(lake, { all: true }, tf, w, limit, spec.format),
+    fileName: `series_${name}_ohlcv_${tf.label}.${base.format}`,
+    description: `series ${cat.id} ohlcv ${tf.label}`,
+    timeframe: tf.label,
+  };
 }

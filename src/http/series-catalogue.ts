@@ -5,6 +5,7 @@ import { lakeSources, runOne, runQuery, type Row } from '../lake/runner.js';
 import { optionsSeriesQuery, rawSeriesMarketsQuery, seriesQuery } from '../query/series.js';
 import { RAW_DATASETS, rawDatasetsListing } from '../downloads/catalog.js';
 import { pickSeriesId } from '../markets/series-ids.js';
+import { catalogueSeriesRows } from './series-venue.js';
 
 /**
  * The series catalogue of GET /v1/series and /v1/series/{id}: the market series (src/query/series.ts), one
@@ -49,7 +50,7 @@ export async function allSeries(ctx: AppContext): Promise<{ list: Row[]; byId: M
     const lake = lakeSources(ctx.config.lakeDir);
     const markets = (await runQuery(ctx.db, seriesQuery(lake))).map(seriesOut);
     const options = (await runQuery(ctx.db, optionsSeriesQuery(lake))).map(optionsSeriesOut);
-    const list = [...markets, ...options, ...(await rawSeries(ctx))];
+    const list = [...markets, ...options, ...(await rawSeries(ctx)), ...(await catalogueSeriesRows(ctx))];
     return { list, byId: new Map(list.map((s) => [String(s.series_id), s])) };
   });
   return got.value;
@@ -57,7 +58,7 @@ export async function allSeries(ctx: AppContext): Promise<{ list: Row[]; byId: M
 
 /** Markets series are the ones built from markets (estimates count their markets' rows); options and raw are not. */
 export function isMarketSeries(s: Row): boolean {
-  return s.asset_class !== 'options' && s.asset_class !== 'raw';
+  return s.asset_class !== 'options' && s.asset_class !== 'raw' && s.asset_class !== 'catalogue';
 }
 
 const UNDERLYING_NAMES: Readonly<Record<string, string>> = { BTC: 'Bitcoin', ETH: 'Ethereum', SOL: 'Solana' };

@@ -6,6 +6,11 @@ import { allSeries, oneSeries } from './series-catalogue.js';
 import { parseOptionsSeries } from '../downloads/catalog.js';
 import { optionsRowsQuery, seriesRowsQuery, type SeriesEstimateDataType } from '../query/estimate.js';
 import { timeframeOf } from '../timeframe.js';
+import { catalogueSeries } from '../markets/series-ids.js';
+import { checkCatalogue } from '../downloads/plan.js';
+import { venueRowsQuery } from '../query/series.js';
+import type { AppContext } from './context.js';
+import type { Principal } from '../accounts/principal.js';
 import { bytesFor, pricingFor, SeriesEstimateBody, SeriesEstimateResponse, type SeriesEstimateInput } from './estimates.js';
 
 export const SeriesResponse = z
@@ -73,6 +78,13 @@ export const seriesRoutes: Route[] = [
       const b = res.locals.body as SeriesEstimateInput;
       const w = { start: b.start ?? undefined, end: b.end ?? undefined };
       const lake = lakeSources(ctx.config.lakeDir);
+      const cat = catalogueSeries(id);
+      if (cat) {
+        checkCatalogue(cat, b.data_type, b.data_type === 'ohlcv' ? b.timeframe?.seconds : undefined);
+        const tf = timeframeOf(cat.timeframeSeconds ?? 3600);
+        const r = await runOne(ctx.db, venueRowsQuery(lake, cat.dataType, w, tf));
+        return estimateOut(ctx, req.principal, id, b.data_type, Number(r?.rows ?? 0), Number(r?.markets ?? 0));
+      }
       if (series.asset_class === 'raw') throw new BadRequest(`'${id}' is a raw tape series; size it with /v1/download/raw/estimate`);
       let row;
       // Options rows are priced as the options data set whatever the type (its trades and greeks are one row per trade).
@@ -98,19 +110,31 @@ export const seriesRoutes: Route[] = [
         const tf = b.data_type === 'ohlcv' ? (b.timeframe ?? timeframeOf(3600)) : undefined;
         row = await runOne(ctx.db, seriesRowsQuery(lake, b.data_type, id, w, tf));
       }
-      const rows = Number(row?.rows ?? 0);
-      const bytes = await bytesFor(ctx, priced, rows);
-      return {
-        series_id: id,
-        data_type: b.data_type,
-        markets_in_range: Number(row?.markets ?? 0),
-        estimated_rows: rows,
-        in_range: rows > 0,
-        coming_soon: false,
-        row_cap_applied: false,
-        row_cap: null,
-        ...(await pricingFor(ctx, priced, bytes, req.principal)),
-      };
+      return estimateOut(ctx, req.principal, id, priced, Number(row?.rows ?? 0), Number(row?.markets ?? 0), b.data_type);
     },
   },
 ];
+
+/** The EstimateResponse of a series pull of `rows` rows over `markets` markets, priced as `priced`. */
+async function estimateOut(
+  ctx: AppContext,
+  principal: Principal | undefined,
+  id: string,
+  priced: SeriesEstimateDataType,
+  rows: number,
+  markets: number,
+  dataType: string = priced,
+) {
+  const bytes = await bytesFor(ctx, priced, rows);
+  return {
+    series_id: id,
+    data_type: dataType,
+    markets_in_range: markets,
+    estimated_rows: rows,
+    in_range: rows > 0,
+    coming_soon: false,
+    row_cap_applied: false,
+    row_cap: null,
+    ...(await pricingFor(ctx, priced, bytes, principal)),
+  };
+}

@@ -41,3 +41,47 @@ export async function resolveSeriesId(db: DuckDBInstance, lakeDir: string, id: s
   });
   return pickSeriesId(id, (s) => got.value.has(s));
 }
+
+/**
+ * The anchor's whole-venue catalogue series (its GET /v1/download/series description: "single-bucket-catalog
+ * series … each parquet already contains every market for that day"). Each takes one data type. pmlake serves
+ * the ones its lake can build across every market (candles from the 1-minute candles, trades from the trade
+ * files); the anchor's prices-history and market-stats buckets have no data set here, so they are named with
+ * what to use instead rather than answered as unknown.
+ */
+export type CatalogueSeries = {
+  id: string;
+  name: string;
+  description: string;
+  /** The one data type the series takes. */
+  dataType: 'trades' | 'ohlcv';
+  /** Candle seconds for an ohlcv series. */
+  timeframeSeconds?: number;
+  /** Set when pmlake does not serve the series: what it offers instead. */
+  insteadOf?: string;
+};
+
+export const CATALOGUE_SERIES: readonly CatalogueSeries[] = [
+  { id: 'polymarket:trades-recent', name: 'All trades', description: 'Every trade of every market', dataType: 'trades' },
+  {
+    id: 'polymarket:prices-history',
+    name: 'Prices history',
+    description: 'Not offered: pmlake holds no separate price-history data set',
+    dataType: 'ohlcv',
+    insteadOf: 'use polymarket:ohlcv-1h or polymarket:ohlcv-1d (candles of every market), or GET /v1/trades/ohlcv for one market',
+  },
+  {
+    id: 'polymarket:market-stats',
+    name: 'Market stats',
+    description: 'Not offered: pmlake holds no market-stats data set',
+    dataType: 'trades',
+    insteadOf: 'use GET /v1/markets/{market_id}/stats for one market, or GET /v1/markets for the catalogue with its counts',
+  },
+  { id: 'polymarket:ohlcv-1h', name: 'Hourly candles', description: '1h OHLCV candles of every market', dataType: 'ohlcv', timeframeSeconds: 3600 },
+  { id: 'polymarket:ohlcv-1d', name: 'Daily candles', description: '1d OHLCV candles of every market', dataType: 'ohlcv', timeframeSeconds: 86400 },
+];
+
+/** The catalogue series an id names, or null. */
+export function catalogueSeries(id: string): CatalogueSeries | null {
+  return CATALOGUE_SERIES.find((s) => s.id === id) ?? null;
+}

@@ -23,8 +23,8 @@ const TRADE_SCAN =
  * every value of the lake's DECIMAL(10,6)/(18,6) round-trips exactly through a double's 15 significant digits.
  */
 
-/** Which tokens a pull covers: explicit token ids, or every token of a series' markets. */
-export type TokenSel = { tokens: readonly string[] } | { seriesId: string };
+/** Which tokens a pull covers: explicit token ids, every token of a series' markets, or every token (catalogue series). */
+export type TokenSel = { tokens: readonly string[] } | { seriesId: string } | { all: true };
 
 function ts(col: string, format: CopyFormat): string {
   return format === 'parquet' ? col : `strftime(${col}, '%Y-%m-%dT%H:%M:%S.%fZ')`;
@@ -85,6 +85,11 @@ function seriesTokens(lake: Lake, params: Params, seriesId: string): string {
   return `SELECT t.token_id FROM ${lake.from('tokens')} t JOIN ${lake.from('markets')} m ON m.id = t.market_id WHERE m.series_id = $series_id`;
 }
 
+/** The token filter of a series pull; none for a catalogue series (every market), which keeps the scan a plain one. */
+function seriesWhere(lake: Lake, params: Params, sel: { seriesId: string } | { all: true }): string[] {
+  return 'all' in sel ? ['true'] : [`token_id IN (${seriesTokens(lake, params, sel.seriesId)})`];
+}
+
 export function tradesDownload(lake: Lake, sel: TokenSel, w: Window, limit: number, format: CopyFormat): Query {
   if ('tokens' in sel) {
     // File order, no ORDER BY: the trade files are sorted by (token, ts, log_index) and listed month by month,
@@ -97,7 +102,7 @@ export function tradesDownload(lake: Lake, sel: TokenSel, w: Window, limit: numb
     return asFile(query(`SELECT ${TRADE_COLUMNS} FROM ${rows} t`, params), TRADE_SHAPE, format, limit);
   }
   const params: Params = {};
-  const where = [`token_id IN (${seriesTokens(lake, params, sel.seriesId)})`, ...windowWhere('ts', w, params, { column: 'month' })];
+  const where = [...seriesWhere(lake, params, sel), ...windowWhere('ts', w, params, { column: 'month' })];
   const inner = query(`SELECT ${TRADE_COLUMNS} FROM ${lake.from('trades')} WHERE ${where.join(' AND ')} ORDER BY ts, block_number, log_index, id`, params);
   return asFile(inner, TRADE_SHAPE, format, limit);
 }
@@ -108,7 +113,7 @@ export function tradesDownload(lake: Lake, sel: TokenSel, w: Window, limit: numb
  */
 export function ohlcvDownload(
   lake: Lake,
-  sel: { tokens: readonly { token_id: string; outcome_index: number }[] } | { seriesId: string },
+  sel: { tokens: readonly { token_id: string; outcome_index: number }[] } | { seriesId: string } | { all: true },
   tf: Timeframe,
   w: Window,
   limit: number,
@@ -126,7 +131,7 @@ export function ohlcvDownload(
   const params: Params = {};
   const fromCandles = tf.seconds % 60 === 0;
   const col = fromCandles ? 'bucket' : 'ts';
-  const where = [`token_id IN (${seriesTokens(lake, params, sel.seriesId)})`, ...windowWhere(col, w, params, { column: 'month' })];
+  const where = [...seriesWhere(lake, params, sel), ...windowWhere(col, w, params, { column: 'month' })];
   // The shared bucket expression: bound step/origin parameters were bigints, which DuckDB typed HUGEINT and
   // make_timestamp refused (a 500 on every series OHLCV download).
   const bucket = bucketExpr(col, tf);

@@ -1,6 +1,8 @@
 import type { Query } from '../lake/duckdb.js';
 import type { Lake } from '../lake/runner.js';
-import { query, type Params } from './common.js';
+import type { Timeframe } from '../timeframe.js';
+import { bucketCeil, bucketFloor } from '../timeframe.js';
+import { query, windowWhere, type Params, type Window } from './common.js';
 
 /**
  * The series catalogue with counts computed from the markets catalogue in the same statement:
@@ -61,4 +63,44 @@ export function rawSeriesMarketsQuery(lake: Lake, datasets: ReadonlyArray<readon
     return `count(DISTINCT cid) FILTER (WHERE ${cond}) AS markets_${i}`;
   });
   return query(`SELECT ${cols.join(',\n  ')}\nFROM (SELECT event_types, unnest(condition_ids) AS cid FROM ${lake.from('raw')})`, params);
+}
+
+/** Figures of the whole-venue catalogue series: every market, those with trades, and the span of data held. */
+export function venueSpanQuery(lake: Lake): Query {
+  return query(
+    `SELECT count(*) AS catalogued_markets, count(*) FILTER (WHERE trade_count > 0) AS shoppable_markets,
+  min(data_from) FILTER (WHERE trade_count > 0) AS earliest, max(data_to) FILTER (WHERE trade_count > 0) AS latest
+FROM ${lake.from('markets')}`,
+    {},
+  );
+}
+
+/**
+ * Rows a whole-venue catalogue series pull returns in a window (every token: trades, or non-empty candles of
+ * the series' timeframe, counted as the series estimate counts them) and how many markets have any.
+ */
+export function venueRowsQuery(lake: Lake, dataType: 'trades' | 'ohlcv', w: Window, tf: Timeframe): Query {
+  const params: Params = {};
+  let hits: string;
+  if (dataType === 'ohlcv') {
+    params.step_us = BigInt(tf.seconds) * 1_000_000n;
+    params.origin_us = BigInt(tf.originSeconds) * 1_000_000n;
+    const ww: Window = {};
+    if (w.start !== undefined) ww.start = bucketFloor(tf, w.start);
+    if (w.end !== undefined) ww.end = bucketCeil(tf, w.end);
+    const where = ['true', ...windowWhere('bucket', ww, params, { column: 'month' })];
+    hits = `SELECT token_id, count(DISTINCT (epoch_us(bucket) - $origin_us::BIGINT) // $step_us::BIGINT) AS n
+  FROM ${lake.from('candles_1m')} WHERE ${where.join(' AND ')} GROUP BY 1`;
+  } else {
+    const where = ['true', ...windowWhere('ts', w, params, { column: 'month' })];
+    hits = `SELECT token_id, count(*) AS n FROM ${lake.from('trades')} WHERE ${where.join(' AND ')} GROUP BY 1`;
+  }
+  return query(
+    `WITH hits AS (
+  ${hits}
+)
+SELECT coalesce(sum(hits.n), 0)::BIGINT AS rows, count(DISTINCT t.market_id) AS markets
+FROM hits LEFT JOIN ${lake.from('tokens')} t USING (token_id)`,
+    params,
+  );
 }

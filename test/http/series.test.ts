@@ -17,8 +17,9 @@ describe('GET /v1/series, /v1/series/{id}, POST /v1/series/{id}/estimate', () =>
     const r = await L.get('/v1/series', { key: null });
     expect(r.status).toBe(200);
     const ids = await L.rows(`SELECT series_id FROM read_parquet(${catalog(L.lakeDir, 'series')}) ORDER BY 1`);
-    // The market series; the options and raw tape series follow them (test/http/series-ids.test.ts).
-    const marketSeries = r.body.filter((s: { asset_class: string }) => s.asset_class !== 'options' && s.asset_class !== 'raw');
+    // The market series; the options, raw tape (test/http/series-ids.test.ts) and whole-venue catalogue series
+    // (test/http/catalogue-series.test.ts) follow them.
+    const marketSeries = r.body.filter((s: { asset_class: string }) => !['options', 'raw', 'catalogue'].includes(s.asset_class));
     expect(marketSeries.map((s: { series_id: string }) => s.series_id)).toEqual(ids.map((x) => x.series_id));
     for (const s of marketSeries) {
       for (const k of [
