@@ -2,6 +2,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDownloadsLake, type DlLake } from '../helpers/downloads-lake.js';
 import { glob } from '../helpers/query-lake.js';
+import { readZip } from '../helpers/zip.js';
 
 /**
  * The anchor's whole-venue catalogue series (polymarket:trades-recent, prices-history, market-stats, ohlcv-1h,
@@ -129,6 +130,28 @@ describe('catalogue series (whole venue)', () => {
     expect(est.status).toBe(200);
     expect(est.body.estimated_rows).toBe(trades.length);
     expect(est.body.markets_in_range).toBe(new Set(markets.filter((m) => m.tokens.some((t) => trades.some((x) => x.token_id === t))).map((m) => m.id)).size);
+  });
+
+  it('a bulk item of polymarket:ohlcv-1h is the same file as GET /v1/download/series; a bulk item of a refused series is a 400', async () => {
+    const direct = await L.fetch('/v1/download/series?series_id=polymarket:ohlcv-1h&data_type=ohlcv&format=json', { key: L.otherKey });
+    expect(direct.status).toBe(200);
+    const body = Buffer.from(await direct.arrayBuffer());
+    const bulk = (id: string) =>
+      L.fetch('/v1/download/bulk', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ items: [{ kind: 'series', series_id: id, data_type: 'ohlcv', format: 'json' }] }),
+        key: L.otherKey,
+      });
+    const r = await bulk('polymarket:ohlcv-1h');
+    expect(r.status).toBe(200);
+    const zip = readZip(Buffer.from(await r.arrayBuffer()));
+    const files = [...zip.keys()].filter((k) => k !== 'manifest.json');
+    expect(files).toHaveLength(1);
+    expect(zip.get(files[0]!)!.equals(body)).toBe(true);
+    const refused = await bulk('polymarket:market-stats');
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { detail: { code: string } }).detail.code).toBe('series_not_offered');
   });
 
   it('prices-history and market-stats: 400 naming what pmlake offers instead; a data type a series does not take: 400 wrong_data_type', async () => {
