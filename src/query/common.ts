@@ -72,3 +72,17 @@ export function perToken(source: string, tokenCol: string, tokens: readonly stri
 export function containsPattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
+
+/**
+ * The raw tape's frames carrying any of `eventTypes`, as one bound condition (`$<prefix>0`, `$<prefix>1`, …);
+ * null when the list is empty (every frame). The raw listing, its series figures, raw pulls and their
+ * estimates all select frames this way.
+ */
+export function eventTypesCond(eventTypes: readonly string[], params: Params, prefix: string): string | null {
+  if (eventTypes.length === 0) return null;
+  const ors = eventTypes.map((t, i) => {
+    params[`${prefix}${i}`] = t;
+    return `list_contains(event_types, $${prefix}${i})`;
+  });
+  return `(${ors.join(' OR ')})`;
+}

@@ -2,12 +2,11 @@ import type { Query } from '../lake/duckdb.js';
 import type { CopyFormat } from '../lake/stream.js';
 import type { Timeframe } from '../timeframe.js';
 import { sqlIdent } from '../lake/duckdb.js';
-import { query, windowWhere, type Params, type Window } from './common.js';
+import { eventTypesCond, perToken, query, windowWhere, type Params, type Window } from './common.js';
 import type { Lake } from '../lake/runner.js';
 import { bucketExpr, ohlcvSelect } from './ohlcv.js';
 import { bookSnapshotsSelect, topOfBookSelect } from './orderbook.js';
 import { TRADE_COLUMNS } from './trades.js';
-import { perToken } from './common.js';
 
 const TRADE_SCAN =
   'id, token_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label, side, price, size, usd_value, maker, taker, fee, collateral';
@@ -202,11 +201,8 @@ export function topOfBookDownload(lake: Lake, sel: BookSel, w: Window, limit: nu
 export function rawFramesDownload(lake: Lake, eventTypes: readonly string[], conditionId: string | null, w: Window, limit: number | null): Query {
   const params: Params = {};
   const where = windowWhere('recv_ts', w, params, { column: 'date' });
-  const types = eventTypes.map((t, i) => {
-    params[`event${i}`] = t;
-    return `list_contains(event_types, $event${i})`;
-  });
-  if (types.length) where.push(`(${types.join(' OR ')})`);
+  const types = eventTypesCond(eventTypes, params, 'event');
+  if (types) where.push(types);
   if (conditionId) {
     params.condition_id = conditionId;
     where.push('list_contains(condition_ids, $condition_id)');
@@ -258,11 +254,8 @@ export function tapeTradesDownload(lake: Lake, conditionId: string | null, w: Wi
 export function rawEstimate(lake: Lake, eventTypes: readonly string[], w: Window): Query {
   const params: Params = {};
   const where = windowWhere('recv_ts', w, params, { column: 'date' });
-  const types = eventTypes.map((t, i) => {
-    params[`event${i}`] = t;
-    return `list_contains(event_types, $event${i})`;
-  });
-  if (types.length) where.push(`(${types.join(' OR ')})`);
+  const types = eventTypesCond(eventTypes, params, 'event');
+  if (types) where.push(types);
   const sql = `SELECT count(*) AS rows, coalesce(sum(strlen(frame)), 0) AS frame_bytes,
     min(recv_ts) AS first_ts, max(recv_ts) AS last_ts
   FROM ${lake.from('raw')} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}`;
@@ -342,14 +335,7 @@ export function optionsGreeksDownload(lake: Lake, sel: OptionsSel, w: Window, li
 export function rawDatasetsSummaryQuery(lake: Lake, datasets: ReadonlyArray<readonly string[]>): Query {
   const params: Params = {};
   const cols = datasets.map((eventTypes, i) => {
-    const cond = eventTypes.length
-      ? eventTypes
-          .map((t, j) => {
-            params[`e${i}_${j}`] = t;
-            return `list_contains(event_types, $e${i}_${j})`;
-          })
-          .join(' OR ')
-      : 'true';
+    const cond = eventTypesCond(eventTypes, params, `e${i}_`) ?? 'true';
     const f = `FILTER (WHERE ${cond})`;
     return `count(*) ${f} AS rows_${i}, coalesce(sum(strlen(frame)) ${f}, 0) AS bytes_${i}, min(recv_ts) ${f} AS first_${i}, max(recv_ts) ${f} AS last_${i}`;
   });

@@ -2,7 +2,7 @@ import type { Query } from '../lake/duckdb.js';
 import type { Lake } from '../lake/runner.js';
 import type { Timeframe } from '../timeframe.js';
 import { bucketCeil, bucketFloor } from '../timeframe.js';
-import { query, windowWhere, type Params, type Window } from './common.js';
+import { eventTypesCond, query, windowWhere, type Params, type Window } from './common.js';
 
 /**
  * The series catalogue with counts computed from the markets catalogue in the same statement:
@@ -52,14 +52,7 @@ ORDER BY venue, underlying`,
 export function rawSeriesMarketsQuery(lake: Lake, datasets: ReadonlyArray<readonly string[]>): Query {
   const params: Params = {};
   const cols = datasets.map((eventTypes, i) => {
-    const cond = eventTypes.length
-      ? eventTypes
-          .map((t, j) => {
-            params[`e${i}_${j}`] = t;
-            return `list_contains(event_types, $e${i}_${j})`;
-          })
-          .join(' OR ')
-      : 'true';
+    const cond = eventTypesCond(eventTypes, params, `e${i}_`) ?? 'true';
     return `count(DISTINCT cid) FILTER (WHERE ${cond}) AS markets_${i}`;
   });
   return query(`SELECT ${cols.join(',\n  ')}\nFROM (SELECT event_types, unnest(condition_ids) AS cid FROM ${lake.from('raw')})`, params);

@@ -85,3 +85,25 @@ export function glob(lakeDir: string, dir: string): string {
 export function catalog(lakeDir: string, name: string): string {
   return glob(lakeDir, `catalog/${name}`);
 }
+
+/** One trade with exact integers (micro-units): what the OHLCV and chart tests bucket independently. */
+export type ExactTrade = { us: bigint; block: bigint; log: number; id: string; price: bigint; size: bigint };
+
+/** The token with the most trades and its trades read straight from the Parquet files, exact. */
+export async function busiestTokenTrades(L: QueryLake): Promise<{ token: string; trades: ExactTrade[] }> {
+  const busiest = await L.rows(`SELECT token_id, count(*) AS n FROM read_parquet(${glob(L.lakeDir, 'trades')}) GROUP BY 1 ORDER BY n DESC, token_id LIMIT 1`);
+  const token = String(busiest[0]!.token_id);
+  const raw = await L.rows(
+    `SELECT epoch_us(ts) AS us, coalesce(block_number, -1) AS block, log_index, id, (price * 1000000)::BIGINT AS price, (size * 1000000)::BIGINT AS size
+     FROM read_parquet(${glob(L.lakeDir, 'trades')}) WHERE token_id = '${token}'`,
+  );
+  const trades = raw.map((r) => ({
+    us: BigInt(r.us as bigint),
+    block: BigInt(r.block as bigint),
+    log: Number(r.log_index),
+    id: String(r.id),
+    price: BigInt(r.price as bigint),
+    size: BigInt(r.size as bigint),
+  }));
+  return { token, trades };
+}

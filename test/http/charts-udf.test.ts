@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildQueryLake, glob, type QueryLake } from '../helpers/query-lake.js';
+import { buildQueryLake, busiestTokenTrades, glob, type ExactTrade, type QueryLake } from '../helpers/query-lake.js';
 
 /**
  * The UDF datafeed over a real lake: history bars against an independent bucketing of the token's trades, read
  * back from the lake's Parquet files and aggregated here in plain TypeScript (integer 1e-6 units, epoch
  * origin, weeks from Monday 1970-01-05).
  */
-type T = { us: bigint; block: bigint; log: number; id: string; price: bigint; size: bigint };
+type T = ExactTrade;
 type Bar = { t: number; o: number; h: number; l: number; c: number; v: number };
 
 function bars(trades: T[], seconds: number): Bar[] {
@@ -54,20 +54,7 @@ describe('/v1/charts/udf', () => {
 
   beforeAll(async () => {
     L = await buildQueryLake();
-    const busiest = await L.rows(`SELECT token_id, count(*) AS n FROM read_parquet(${glob(L.lakeDir, 'trades')}) GROUP BY 1 ORDER BY n DESC, token_id LIMIT 1`);
-    token = String(busiest[0]!.token_id);
-    const raw = await L.rows(
-      `SELECT epoch_us(ts) AS us, coalesce(block_number, -1) AS block, log_index, id, (price * 1000000)::BIGINT AS price, (size * 1000000)::BIGINT AS size
-       FROM read_parquet(${glob(L.lakeDir, 'trades')}) WHERE token_id = '${token}'`,
-    );
-    trades = raw.map((r) => ({
-      us: BigInt(r.us as bigint),
-      block: BigInt(r.block as bigint),
-      log: Number(r.log_index),
-      id: String(r.id),
-      price: BigInt(r.price as bigint),
-      size: BigInt(r.size as bigint),
-    }));
+    ({ token, trades } = await busiestTokenTrades(L));
     const m = (await L.get(`/v1/markets/${token}`)).body;
     marketId = m.id;
     const outcome = (m.outcome_token_ids as string[]).indexOf(token);

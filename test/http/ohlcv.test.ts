@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildQueryLake, glob, type QueryLake } from '../helpers/query-lake.js';
+import { buildQueryLake, busiestTokenTrades, type ExactTrade, type QueryLake } from '../helpers/query-lake.js';
 
 /**
  * OHLCV at any timeframe against an independent computation: the token's trades read back from the lake's
  * Parquet files and bucketed here in plain TypeScript with integer arithmetic (prices and sizes in 1e-6 units).
  */
-type T = { us: bigint; block: bigint; log: number; id: string; price: bigint; size: bigint };
+type T = ExactTrade;
 type Bar = { timestamp: string; open: number; high: number; low: number; close: number; volume: number; trade_count: number };
 
 const UNIT: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
@@ -54,20 +54,7 @@ describe('GET /v1/trades/ohlcv', () => {
 
   beforeAll(async () => {
     L = await buildQueryLake();
-    const busiest = await L.rows(`SELECT token_id, count(*) AS n FROM read_parquet(${glob(L.lakeDir, 'trades')}) GROUP BY 1 ORDER BY n DESC, token_id LIMIT 1`);
-    token = String(busiest[0]!.token_id);
-    const raw = await L.rows(
-      `SELECT epoch_us(ts) AS us, coalesce(block_number, -1) AS block, log_index, id, (price * 1000000)::BIGINT AS price, (size * 1000000)::BIGINT AS size
-       FROM read_parquet(${glob(L.lakeDir, 'trades')}) WHERE token_id = '${token}'`,
-    );
-    trades = raw.map((r) => ({
-      us: BigInt(r.us as bigint),
-      block: BigInt(r.block as bigint),
-      log: Number(r.log_index),
-      id: String(r.id),
-      price: BigInt(r.price as bigint),
-      size: BigInt(r.size as bigint),
-    }));
+    ({ token, trades } = await busiestTokenTrades(L));
     const m = await L.get(`/v1/markets/${token}`);
     marketId = m.body.id;
     outcome = (m.body.outcome_token_ids as string[]).indexOf(token);
