@@ -230,12 +230,21 @@ function tapeFrom(
   return `FROM ${lake.from(dataset)} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ${limit === null ? '' : limitClause(limit, params)}`;
 }
 
-/** Flat per-level rows of the L2 tape, in file order (date, token, sequence, level): constant memory. */
+/**
+ * The normalized L2 tape (`shape=normalized`): the anchor's flat per-level depth rows first, under its names —
+ * `recv_ts` (epoch milliseconds in every format, the unit of the anchor's raw records and of `shape=raw`),
+ * `coin` (the book's instrument: the outcome token id), `side` (`bid`/`ask`), `level` (the level's 0-based
+ * position in its venue message: the venue sends a `book`'s bids ascending then its asks descending, so it is
+ * not a depth rank — ranking needs each message's whole side, a blocking sort over the pull), `price`, `size`
+ * (the new total at that price; 0 removes it), `n_orders` (always NULL: the venue aggregates a level and never
+ * says how many orders rest there) — then pmlake's own: the venue `timestamp`, `market_id` (condition id),
+ * `is_snapshot`, `hash`, `seq`. In file order (date, token, sequence, level): constant memory.
+ */
 export function l2LevelsDownload(lake: Lake, conditionId: string | null, w: Window, limit: number | null, format: CopyFormat): Query {
   const params: Params = {};
   const from = tapeFrom(lake, 'l2', 'recv_ts', conditionId, w, limit, params);
-  const sql = `SELECT ${ts('recv_ts', format)} AS recv_ts, ${ts('ts', format)} AS "timestamp", condition_id AS market_id, asset_id,
-    side, level_idx AS level, CAST(price AS DOUBLE) AS price, CAST(size AS DOUBLE) AS size, is_snapshot, hash, seq
+  const sql = `SELECT epoch_ms(recv_ts) AS recv_ts, asset_id AS coin, side, level_idx AS level, CAST(price AS DOUBLE) AS price,
+    CAST(size AS DOUBLE) AS size, NULL::INTEGER AS n_orders, ${ts('ts', format)} AS "timestamp", condition_id AS market_id, is_snapshot, hash, seq
   ${from}`;
   return query(sql, params);
 }

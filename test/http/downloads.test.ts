@@ -267,13 +267,35 @@ describe('raw tape', () => {
     const csv = parseCsv(
       await (await L.fetch(`/v1/download/raw?data_type=polymarket_l2_deltas&shape=normalized&format=csv&market_id=${market.id}&limit=2000000`)).text(),
     );
-    const want = await L.rows(`SELECT count(*) AS n FROM read_parquet(${lakeGlob('l2')}) WHERE condition_id = '${market.condition_id}'`);
-    expect(csv.length - 1).toBe(Number(want[0]!.n));
-    expect(csv[0]).toContain('level');
+    // The anchor's columns under its names first (recv_ts in epoch ms, coin = token, n_orders unknown), pmlake's after.
+    expect(csv[0]).toEqual(['recv_ts', 'coin', 'side', 'level', 'price', 'size', 'n_orders', 'timestamp', 'market_id', 'is_snapshot', 'hash', 'seq']);
+    const want = await L.rows(
+      `SELECT recv_ts, asset_id, side, level_idx, price::DOUBLE AS price, size::DOUBLE AS size, seq FROM read_parquet(${lakeGlob('l2')})
+       WHERE condition_id = '${market.condition_id}'`,
+    );
+    expect(want.length).toBeGreaterThan(0);
+    expect(csv.length - 1).toBe(want.length);
+    const key = (r: { seq: unknown; level: unknown; coin: unknown }) => `${String(r.seq)}/${String(r.level)}/${String(r.coin)}`;
+    const byKey = new Map(want.map((r) => [key({ seq: r.seq, level: r.level_idx, coin: r.asset_id }), r]));
+    expect(byKey.size).toBe(want.length);
+    for (const row of csv.slice(1)) {
+      const [recv, coin, side, level, price, size, nOrders, , , , , seq] = row;
+      const w = byKey.get(key({ seq, level, coin }));
+      expect(w, `${seq}/${level}`).toBeDefined();
+      expect(Number(recv)).toBe((w!.recv_ts as Date).getTime());
+      expect(coin).toBe(w!.asset_id);
+      expect(side).toBe(w!.side ?? '');
+      expect(price === '' ? null : Number(price)).toBe(w!.price);
+      expect(size === '' ? null : Number(size)).toBe(w!.size);
+      expect(nOrders).toBe('');
+    }
     const pq = await parquetRows(
       Buffer.from(await (await L.fetch(`/v1/download/raw?data_type=polymarket_l2_deltas&shape=normalized&format=parquet&limit=100`)).arrayBuffer()),
     );
     expect(pq.length).toBe(Math.min(100, Number((await L.rows(`SELECT count(*) AS n FROM read_parquet(${lakeGlob('l2')})`))[0]!.n)));
+    expect(Object.keys(pq[0]!).slice(0, 7)).toEqual(['recv_ts', 'coin', 'side', 'level', 'price', 'size', 'n_orders']);
+    expect(typeof pq[0]!.recv_ts === 'bigint' || typeof pq[0]!.recv_ts === 'number').toBe(true);
+    expect(pq.every((r) => r.n_orders === null)).toBe(true);
     const bad = await L.fetch('/v1/download/raw?data_type=polymarket_bbo&shape=normalized');
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { detail: { code: string } }).detail.code).toBe('normalized_unavailable');
