@@ -1,12 +1,26 @@
 import { z } from 'zod';
 import { generate } from './index.js';
+import { hasFaults, type FaultOptions } from './faults.js';
 
 /**
  * `pmlake generate --markets N --days D --seed S --out DIR [--start YYYY-MM-DD] [--busy K] [--options]
- *  [--rate X] [--maker-fills F] [--workers W]` — writes synthetic venue-format source files (see lake/README.md "Generator").
+ *  [--rate X] [--maker-fills F] [--workers W] [--drop-rate P] [--silence ISO+SECONDS[,…]] [--duplicates N] [--crossed N]`
+ *  — writes synthetic venue-format source files (see lake/README.md "Generator"); the last four inject capture
+ *  faults into the websocket tape and write their truth to <out>/faults.json (ingest/generate/faults.ts).
  */
 const USAGE =
-  'usage: pmlake generate --markets N --days D --seed S --out DIR [--start YYYY-MM-DD] [--busy K] [--options] [--rate X] [--maker-fills F] [--workers W]\n';
+  'usage: pmlake generate --markets N --days D --seed S --out DIR [--start YYYY-MM-DD] [--busy K] [--options] [--rate X] [--maker-fills F] [--workers W]\n' +
+  '       [--drop-rate P] [--silence 2025-09-14T12:00:00Z+600[,…]] [--duplicates N] [--crossed N]\n';
+
+/** One capture silence: an ISO instant (UTC) and a length in seconds, e.g. 2025-09-14T12:00:00Z+600. */
+const Silence = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z\+\d{1,6}$/, 'expected <ISO instant>Z+<seconds>, e.g. 2025-09-14T12:00:00Z+600')
+  .transform((s) => {
+    const at = s.lastIndexOf('+');
+    return { fromMs: Date.parse(s.slice(0, at)), seconds: Number(s.slice(at + 1)) };
+  })
+  .refine((x) => !Number.isNaN(x.fromMs) && x.seconds >= 1, 'not a valid instant or a length under 1 s');
 
 const Args = z.object({
   markets: z.coerce.number().int().min(1).max(100_000),
@@ -27,6 +41,14 @@ const Args = z.object({
   rate: z.coerce.number().positive().max(1_000).optional(),
   'maker-fills': z.coerce.number().min(1).max(50).optional(),
   workers: z.coerce.number().int().min(0).max(64).optional(),
+  'drop-rate': z.coerce.number().min(0).max(0.5).optional(),
+  silence: z
+    .string()
+    .transform((s) => s.split(','))
+    .pipe(z.array(Silence).max(100))
+    .optional(),
+  duplicates: z.coerce.number().int().min(0).max(10_000).optional(),
+  crossed: z.coerce.number().int().min(0).max(10_000).optional(),
 });
 
 export function parseGenerateArgs(args: string[]): z.infer<typeof Args> {
@@ -60,8 +82,10 @@ export async function generateCommand(args: string[]): Promise<number> {
     return 2;
   }
   const t0 = Date.now();
-  const { 'maker-fills': makerFills, ...rest } = opts;
-  const report = await generate({ ...rest, ...(makerFills !== undefined ? { makerFills } : {}) }, (r, done, total) => {
+  const { 'maker-fills': makerFills, 'drop-rate': dropRate, silence, duplicates, crossed, ...rest } = opts;
+  const faults: FaultOptions = { dropRate: dropRate ?? 0, silences: silence ?? [], duplicates: duplicates ?? 0, crossed: crossed ?? 0 };
+  const gen = { ...rest, ...(makerFills !== undefined ? { makerFills } : {}), ...(hasFaults(faults) ? { faults } : {}) };
+  const report = await generate(gen, (r, done, total) => {
     const s = (Date.now() - t0) / 1000;
     process.stderr.write(`generate: day ${done}/${total} ${r.date} ${r.counts.level_updates} level updates, ${r.counts.trades} trades (${s.toFixed(1)} s)\n`);
   });
@@ -76,6 +100,7 @@ export async function generateCommand(args: string[]): Promise<number> {
       trades: counts.trades,
       fill_events: counts.fill_events,
       options_trades: counts.options_trades,
+      ...(report.faults ? { faults: report.faults } : {}),
       bytes: bytes.total,
       ...timing,
     })}\n`,

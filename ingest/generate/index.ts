@@ -5,6 +5,7 @@ import { Worker } from 'node:worker_threads';
 import { buildPlan, NEW_SHAPE_FROM, isoDate, type GenerateOptions, type Plan } from './plan.js';
 import { emptyCounts, runDay, type DayCounts, type DayResult } from './day.js';
 import { gammaMarkets, type MarketTotals } from './gamma.js';
+import { hasFaults, injectFaults, type FaultOptions } from './faults.js';
 
 export type { GenerateOptions } from './plan.js';
 
@@ -14,7 +15,9 @@ export type GenerateReport = {
   range: { from: string; to: string };
   counts: DayCounts & { markets: number; tokens: number; events: number; series: number; days: number };
   bytes: { ws: number; fills: number; options: number; markets: number; total: number };
-  files: { markets: string; ws: string[]; fills: string[]; options: string[] };
+  files: { markets: string; ws: string[]; fills: string[]; options: string[]; faults?: string };
+  /** Present only when faults were injected: what was injected (counts describe the clean tape). */
+  faults?: { options: FaultOptions; drops: number; silences: number; lines_lost: number; duplicates: number; crossed: number; checkpoints_failed: number };
   timing: { seconds: number; workers: number; messages_per_s: number; level_updates_per_s: number; mb_per_s: number };
 };
 
@@ -71,6 +74,23 @@ export async function generate(o: GenerateOptions, onProgress?: ProgressFn): Pro
       t.bestAsk = m.bestAsk;
     }
   }
+  // Faults rewrite the finished day files (their own seeded stream), so the clean tape is the same either way.
+  let faults: GenerateReport['faults'];
+  if (hasFaults(o.faults)) {
+    const ws = plan.dayStarts.map((d) => `ws/${isoDate(d)}.jsonl`);
+    const truth = injectFaults(out, opts.seed, ws, plan.dayStarts, o.faults);
+    const n = (k: string): number => truth.faults.filter((x) => x.kind === k).length;
+    faults = {
+      options: o.faults,
+      drops: n('drop'),
+      silences: n('silence'),
+      lines_lost: truth.faults.reduce((a, x) => a + (x.kind === 'silence' ? x.lines_lost : 0), 0),
+      duplicates: n('duplicate'),
+      crossed: n('crossed'),
+      checkpoints_failed: truth.checkpoints.failed,
+    };
+    bytes.ws = ws.reduce((a, f) => a + fs.statSync(path.join(out, f)).size, 0);
+  }
   const marketsFile = path.join(out, 'markets', 'gamma_markets.json');
   const text = `${JSON.stringify(gammaMarkets(plan, totals), null, 2)}\n`;
   fs.writeFileSync(marketsFile, text);
@@ -106,7 +126,9 @@ export async function generate(o: GenerateOptions, onProgress?: ProgressFn): Pro
       ws: dates.map((d) => `ws/${d}.jsonl`),
       fills: dates.map((d) => `fills/${d}.jsonl`),
       options: opts.options ? dates.map((d) => `options/${d}.jsonl`) : [],
+      ...(faults ? { faults: 'faults.json' } : {}),
     },
+    ...(faults ? { faults } : {}),
     timing: {
       seconds: round(seconds, 3),
       workers: Math.max(1, workers),

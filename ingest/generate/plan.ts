@@ -25,9 +25,19 @@ export type GenerateOptions = {
   makerFills?: number;
   /** Worker threads; 0 = run in this thread. Default: available cores, capped at the number of days. */
   workers?: number;
+  /** Capture faults to inject into the websocket tape (faults.ts); none by default. */
+  faults?: FaultOptions;
 };
 
-export type ResolvedOptions = Required<Omit<GenerateOptions, 'workers'>> & { workers: number };
+/** Capture faults injected into the websocket tape (ingest/generate/faults.ts). */
+export type FaultOptions = {
+  dropRate: number;
+  silences: { fromMs: number; seconds: number }[];
+  duplicates: number;
+  crossed: number;
+};
+
+export type ResolvedOptions = Required<Omit<GenerateOptions, 'workers' | 'faults'>> & { workers: number };
 
 export type Kind = 'crypto15m' | 'daily' | 'politics' | 'futures' | 'match';
 

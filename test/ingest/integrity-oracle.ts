@@ -1,0 +1,214 @@
+import fs from 'node:fs';
+import { csvMessages, type Msg } from './oracle.js';
+
+/**
+ * Independent replay of a venue websocket capture for the tape-integrity checks (issue 15), in plain
+ * TypeScript: JSON.parse, Maps of price → size, BigInt micro-units. It imports nothing from ingest/ and is
+ * written from the venue facts (shared/fixtures/venue/SOURCES.md) and the lake contract (lake/README.md:
+ * receive time and seq; /work/notes/integrity-design.md: checkpoints), never from the ingest code.
+ *
+ * Rules applied per token, in arrival order:
+ * - `book` replaces the token's book (bids and asks; a level of size 0 is no level).
+ * - `price_change` (old shape `changes[]` for `asset_id`, new shape `price_changes[]` each with its own
+ *   `asset_id`) sets the level's new total; size 0 removes it. BUY → bid, SELL → ask.
+ * - A `book` checkpoint is a `book` message of a token whose book is known (a `book` of that token was seen
+ *   before): ok when the message's levels equal the replayed book just before it. A token's first `book` has
+ *   nothing to compare with and is no checkpoint (it starts the first stretch).
+ * - A `top` checkpoint is, per new-shape price_change message and token whose book is known, the entry's
+ *   best_bid/best_ask (the venue's touch after the message: every entry of one token in one message carries
+ *   the same touch) compared with the replayed touch after applying all of the message's entries. An empty
+ *   side is the venue's "0" bid / "1" ask.
+ */
+
+export type TapeMessage = { msg: Msg; recvMs: number; seq: bigint; frame: number };
+
+export type Checkpoint = {
+  asset_id: string;
+  seq: bigint;
+  recvMs: number;
+  kind: 'book' | 'top';
+  ok: boolean;
+  /** book: levels that differ (price on a side present in one book only, or with another size). */
+  differing?: number;
+};
+
+export type Counts = { passed: number; failed: number };
+export type Integrity = { book: Counts; top: Counts; checkpoints: Checkpoint[]; firstBooks: number };
+
+const num = (x: unknown): number | null => {
+  if (x === null || x === undefined || x === '') return null;
+  const n = Number(x);
+  return Number.isFinite(n) ? n : null;
+};
+
+/** Elements of a JSON capture, each with the wrapper's receive time when a capturing program recorded one. */
+function elementsOf(file: string): { msgs: Msg[]; wrapMs: number | null }[] {
+  const text = fs.readFileSync(file, 'utf8');
+  const elements: unknown[] = /\.(jsonl|ndjson)$/.test(file)
+    ? text
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l) as unknown)
+    : ((): unknown[] => {
+        const doc = JSON.parse(text) as unknown;
+        return Array.isArray(doc) ? doc : [doc];
+      })();
+  return elements.map((el) => {
+    if (Array.isArray(el)) return { msgs: el as Msg[], wrapMs: null };
+    const o = el as Record<string, unknown>;
+    if (o.message && o.timestamp) return { msgs: [o.message as Msg], wrapMs: num(o.timestamp) };
+    return { msgs: [o as Msg], wrapMs: null };
+  });
+}
+
+/**
+ * Messages of a capture with receive time and seq (lake/README.md): receive time = the wrapper's timestamp,
+ * else the newest venue timestamp in the frame, as a running maximum in file order; seq = recv_ms·10^6 + k,
+ * k = the message's rank among the file's messages with the same receive millisecond.
+ */
+export function tapeMessages(file: string): TapeMessage[] {
+  const frames = file.endsWith('.csv') ? csvFrames(file) : elementsOf(file);
+  const basis = frames.map((f) => {
+    if (f.wrapMs !== null) return f.wrapMs;
+    const ts = f.msgs.map((m) => num(m.timestamp)).filter((t): t is number => t !== null);
+    return ts.length ? Math.max(...ts) : null;
+  });
+  const known = basis.filter((b): b is number => b !== null);
+  if (!known.length) return [];
+  // Frames before the first timed one take the file's earliest time.
+  let run = Math.min(...known);
+  let lastMs = -1;
+  let k = 0;
+  const out: TapeMessage[] = [];
+  frames.forEach((f, i) => {
+    const b = basis[i];
+    if (b !== null && b !== undefined && b > run) run = b;
+    if (run !== lastMs) {
+      lastMs = run;
+      k = 0;
+    }
+    for (const msg of f.msgs) out.push({ msg, recvMs: run, seq: BigInt(run) * 1_000_000n + BigInt(k++), frame: i });
+  });
+  return out;
+}
+
+/** The DB-export CSV: one message per row, in the table's id (arrival) order. */
+function csvFrames(file: string): { msgs: Msg[]; wrapMs: null }[] {
+  return csvMessages(file).map((m) => ({ msgs: [m], wrapMs: null }));
+}
+
+/** Decimal text → integer micro-units (6 decimals, as the lake stores prices and sizes). */
+export function micro(s: unknown): bigint {
+  const t = String(s).trim();
+  const neg = t.startsWith('-');
+  const [i = '0', f = ''] = (neg ? t.slice(1) : t).split('.');
+  const v = BigInt(i || '0') * 1_000_000n + BigInt((f + '000000').slice(0, 6));
+  return neg ? -v : v;
+}
+
+type Side = Map<bigint, bigint>;
+export type OracleBook = { bids: Side; asks: Side };
+type Level = { price: unknown; size: unknown };
+type Entry = Level & { side: unknown; asset_id?: unknown; best_bid?: unknown; best_ask?: unknown };
+
+function setLevel(side: Side, price: unknown, size: unknown): void {
+  const s = micro(size);
+  if (s === 0n) side.delete(micro(price));
+  else side.set(micro(price), s);
+}
+
+function bookOf(m: Msg): OracleBook {
+  const b: OracleBook = { bids: new Map(), asks: new Map() };
+  for (const l of (m.bids as Level[] | undefined) ?? []) setLevel(b.bids, l.price, l.size);
+  for (const l of (m.asks as Level[] | undefined) ?? []) setLevel(b.asks, l.price, l.size);
+  return b;
+}
+
+function differing(a: OracleBook, b: OracleBook): number {
+  let n = 0;
+  for (const [x, y] of [
+    [a.bids, b.bids],
+    [a.asks, b.asks],
+  ] as const) {
+    for (const [p, s] of x) if (y.get(p) !== s) n++;
+    for (const p of y.keys()) if (!x.has(p)) n++;
+  }
+  return n;
+}
+
+/** Best bid and best ask in micro-units; an empty side is 0 (bid) or 1 (ask), as the venue prints it. */
+export function touch(b: OracleBook): [bigint, bigint] {
+  let bb = 0n;
+  let ba = 1_000_000n;
+  for (const p of b.bids.keys()) if (p > bb) bb = p;
+  for (const p of b.asks.keys()) if (p < ba) ba = p;
+  return [bb, ba];
+}
+
+/** Price-change entries of a message, each with its token (old shape: the message's token). */
+export function entriesOf(m: Msg): (Entry & { asset_id: string })[] {
+  if (Array.isArray(m.price_changes)) return (m.price_changes as Entry[]).map((e) => ({ ...e, asset_id: String(e.asset_id) }));
+  return ((m.changes as Entry[] | undefined) ?? []).map((e) => ({ ...e, asset_id: String(m.asset_id) }));
+}
+
+/**
+ * Replays messages in arrival order and returns every checkpoint. `books` may carry the state of earlier
+ * tape (a token in it counts as known); it is updated in place.
+ */
+export function replayIntegrity(messages: TapeMessage[], books: Map<string, OracleBook> = new Map(), opts: { trades?: boolean } = {}): Integrity {
+  const res: Integrity = { book: { passed: 0, failed: 0 }, top: { passed: 0, failed: 0 }, checkpoints: [], firstBooks: 0 };
+  const partial = new Map<string, OracleBook>(); // tokens seen only in price_changes: no known book
+  const target = (t: string): OracleBook => {
+    const known = books.get(t);
+    if (known) return known;
+    let p = partial.get(t);
+    if (!p) partial.set(t, (p = { bids: new Map(), asks: new Map() }));
+    return p;
+  };
+  for (const { msg: m, recvMs, seq } of messages) {
+    if (m.event_type === 'book') {
+      const t = String(m.asset_id);
+      const next = bookOf(m);
+      const prev = books.get(t);
+      if (prev) {
+        const d = differing(next, prev);
+        res.checkpoints.push({ asset_id: t, seq, recvMs, kind: 'book', ok: d === 0, differing: d });
+        res.book[d === 0 ? 'passed' : 'failed']++;
+      } else res.firstBooks++;
+      books.set(t, next);
+      partial.delete(t);
+    } else if (opts.trades && m.event_type === 'last_trade_price') {
+      const b = books.get(String(m.asset_id));
+      if (!b) continue;
+      const side = String(m.side).toUpperCase() === 'BUY' ? b.asks : b.bids;
+      const p = micro(m.price);
+      const left = (side.get(p) ?? 0n) - micro(m.size);
+      if (left > 0n) side.set(p, left);
+      else side.delete(p);
+    } else if (m.event_type === 'price_change') {
+      const entries = entriesOf(m);
+      for (const e of entries) {
+        const b = target(e.asset_id);
+        const side = String(e.side).toUpperCase();
+        setLevel(side === 'BUY' ? b.bids : b.asks, e.price, e.size);
+      }
+      if (!Array.isArray(m.price_changes)) continue;
+      const last = new Map<string, Entry>();
+      for (const e of entries) last.set(e.asset_id, e);
+      for (const [t, e] of last) {
+        const b = books.get(t);
+        if (!b) continue;
+        const [bb, ba] = touch(b);
+        const ok = micro(e.best_bid) === bb && micro(e.best_ask) === ba;
+        res.checkpoints.push({ asset_id: t, seq, recvMs, kind: 'top', ok });
+        res.top[ok ? 'passed' : 'failed']++;
+      }
+    }
+  }
+  return res;
+}
+
+/** The integrity checks of one capture file ingested alone into an empty lake. */
+export function fileIntegrity(file: string): Integrity {
+  return replayIntegrity(tapeMessages(file));
+}
