@@ -66,6 +66,8 @@ export async function demoCommand(_args: string[]): Promise<number> {
   );
   if (market) {
     out.write(`  candles:          curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/trades/ohlcv?market_id=${market}&timeframe=1h&limit=5'\n`);
+    // The tape's coverage (issue 15): per day and outcome, verified by the venue's own book messages or not.
+    out.write(`  tape coverage:    curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/markets/${market}/coverage'\n`);
   }
   const stop = (): void => {
     void running.close().then(() => process.exit(0));

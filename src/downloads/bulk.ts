@@ -7,10 +7,11 @@ import { planDownload, type DownloadPlan, type PlanDeps } from './plan.js';
 import { preflight, type SendDeps } from './send.js';
 import type { PullSpec } from './spec.js';
 import { ZipWriter } from './zip.js';
+import { pullCoverage, worstOf, type PullCoverage } from './coverage.js';
 
 /**
  * A bulk download: 1–25 line items, each one file pull, streamed as one ZIP — a file per item plus
- * manifest.json {item, file, rows, bytes, sha256, status}. Items run one after the other, each a DuckDB COPY
+ * manifest.json {item, file, rows, bytes, sha256, status, coverage}. Items run one after the other, each a DuckDB COPY
  * into its ZIP entry, so memory stays flat however large the bundle. Entries are stored, not deflated: Parquet
  * is already compressed, and deflating CSV on a 2-core box would halve throughput.
  *
@@ -37,6 +38,8 @@ type ManifestItem = {
   sha256: string;
   cost: number;
   request: Record<string, unknown>;
+  /** The tape's coverage of the item's days (./coverage.ts); null for trades, OHLCV and options. */
+  coverage: PullCoverage | null;
 };
 
 export type BulkDeps = PlanDeps & SendDeps;
@@ -117,6 +120,7 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
             sha256: crypto.createHash('sha256').update(text).digest('hex'),
             cost: 0,
             request,
+            coverage: null,
           });
           continue;
         }
@@ -135,9 +139,12 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
         sha256: hash.digest('hex'),
         cost: 0,
         request,
+        coverage: null,
       });
     }
     current = null;
+    // Read after the items, in the same lake version: a batch job can refuse the days it cannot trust.
+    for (const [i, p] of plans.entries()) if (p.coverage) manifest[i]!.coverage = await pullCoverage(deps, p.coverage.scope, p.coverage.window);
     const totals = manifest.reduce((a, m) => ({ rows: a.rows + m.rows, bytes: a.bytes + m.bytes }), { rows: 0, bytes: 0 });
     await zip.addBuffer(
       'manifest.json',
@@ -149,6 +156,7 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
           total_bytes: totals.bytes,
           total_cost: 0,
           pricing_model: 'subscription',
+          coverage_worst: worstOf(manifest.map((m) => m.coverage?.worst ?? null)),
         },
         null,
         2,

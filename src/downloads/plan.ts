@@ -6,6 +6,7 @@ import type { CopyFormat } from '../lake/stream.js';
 import { planOf } from '../accounts/plans.js';
 import type { MarketResolver } from '../markets/resolver.js';
 import type { Window } from '../query/common.js';
+import type { CoverageScope } from '../query/coverage.js';
 import { lakeSources, type Lake } from '../lake/runner.js';
 import { catalogueSeries, resolveSeriesId, type CatalogueSeries } from '../markets/series-ids.js';
 import {
@@ -45,6 +46,8 @@ export type DownloadPlan = {
   end: string | null;
   /** The 404 text when the window holds nothing (the anchor client maps these phrasings to NoDataInRange). */
   emptyMessage: string;
+  /** Whose tape coverage the pull's days have (./coverage.ts), for data read from the websocket tape only. */
+  coverage?: { scope: CoverageScope; window: Window } | undefined;
 };
 
 /** Typed 400s with the codes the anchor's client dispatches on. */
@@ -117,6 +120,7 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
           description: `orderbook market_id=${spec.market_id}`,
           marketId: spec.market_id,
           emptyMessage: 'No orderbook snapshots for this market in this range',
+          coverage: { scope: sel, window: w },
         };
       }
       // The Free plan sees top of book only this many minutes behind now (src/accounts/plans.ts).
@@ -135,6 +139,7 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
         description: `top_of_book market_id=${spec.market_id}${delay > 0 ? ` delayed ${delay}m` : ''}`,
         marketId: spec.market_id,
         emptyMessage: 'No priced top-of-book rows for this market in this range',
+        coverage: { scope: sel, window: { start: spec.start, end } },
       };
     }
     case 'raw': {
@@ -162,6 +167,7 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
         description: `raw data_type=${ds.data_type} shape=${shape}${spec.market_id ? ` market_id=${spec.market_id}` : ''}`,
         marketId: spec.market_id,
         emptyMessage: 'No raw tape records in this range',
+        coverage: { scope: conditionId === null ? { all: true } : { conditionId }, window: w },
       };
     }
     case 'options': {
@@ -237,6 +243,7 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
           query: orderbookDownload(lake, sel, w, limit, spec.format),
           fileName: `series_${name}_snapshots.${ext}`,
           description: `series ${seriesId} snapshots`,
+          coverage: { scope: sel, window: w },
         };
       }
       throw wrongDataType('wrong_data_type', `data_type '${dataType}' is not offered for series; use trades, ohlcv or snapshots`, itemIndex);

@@ -3,6 +3,7 @@ import { planOf, REFERENCE_RATE_PER_MB } from '../accounts/plans.js';
 import { findRawDataset, rawDatasetsListing } from '../downloads/catalog.js';
 import { wrongDataType } from '../downloads/plan.js';
 import { lakeSources, runOne } from '../lake/runner.js';
+import { pullCoverage } from '../downloads/coverage.js';
 import { rawEstimate } from '../query/downloads.js';
 import { fileRoute, format, optionalDate, rowLimit } from './download-files.js';
 import { checkWindow, marketIdParam } from './params.js';
@@ -85,6 +86,8 @@ export const rawDownloadRoutes: Route[] = [
         included_in_plan: plan.datasets.includes('raw') ? plan.name : null,
         fair_use_share: plan.fair_use_bytes_month > 0 ? bytes / plan.fair_use_bytes_month : null,
         pricing_note: 'Included in the plan and counted against its monthly fair-use volume; the per-MB rate is a reference only.',
+        // The undivided frame tape spans every market: each day's worst token.
+        coverage: await pullCoverage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, { all: true }, { start: v.start, end: v.end }),
       };
     },
   },

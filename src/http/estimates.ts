@@ -7,6 +7,9 @@ import type { AppContext } from './context.js';
 import { datasetBytesPerRow } from '../lake/runner.js';
 import { ESTIMATE_DATA_TYPES, estimateDataset, SERIES_ESTIMATE_DATA_TYPES, type SeriesEstimateDataType } from '../query/estimate.js';
 import { checkWindow, isoDateTime, timeframeParam } from './params.js';
+import { pullCoverage, type PullCoverage } from '../downloads/coverage.js';
+import { COVERAGE_STATUSES, type CoverageScope } from '../query/coverage.js';
+import type { Window } from '../query/common.js';
 
 /**
  * The pricing half of the size estimates: rows and bytes come from the lake, this turns them into the seed's
@@ -103,6 +106,25 @@ function round(x: number, digits: number): number {
   return Math.round(x * f) / f;
 }
 
+/** Data types read from the websocket tape (src/downloads/coverage.ts says why trades and OHLCV are not). */
+const TAPE_TYPES: ReadonlySet<SeriesEstimateDataType> = new Set(['orderbook', 'snapshots', 'top_of_book', 'raw']);
+
+/** The tape's coverage of the days an estimate's window touches; null for a data type that does not come from the tape. */
+export async function estimateCoverage(ctx: AppContext, t: SeriesEstimateDataType, scope: CoverageScope, w: Window): Promise<PullCoverage | null> {
+  return TAPE_TYPES.has(t) ? pullCoverage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, scope, w) : null;
+}
+
+const CoverageStatusSchema = z.enum(COVERAGE_STATUSES);
+
+export const PullCoverageSchema = z
+  .object({
+    worst: CoverageStatusSchema.nullable().describe('The worst day: verified < unverified < degraded < missing (null: the tape has no day in the window)'),
+    days: z.array(z.object({ date: z.string(), status: CoverageStatusSchema })).describe('Each UTC day the window touches that the tape has, its worst token'),
+  })
+  .nullable()
+  .describe("The tape's coverage (GET /v1/markets/{market_id}/coverage) of the days pulled; null for trades and OHLCV (on-chain fills, not the tape)")
+  .meta({ id: 'PullCoverage' });
+
 const pricingShape = {
   estimated_rows: z.number().int(),
   estimated_size_bytes: z.number().int(),
@@ -116,7 +138,7 @@ const pricingShape = {
 };
 
 export const MarketEstimateResponse = z
-  .object({ market_id: z.string(), data_type: z.string(), in_range: z.boolean(), ...pricingShape })
+  .object({ market_id: z.string(), data_type: z.string(), in_range: z.boolean(), ...pricingShape, coverage: PullCoverageSchema })
   .meta({ id: 'MarketEstimateResponse' });
 
 export const SeriesEstimateResponse = z
@@ -129,5 +151,6 @@ export const SeriesEstimateResponse = z
     row_cap_applied: z.boolean(),
     row_cap: z.number().int().nullable(),
     ...pricingShape,
+    coverage: PullCoverageSchema,
   })
   .meta({ id: 'EstimateResponse' });

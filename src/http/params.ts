@@ -108,3 +108,10 @@ export function checkWindow<T extends { start?: bigint | undefined; end?: bigint
 
 /** Exact 0/1 outcome index as in the spec. */
 export const outcomeParam = z.coerce.number().int().min(0).max(1);
+
+/** A UTC day, `YYYY-MM-DD` exactly (an impossible day such as 2025-02-30 is refused), kept as that text. */
+export const isoDay = z
+  .string()
+  .max(10)
+  .refine((v) => /^\d{4}-\d{2}-\d{2}$/.test(v) && parseIsoMicros(v) !== null, { message: 'Input should be a UTC day as YYYY-MM-DD, e.g. 2025-03-01' })
+  .meta({ type: 'string', format: 'date' });

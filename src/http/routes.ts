@@ -3,6 +3,7 @@ import { marketListRoutes } from './markets/list.js';
 import { marketDetailRoutes } from './markets/detail.js';
 import { marketStatsRoutes } from './markets/stats.js';
 import { marketEstimateRoutes } from './markets/estimate.js';
+import { coverageRoutes } from './coverage.js';
 import { seriesRoutes } from './series.js';
 import { tradeRoutes } from './trades.js';
 import { ohlcvRoutes } from './ohlcv.js';
@@ -44,6 +45,8 @@ export const routes: Route[] = [
   ...marketDetailRoutes,
   ...marketStatsRoutes,
   ...marketEstimateRoutes,
+  // /v1/markets/{market_id}/coverage and /v1/coverage: the tape's verified days (issue 15)
+  ...coverageRoutes,
   ...seriesRoutes,
   ...tradeRoutes,
   ...ohlcvRoutes,

@@ -11,7 +11,8 @@ import { checkCatalogue } from '../downloads/plan.js';
 import { venueRowsQuery } from '../query/series.js';
 import type { AppContext } from './context.js';
 import type { Principal } from '../accounts/principal.js';
-import { bytesFor, pricingFor, SeriesEstimateBody, SeriesEstimateResponse, type SeriesEstimateInput } from './estimates.js';
+import { bytesFor, estimateCoverage, pricingFor, SeriesEstimateBody, SeriesEstimateResponse, type SeriesEstimateInput } from './estimates.js';
+import type { PullCoverage } from '../downloads/coverage.js';
 
 export const SeriesResponse = z
   .object({
@@ -19,7 +20,7 @@ export const SeriesResponse = z
     broker: z.string(),
     broker_display: z.string(),
     asset_class: z.string(),
-    category: z.string(),
+    category: z.string().meta({ default: '' }),
     asset: z.string(),
     asset_symbol: z.string(),
     timeframe: z.string(),
@@ -27,10 +28,10 @@ export const SeriesResponse = z
     description: z.string(),
     catalogued_markets: z.number().int().describe('Markets of the series in the catalogue'),
     shoppable_markets: z.number().int().describe('Of those, markets with trade or order-book data'),
-    earliest: z.string().nullable(),
-    latest: z.string().nullable(),
+    earliest: z.string().meta({ format: 'date-time' }).nullable(),
+    latest: z.string().meta({ format: 'date-time' }).nullable(),
     data_current_through: z.string().nullable().describe('Date (UTC) of the newest data held for the series'),
-    coming_soon: z.boolean(),
+    coming_soon: z.boolean().meta({ default: false }),
   })
   .meta({ id: 'SeriesResponse' });
 
@@ -110,7 +111,9 @@ export const seriesRoutes: Route[] = [
         const tf = b.data_type === 'ohlcv' ? (b.timeframe ?? timeframeOf(3600)) : undefined;
         row = await runOne(ctx.db, seriesRowsQuery(lake, b.data_type, id, w, tf));
       }
-      return estimateOut(ctx, req.principal, id, priced, Number(row?.rows ?? 0), Number(row?.markets ?? 0), b.data_type);
+      // Options come from another venue's trades; a market series' book data is the tape of its markets' tokens.
+      const coverage = series.asset_class === 'options' ? null : await estimateCoverage(ctx, b.data_type, { seriesId: id }, w);
+      return estimateOut(ctx, req.principal, id, priced, Number(row?.rows ?? 0), Number(row?.markets ?? 0), b.data_type, coverage);
     },
   },
 ];
@@ -124,6 +127,7 @@ async function estimateOut(
   rows: number,
   markets: number,
   dataType: string = priced,
+  coverage: PullCoverage | null = null,
 ) {
   const bytes = await bytesFor(ctx, priced, rows);
   return {
@@ -136,5 +140,6 @@ async function estimateOut(
     row_cap_applied: false,
     row_cap: null,
     ...(await pricingFor(ctx, priced, bytes, principal)),
+    coverage,
   };
 }

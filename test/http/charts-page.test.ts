@@ -105,6 +105,21 @@ describe('charts page in a real browser', () => {
       expect(series.candles).toEqual(apiBars.map((x) => ({ time: t(x.timestamp), open: x.open, high: x.high, low: x.low, close: x.close })));
       expect(series.volume).toEqual(apiBars.map((x) => ({ time: t(x.timestamp), value: x.volume })));
 
+      // The tape's coverage under the chart: for the candles' days (first bar's day to the last bar's close), one
+      // cell per day of the API's coverage of outcome 0, with its status.
+      await page.waitForFunction(() => (window as any).__coverage !== null, null, { timeout: 20_000 });
+      const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+      const covStart = day(Date.parse(apiBars[0]!.timestamp));
+      const covEnd = day(Date.parse(apiBars[apiBars.length - 1]!.timestamp) + 7 * 60_000 - 1);
+      const cov = await L.get(`/v1/markets/${market.id}/coverage?start=${covStart}&end=${covEnd}`);
+      expect(cov.status).toBe(200);
+      const apiDays = (cov.body.days as { date: string; outcome: number; status: string }[])
+        .filter((d) => d.outcome === 0)
+        .map((d) => ({ date: d.date, status: d.status }));
+      expect(apiDays.length).toBeGreaterThan(0);
+      const cells = await page.$$eval('#tape span', (xs) => xs.map((x) => ({ date: (x as HTMLElement).dataset.date, status: x.className })));
+      expect(cells).toEqual(apiDays);
+
       // Two clicks on the chart: two instants, two different books, each the API's book at that instant.
       const a = await clickChartAt(page, 0.3);
       const b = await clickChartAt(page, 0.75);

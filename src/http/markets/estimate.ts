@@ -3,7 +3,7 @@ import type { Route } from '../route.js';
 import { lakeSources, runOne } from '../../lake/runner.js';
 import { estimateRowsQuery } from '../../query/estimate.js';
 import { MarketPath } from '../params.js';
-import { bytesFor, EstimateBody, MarketEstimateResponse, pricingFor, type EstimateInput } from '../estimates.js';
+import { bytesFor, EstimateBody, estimateCoverage, MarketEstimateResponse, pricingFor, type EstimateInput } from '../estimates.js';
 
 /** OHLCV estimates without a timeframe size the default candles: one hour. */
 const defaultTf = timeframeOf(3600);
@@ -35,6 +35,7 @@ export const marketEstimateRoutes: Route[] = [
         estimated_rows: rows,
         in_range: rows > 0,
         ...(await pricingFor(ctx, b.data_type, bytes, req.principal)),
+        coverage: await estimateCoverage(ctx, b.data_type, { tokens }, w),
       };
     },
   },

@@ -5,6 +5,7 @@ import { selectTokens } from '../../markets/resolver.js';
 import { isoDateTime, marketIdParam, outcomeParam, queryInt } from '../params.js';
 import { bookAt } from './book-at.js';
 import { delayCap, nowMicros } from './delay.js';
+import { verifiedAt } from './verified.js';
 
 /** GET /v1/orderbook/snapshot: the book of one outcome at any instant (src/http/orderbook/book-at.ts). */
 
@@ -28,6 +29,12 @@ export const BookResponse = z
     spread: z.number().nullable(),
     bid_levels: z.number().int().describe('Levels on the book (before depth is applied)'),
     ask_levels: z.number().int(),
+    verified: z
+      .boolean()
+      .describe(
+        "The book at this instant lies in a stretch the venue's next full `book` message proved (it equalled the replayed book); false when that check failed or none has closed the stretch yet",
+      ),
+    checkpoint_timestamp: z.string().nullable().describe('Receive time of the `book` checkpoint closing that stretch, passed or failed (null: none yet)'),
   })
   .meta({ id: 'OrderBookSnapshot' });
 
@@ -56,9 +63,11 @@ export const orderbookSnapshotRoutes: Route[] = [
       // The book's best bid/ask is the top of book: a delayed plan sees the book no later than its delay.
       const cap = delayCap(req.principal);
       const wanted = q.at ?? nowMicros();
-      const book = await bookAt({ db: ctx.db, lakeDir: ctx.config.lakeDir }, r, token, cap !== null && wanted > cap ? cap : wanted, q.depth);
+      const at = cap !== null && wanted > cap ? cap : wanted;
+      const deps = { db: ctx.db, lakeDir: ctx.config.lakeDir };
+      const [book, v] = await Promise.all([bookAt(deps, r, token, at, q.depth), verifiedAt(deps, token.token_id, at)]);
       res.locals.rows = 1;
-      return book;
+      return { ...book, verified: v.verified, checkpoint_timestamp: v.checkpoint };
     },
   },
 ];

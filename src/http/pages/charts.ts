@@ -12,6 +12,10 @@
  * symbols?symbol= once per symbol (cached, as the library caches symbol info), then history with from, to and
  * countback, following `nextTime` on no_data. The timeframe box then takes a UDF resolution (7, 60, 2D, 1W, 30S).
  * What that client requested and received is kept on `window.__udf`.
+ *
+ * Under the chart, the tape's coverage of the picked outcome per UTC day of the candles' window (at most the last
+ * 366 days), from GET /v1/markets/{market_id}/coverage: one coloured cell per day the tape has (verified, unverified,
+ * degraded, missing), kept on `window.__coverage`; the depth view says whether the book shown is verified.
  */
 export function chartsPage(): string {
   return PAGE;
@@ -56,6 +60,11 @@ const PAGE = `<!doctype html>
   #scrub { width: 100%; }
   .legend span { margin-right: 12px; }
   .bid { color: #1a7f37; } .ask { color: #cf222e; }
+  #tape { display: flex; gap: 1px; min-height: 14px; margin: 4px 0; }
+  #tape span { flex: 1; min-width: 2px; height: 14px; }
+  #tape .verified { background: #1a7f37; } #tape .unverified { background: #8c959f; }
+  #tape .degraded { background: #bf8700; } #tape .missing { background: #cf222e; }
+  #tapeinfo { color: #57606a; font-size: 12px; }
 </style>
 </head>
 <body>
@@ -79,6 +88,8 @@ const PAGE = `<!doctype html>
   <div class="grid">
     <div>
       <div id="chart"></div>
+      <div id="tape" title="the tape's coverage per UTC day"></div>
+      <div id="tapeinfo"></div>
       <div class="legend"><span>candles + volume</span><span class="bid">— best bid</span><span class="ask">— best ask</span><span>(click the chart to see the book then)</span></div>
     </div>
     <div>
@@ -103,6 +114,7 @@ const SCRIPT = `(function () {
   window.__chartData = null;
   window.__depth = null;
   window.__udf = null;
+  window.__coverage = null;
 
   function status(text, err) { var s = $('status'); s.textContent = text || ''; s.className = err ? 'err' : ''; }
 
@@ -263,9 +275,10 @@ const SCRIPT = `(function () {
       askLine.setData([]);
       window.__chartData = { market_id: id, outcome: Number(outcome), timeframe: tf, source: udf ? 'udf' : 'ohlcv', candles: bars, top_of_book: [] };
       chart.timeScale().fitContent();
-      if (bars.length === 0) { status('no trades for this market and outcome'); return null; }
+      if (bars.length === 0) { status('no trades for this market and outcome'); tape(id, outcome, null, null); return null; }
       var start = bars[0].timestamp;
       var end = new Date((sec(bars[bars.length - 1].timestamp) + state.tfSeconds) * 1000).toISOString();
+      tape(id, outcome, start, end);
       var scrub = $('scrub');
       scrub.min = String(sec(start));
       scrub.max = String(sec(end));
@@ -285,6 +298,40 @@ const SCRIPT = `(function () {
         return depthAt(Number(scrub.max));
       });
     }).catch(function (e) { status(e.message, true); });
+  }
+
+  // --- the tape's coverage per UTC day of the window (the last 366 days of it at most: the API's bound)
+  var tapeSeq = 0;
+  function tape(id, outcome, start, end) {
+    var mine = ++tapeSeq, box = $('tape'), info = $('tapeinfo');
+    box.textContent = '';
+    info.textContent = '';
+    window.__coverage = null;
+    var params = {};
+    if (end) {
+      var last = new Date(Date.parse(end) - 1);
+      params.end = last.toISOString().slice(0, 10);
+      var first = new Date(Math.max(Date.parse(start), last.getTime() - 365 * 86400000));
+      params.start = first.toISOString().slice(0, 10);
+    }
+    return api('/v1/markets/' + encodeURIComponent(id) + '/coverage', params).then(function (c) {
+      if (mine !== tapeSeq) return;
+      var days = c.days.filter(function (d) { return String(d.outcome) === String(outcome); }).map(function (d) { return { date: d.date, status: d.status }; });
+      window.__coverage = { market_id: c.market_id, outcome: Number(outcome), start: c.start, end: c.end, days: days, incidents: c.incidents.length };
+      var counts = {};
+      days.forEach(function (d) {
+        var cell = document.createElement('span');
+        cell.className = d.status;
+        cell.title = d.date + ': ' + d.status;
+        cell.dataset.date = d.date;
+        box.appendChild(cell);
+        counts[d.status] = (counts[d.status] || 0) + 1;
+      });
+      info.textContent = days.length === 0 ? 'tape coverage: none in this window'
+        : 'tape coverage ' + days[0].date + ' to ' + days[days.length - 1].date + ': ' +
+          ['verified', 'unverified', 'degraded', 'missing'].filter(function (k) { return counts[k]; }).map(function (k) { return counts[k] + ' ' + k; }).join(', ') +
+          ' day(s); ' + c.incidents.length + ' incident(s)';
+    }).catch(function (e) { if (mine === tapeSeq) info.textContent = 'tape coverage: ' + e.message; });
   }
 
   // Every change of best bid/ask in the window, a few pages at most (10,000 rows each).
@@ -340,10 +387,11 @@ const SCRIPT = `(function () {
     $('at').textContent = at;
     return api('/v1/orderbook/snapshot', { market_id: market.id, outcome: $('outcome').value || '0', at: at, depth: 50 }).then(function (book) {
       if (mine !== depthSeq) return; // a later scrub won
-      window.__depth = { at: at, bids: book.bids, asks: book.asks, best_bid: book.best_bid, best_ask: book.best_ask };
+      window.__depth = { at: at, bids: book.bids, asks: book.asks, best_bid: book.best_bid, best_ask: book.best_ask, verified: book.verified };
       lastBook = book;
       drawDepth(book);
-      $('depthinfo').textContent = 'bid ' + book.best_bid + ' / ask ' + book.best_ask + ' · ' + book.bid_levels + ' bid levels, ' + book.ask_levels + ' ask levels';
+      $('depthinfo').textContent = 'bid ' + book.best_bid + ' / ask ' + book.best_ask + ' · ' + book.bid_levels + ' bid levels, ' + book.ask_levels + ' ask levels · ' +
+        (book.verified ? 'verified by the venue' : 'not verified');
     }).catch(function (e) { status(e.message, true); });
   }
 
