@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { ExportService } from './exports/service.js';
 import { openLakeDb } from './lake/duckdb.js';
 import { holdFifoRoot } from './lake/stream.js';
+import { openLimits, type Limits } from './limits/index.js';
 import type { Logger } from './log.js';
 import { MarketResolver } from './markets/resolver.js';
 import { StateStore } from './state/store.js';
@@ -23,11 +24,16 @@ export type Core = {
   readonly db: DuckDBInstance;
   readonly state: StateStore;
   readonly meter: UsageMeter;
+  /** Where limits count (src/limits/): this process's memory, or Redis shared by every replica (PMLAKE_REDIS_URL). */
+  readonly limits: Limits;
   /** market_id → market and tokens, cached per lake version (src/markets/resolver.ts). */
   readonly markets: MarketResolver;
   /** Export jobs (src/exports/service.ts): queue, object store, signed links. Not started: the role starts it. */
   readonly exports: ExportService;
-  /** Stops the export jobs, then closes the lake database and the state store, and lets go of the FIFO folder. */
+  /**
+   * Stops the export jobs, then closes the lake database, the state store and the limits' connection, and lets
+   * go of the FIFO folder.
+   */
   close(): Promise<void>;
 };
 
@@ -52,30 +58,38 @@ export async function buildCore(config: Config, log: Logger): Promise<Core> {
     throw err;
   }
   let state: StateStore | null = null;
+  let limits: Limits | null = null;
   try {
     state = StateStore.open(config.stateDir);
-    const meter = sqliteMeter(state, { log });
+    // Never fails on an unreachable Redis: the service starts and limited routes answer 503 until it is back.
+    limits = await openLimits(config.redisUrl, log);
+    log.info({ limits: limits.where }, 'limits');
+    const meter = sqliteMeter(state, { log, downloadRate: limits.downloadRate });
     const markets = new MarketResolver({ db, lakeDir: config.lakeDir });
     const exports = new ExportService({ db, lakeDir: config.lakeDir, markets, state, meter, log, config });
     const opened = state;
+    const openedLimits = limits;
     return {
       config,
       log,
       db,
       state,
       meter,
+      limits,
       markets,
       exports,
       async close() {
         await exports.close();
         db.closeSync();
         opened.close();
+        await openedLimits.close();
         fifos.release();
       },
     };
   } catch (err) {
     // A half-built core (unreadable state, a bad link secret) must not keep the lake database open.
     state?.close();
+    await limits?.close();
     db.closeSync();
     fifos.release();
     throw err;

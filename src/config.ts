@@ -91,6 +91,15 @@ const EnvSchema = z
     PMLAKE_PADDLE_WEBHOOK_SECRET: z.string().min(16).optional(),
     /** Accepted age of a Paddle-Signature timestamp (Paddle's SDKs use 5 s). */
     PMLAKE_PADDLE_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
+    /**
+     * Limits shared by every replica (request limiter, orders bucket, download rate and burst) in Redis, e.g.
+     * redis://127.0.0.1:6379/0; unset → in this process (src/limits/). Unreachable → limited routes answer 503.
+     */
+    PMLAKE_REDIS_URL: z
+      .string()
+      .url()
+      .refine((u) => /^rediss?:\/\//i.test(u), 'a redis:// or rediss:// URL')
+      .optional(),
     /** Request rate limiting (60/min per key, 5/min orders). 'off' only for load tests on a private host. */
     PMLAKE_RATE_LIMITS: z.enum(['on', 'off']).default('on'),
     /**
@@ -145,6 +154,8 @@ export type Config = {
     paddle: { apiUrl: string; apiKey: string | undefined; webhookSecret: string | undefined; toleranceSeconds: number };
   };
   rateLimits: boolean;
+  /** Redis for limits shared across replicas; undefined → in-process limits. */
+  redisUrl: string | undefined;
   admission: {
     classes: Readonly<Record<'cheap' | 'query' | 'stream', { concurrency: number; maxQueue: number }>>;
     queueTimeoutMs: number;
@@ -198,6 +209,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       }),
     }),
     rateLimits: e.PMLAKE_RATE_LIMITS === 'on',
+    redisUrl: e.PMLAKE_REDIS_URL,
     admission: Object.freeze({
       classes: Object.freeze({
         cheap: { concurrency: e.PMLAKE_CHEAP_CONCURRENCY, maxQueue: e.PMLAKE_QUEUE_MAX },

@@ -25,6 +25,7 @@ async function buildServe(config: Config, log: Logger): Promise<{ core: Core; ct
     state: core.state,
     auth,
     meter: core.meter,
+    limits: core.limits,
     markets: core.markets,
     exports: core.exports,
   };

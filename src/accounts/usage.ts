@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import type { Principal } from './principal.js';
-import { PaymentRequired, QuotaExceeded, RateLimited, Unauthorized } from '../errors.js';
+import { PaymentRequired, QuotaExceeded, Unauthorized } from '../errors.js';
+import { downloadRateExceeded, type DownloadRateLimiter, type RateWindow } from '../limits/index.js';
 import { completePull, downloadsSince, failPull, fairUseUsedBytes, insertPull } from '../state/pulls.js';
-import { newId, type StateStore } from '../state/store.js';
-import { coverage, entitlementOf } from './entitlements.js';
+import { newId, type StateStore, type UserRow } from '../state/store.js';
+import { coverage, entitlementOf, type Entitlement } from './entitlements.js';
 import type { PullRequest, UsageMeter, UsageTicket } from './meter.js';
 
 /**
@@ -13,8 +14,13 @@ import type { PullRequest, UsageMeter, UsageTicket } from './meter.js';
  * reserves the estimated bytes by inserting the pending download-history row. Because check and reservation
  * are one transaction, parallel pulls can never together pass the allowance. `commit` settles the row to the
  * bytes actually sent; `refund` marks it failed, which releases both the bytes and the rate-limit slot.
+ *
+ * With `downloadRate` (Redis, shared by every replica: src/limits/) a download's rate slot is taken there
+ * instead, before the transaction (an await cannot sit inside SQLite's synchronous one), after the plan was
+ * checked so a 402 still comes first; a transaction that then refuses (fair use) gives the slot back, and so
+ * does a refund. An unreachable Redis refuses the pull with 503 before anything is reserved.
  */
-export type MeterOptions = { now?: () => Date; log?: Logger };
+export type MeterOptions = { now?: () => Date; log?: Logger; downloadRate?: DownloadRateLimiter | undefined };
 
 const HOUR_MS = 3_600_000;
 const MINUTE_MS = 60_000;
@@ -25,52 +31,76 @@ export function sqliteMeter(store: StateStore, opts: MeterOptions = {}): UsageMe
     async begin(principal: Principal, pull: PullRequest): Promise<UsageTicket> {
       const at = now();
       const id = newId('dl');
-      store.db
-        .transaction(() => {
-          const user = store.getUser(principal.userId);
-          if (!user) throw new Unauthorized('Invalid API key');
-          const ent = entitlementOf(store, user, at);
-          const cov = coverage(ent, pull.dataset, pull.kind);
-          if (!cov.ok) {
-            throw new PaymentRequired({ code: cov.code, message: cov.message, plan: ent.plan.id, required_plan: cov.required_plan });
-          }
-          if (pull.kind === 'download') checkDownloadRate(store, user.id, ent.plan.downloads_per_hour, ent.plan.downloads_per_minute, at);
-          const allowance = ent.plan.fair_use_bytes_month;
-          const used = fairUseUsedBytes(store, user.id, ent.period.start, ent.period.end);
-          const estimated = Math.max(0, Math.floor(Number.isFinite(pull.estimatedBytes) ? pull.estimatedBytes : 0));
-          if (used >= allowance || used + estimated > allowance) {
-            throw fairUseCap(ent.plan.name, allowance, used, estimated, ent.period.end);
-          }
-          insertPull(store, {
-            id,
-            user_id: user.id,
-            key_id: principal.keyId,
-            kind: pull.kind,
-            dataset: pull.dataset,
-            description: pull.description.slice(0, 500),
-            market_id: pull.marketId ?? null,
-            format: pull.format ?? null,
-            file_name: pull.fileName ?? null,
-            timeframe: pull.timeframe ?? null,
-            start_date: pull.start ?? null,
-            end_date: pull.end ?? null,
-            status: 'pending',
-            reserved_bytes: estimated,
-            bytes: null,
-            rows: null,
-            reason: null,
-            created_at: at.toISOString(),
-            finished_at: null,
-          });
-        })
-        .immediate();
-      return ticketFor(store, id, now, opts.log);
+      const shared = pull.kind === 'download' ? opts.downloadRate : undefined;
+      if (shared) {
+        const { user, ent } = covered(store, principal.userId, pull, at);
+        await shared.acquire(user.id, id, rateWindows(ent), at);
+      }
+      try {
+        store.db
+          .transaction(() => {
+            const { user, ent } = covered(store, principal.userId, pull, at);
+            if (pull.kind === 'download' && !shared) checkDownloadRate(store, user.id, rateWindows(ent), at);
+            const allowance = ent.plan.fair_use_bytes_month;
+            const used = fairUseUsedBytes(store, user.id, ent.period.start, ent.period.end);
+            const estimated = Math.max(0, Math.floor(Number.isFinite(pull.estimatedBytes) ? pull.estimatedBytes : 0));
+            if (used >= allowance || used + estimated > allowance) {
+              throw fairUseCap(ent.plan.name, allowance, used, estimated, ent.period.end);
+            }
+            insertPull(store, {
+              id,
+              user_id: user.id,
+              key_id: principal.keyId,
+              kind: pull.kind,
+              dataset: pull.dataset,
+              description: pull.description.slice(0, 500),
+              market_id: pull.marketId ?? null,
+              format: pull.format ?? null,
+              file_name: pull.fileName ?? null,
+              timeframe: pull.timeframe ?? null,
+              start_date: pull.start ?? null,
+              end_date: pull.end ?? null,
+              status: 'pending',
+              reserved_bytes: estimated,
+              bytes: null,
+              rows: null,
+              reason: null,
+              created_at: at.toISOString(),
+              finished_at: null,
+            });
+          })
+          .immediate();
+      } catch (err) {
+        if (shared) await shared.release(principal.userId, id).catch(() => {});
+        throw err;
+      }
+      const slot = shared ? { limiter: shared, userId: principal.userId } : undefined;
+      return ticketFor(store, id, now, opts.log, slot);
     },
   };
 }
 
+/** The caller's user and entitlement, once the plan covers the pull (401 unknown user, 402 not covered). */
+function covered(store: StateStore, userId: string, pull: PullRequest, at: Date): { user: UserRow; ent: Entitlement } {
+  const user = store.getUser(userId);
+  if (!user) throw new Unauthorized('Invalid API key');
+  const ent = entitlementOf(store, user, at);
+  const cov = coverage(ent, pull.dataset, pull.kind);
+  if (!cov.ok) {
+    throw new PaymentRequired({ code: cov.code, message: cov.message, plan: ent.plan.id, required_plan: cov.required_plan });
+  }
+  return { user, ent };
+}
+
+/** The plan's download rate (per hour) and burst cap (per minute, when it has one). */
+function rateWindows(ent: Entitlement): RateWindow[] {
+  const windows: RateWindow[] = [{ limit: ent.plan.downloads_per_hour, windowMs: HOUR_MS }];
+  if (ent.plan.downloads_per_minute !== null) windows.push({ limit: ent.plan.downloads_per_minute, windowMs: MINUTE_MS });
+  return windows;
+}
+
 /** A ticket by id: exports that outlive a restart settle through this (see settleTicket/refundTicket). */
-function ticketFor(store: StateStore, id: string, now: () => Date, log?: Logger): UsageTicket {
+function ticketFor(store: StateStore, id: string, now: () => Date, log?: Logger, slot?: { limiter: DownloadRateLimiter; userId: string }): UsageTicket {
   return {
     id,
     commit(result) {
@@ -83,7 +113,10 @@ function ticketFor(store: StateStore, id: string, now: () => Date, log?: Logger)
     },
     refund(reason) {
       try {
-        failPull(store, id, reason, now());
+        // A shared rate slot goes back with the row (once: only when this call settled it).
+        if (failPull(store, id, reason, now()) && slot) {
+          slot.limiter.release(slot.userId, id).catch((err: unknown) => log?.warn({ err, ticket: id }, 'download-rate slot not released'));
+        }
       } catch (err) {
         log?.error({ err, ticket: id }, 'usage refund failed');
       }
@@ -105,19 +138,10 @@ export function refundTicket(store: StateStore, id: string, reason: string, at: 
  * Sliding windows over the download history: a refunded download frees its slot. Retry-After is when the
  * oldest counted download leaves the window.
  */
-function checkDownloadRate(store: StateStore, userId: string, perHour: number, perMinute: number | null, at: Date): void {
-  const windows: [number, number][] = [[perHour, HOUR_MS]];
-  if (perMinute !== null) windows.push([perMinute, MINUTE_MS]);
-  for (const [limit, windowMs] of windows) {
+function checkDownloadRate(store: StateStore, userId: string, windows: readonly RateWindow[], at: Date): void {
+  for (const { limit, windowMs } of windows) {
     const { count, oldest } = downloadsSince(store, userId, new Date(at.getTime() - windowMs));
-    if (count >= limit) {
-      const freeAt = (oldest ? Date.parse(oldest) : at.getTime()) + windowMs;
-      throw new RateLimited((freeAt - at.getTime()) / 1000, {
-        'X-RateLimit-Limit': String(limit),
-        'X-RateLimit-Remaining': '0',
-        'X-RateLimit-Reset': String(Math.ceil(freeAt / 1000)),
-      });
-    }
+    if (count >= limit) throw downloadRateExceeded(limit, (oldest ? Date.parse(oldest) : at.getTime()) + windowMs, at.getTime());
   }
 }
 

@@ -68,7 +68,7 @@ export function createApp(ctx: AppContext, table: Route[] = routes): Express {
     res.json({ status: 'ok', version: '1.0.0', lake_version: lake.version, lake_published_at: lake.publishedAt });
   });
 
-  const limiters = ctx.config.rateLimits ? createRateLimiters() : null;
+  const limiters = ctx.config.rateLimits ? createRateLimiters(ctx.limits) : null;
   const admission = new Admission(ctx.config.admission);
   // For operators' introspection and the tests: slots in use and requests queued per class.
   app.locals.admission = admission;

@@ -1,10 +1,13 @@
 import type { Request, Response } from 'express';
 import { ipKeyGenerator } from 'express-rate-limit';
 import { planOf } from '../accounts/plans.js';
+import type { CounterStore, Hits, Limits } from '../limits/index.js';
 
 /**
- * Request rate limiting. One limiter per family, each with its own store from `makeStore` — the single place to
- * swap the in-memory store for a shared one (Redis-compatible) when pmlake runs several replicas.
+ * Request rate limiting. One limiter per family, each counting in a store of the core's limits (src/limits/):
+ * in this process's memory by default, in Redis shared by every replica when PMLAKE_REDIS_URL is set (then the
+ * 61st request of a minute is refused whichever replica serves it). A store that cannot be reached rejects with
+ * the core's Unavailable: the request is answered 503 by the error mapper, counted nowhere, never let through.
  *
  * - default: the plan's requests per minute (60) per API key, per user for dashboard JWTs, per IP when anonymous.
  * - orders: 5 per minute for placing orders and starting checkouts, on top of the default bucket.
@@ -19,49 +22,9 @@ import { planOf } from '../accounts/plans.js';
 export const ORDERS_PER_MINUTE = 5;
 const WINDOW_MS = 60_000;
 
-/** A window's hits so far and when it ends; `hits` may grow after it is returned, `resetAt` never changes. */
-export type Hits = { readonly hits: number; readonly resetAt: number };
-
-/** A fixed-window hit counter. A shared implementation may answer asynchronously. */
-export interface CounterStore {
-  /** Counts a hit for `key` at `now` (ms) and returns the window's hits so far and when it ends. */
-  increment(key: string, now: number): Hits | Promise<Hits>;
-  /** Gives back one hit of the window that ends at `resetAt` (nothing when that window is over). */
-  decrement(key: string, resetAt: number): void | Promise<void>;
-}
-
-/** In-process windows; expired ones are swept once a window, so idle keys do not accumulate. */
-export class MemoryCounterStore implements CounterStore {
-  private readonly windows = new Map<string, { hits: number; resetAt: number }>();
-  private readonly sweeper: NodeJS.Timeout;
-
-  constructor(private readonly windowMs: number = WINDOW_MS) {
-    this.sweeper = setInterval(() => {
-      const now = Date.now();
-      for (const [k, w] of this.windows) if (w.resetAt <= now) this.windows.delete(k);
-    }, windowMs);
-    this.sweeper.unref();
-  }
-
-  increment(key: string, now: number): Hits {
-    let w = this.windows.get(key);
-    if (!w || w.resetAt <= now) {
-      w = { hits: 0, resetAt: now + this.windowMs };
-      this.windows.set(key, w);
-    }
-    w.hits++;
-    return w;
-  }
-
-  decrement(key: string, resetAt: number): void {
-    const w = this.windows.get(key);
-    if (w && w.resetAt === resetAt && w.hits > 0) w.hits--;
-  }
-}
-
-export function makeStore(): CounterStore {
-  return new MemoryCounterStore(WINDOW_MS);
-}
+// The counters live in the core (src/limits/): in memory by default, in Redis across replicas. Re-exported for
+// the store's own tests.
+export { MemoryCounterStore, type CounterStore, type Hits } from '../limits/index.js';
 
 /**
  * A limiter counts the request and sets the X-RateLimit-* headers; it answers 429 itself and returns false
@@ -77,7 +40,7 @@ export function rateKey(req: Request): string {
   return `ip:${ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown')}`;
 }
 
-function limiter(limitOf: (req: Request) => number, prefix: string, store: CounterStore): Limiter {
+function limiter(limitOf: (req: Request) => number, store: CounterStore): Limiter {
   const apply = (req: Request, res: Response, key: string, got: Hits): boolean => {
     const limit = limitOf(req);
     // Read now: the store's window object keeps counting later requests.
@@ -105,15 +68,16 @@ function limiter(limitOf: (req: Request) => number, prefix: string, store: Count
     return true;
   };
   return (req, res) => {
-    const key = `${prefix}:${rateKey(req)}`;
+    // Each family counts in its own store (namespaced by family in a shared one): the key is the caller's.
+    const key = rateKey(req);
     const got = store.increment(key, Date.now());
     return got instanceof Promise ? got.then((g) => apply(req, res, key, g)) : apply(req, res, key, got);
   };
 }
 
-export function createRateLimiters(): RateLimiters {
+export function createRateLimiters(limits: Limits): RateLimiters {
   return {
-    default: limiter((req) => (req.principal ? planOf(req.principal.plan).requests_per_minute : 60), 'default', makeStore()),
-    orders: limiter(() => ORDERS_PER_MINUTE, 'orders', makeStore()),
+    default: limiter((req) => (req.principal ? planOf(req.principal.plan).requests_per_minute : 60), limits.counters('default', WINDOW_MS)),
+    orders: limiter(() => ORDERS_PER_MINUTE, limits.counters('orders', WINDOW_MS)),
   };
 }

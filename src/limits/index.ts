@@ -1,0 +1,35 @@
+import type { Logger } from '../log.js';
+import { MemoryCounterStore, type CounterStore } from './counter.js';
+import type { DownloadRateLimiter } from './download-rate.js';
+import { RedisLimits } from './redis.js';
+
+export { MemoryCounterStore, type CounterStore, type Hits } from './counter.js';
+export { downloadRateExceeded, type DownloadRateLimiter, type RateWindow } from './download-rate.js';
+
+/**
+ * Where a process keeps its limits: the request limiter's buckets and the download rate. In process memory
+ * (and the state store, for downloads) by default; in Redis, shared by every replica, when PMLAKE_REDIS_URL is
+ * set. Built once by the composition root (src/compose.ts) and handed to those that count.
+ */
+export type Limits = {
+  /** 'memory' or 'redis': for the start-up log line and the tests. */
+  readonly where: 'memory' | 'redis';
+  /** A counter store for fixed windows of `windowMs`; keys in a shared store are namespaced by `family`. */
+  counters(family: string, windowMs: number): CounterStore;
+  /** Download-rate slots shared across replicas; undefined: the usage meter counts them in the state store. */
+  readonly downloadRate: DownloadRateLimiter | undefined;
+  close(): Promise<void>;
+};
+
+export async function openLimits(redisUrl: string | undefined, log: Logger): Promise<Limits> {
+  if (!redisUrl) {
+    return { where: 'memory', counters: (_family, windowMs) => new MemoryCounterStore(windowMs), downloadRate: undefined, close: async () => {} };
+  }
+  const redis = await RedisLimits.open(redisUrl, log);
+  return {
+    where: 'redis',
+    counters: (family, windowMs) => redis.counterStore(family, windowMs),
+    downloadRate: redis.downloadRate(),
+    close: () => redis.close(),
+  };
+}
