@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Principal } from '../../src/accounts/principal.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import type { Route } from '../../src/http/route.js';
 import { routes } from '../../src/http/routes.js';
 import { openLimits, type Limits } from '../../src/limits/index.js';
@@ -330,5 +331,17 @@ describe('RedisCounterStore', () => {
     await d.acquire('u', 'd4', windows, at(120_000));
     // Another user is counted apart.
     await d.acquire('v', 'd1', windows, at(120_000));
+  });
+});
+
+describe('PMLAKE_REDIS_URL', () => {
+  it('is optional (limits in process), must be a redis:// or rediss:// URL, and is refused naming the variable otherwise', () => {
+    expect(loadConfig({}).redisUrl).toBeUndefined();
+    expect(loadConfig({ PMLAKE_REDIS_URL: 'redis://127.0.0.1:6390/2' }).redisUrl).toBe('redis://127.0.0.1:6390/2');
+    expect(loadConfig({ PMLAKE_REDIS_URL: 'rediss://cache.internal:6380' }).redisUrl).toBe('rediss://cache.internal:6380');
+    for (const bad of ['http://127.0.0.1:6379', '127.0.0.1:6379', '']) {
+      expect(() => loadConfig({ PMLAKE_REDIS_URL: bad })).toThrow(ConfigError);
+      expect(() => loadConfig({ PMLAKE_REDIS_URL: bad })).toThrow(/PMLAKE_REDIS_URL/);
+    }
   });
 });
