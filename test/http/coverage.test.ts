@@ -373,7 +373,11 @@ describe('tape coverage in the API', () => {
     }
     // A year and a day is the most one request spans (2024 is a leap year: 366 days).
     expect((await get(`/v1/markets/${m.id}/coverage?start=2024-01-01&end=2024-12-31`)).status).toBe(200);
-    for (const p of ['/v1/markets/999999999/coverage', `/v1/markets/${'9'.repeat(77)}/coverage`]) {
+    for (const p of [
+      '/v1/markets/999999999/coverage',
+      `/v1/markets/${'9'.repeat(77)}/coverage`,
+      `/v1/markets/${encodeURIComponent("1' OR '1'='1")}/coverage`,
+    ]) {
       const r = await get(p);
       expect(r.status, p).toBe(404);
       expect(typeof r.body.detail).toBe('string');
