@@ -5,7 +5,8 @@ import { z } from 'zod';
  * the anchor's schemas (ApiKeyResponse, UsageResponse, BalanceResponse, ...); extra fields pmlake adds are
  * listed too. Handlers build these objects; the schemas document them.
  */
-const ts = z.string().describe('ISO 8601, UTC');
+// Timestamps are sent as ISO 8601 text: typed date-time, as the anchor's schemas type them, so generated clients parse dates.
+const ts = z.string().meta({ format: 'date-time', description: 'ISO 8601, UTC' });
 const nts = ts.nullable();
 
 export const ApiKeyResponse = z
@@ -56,8 +57,8 @@ export const DownloadHistoryResponse = z
     file_name: z.string(),
     record_count: z.number().int().nullable(),
     size_bytes: z.number().int().nullable(),
-    cost: z.number(),
-    status: z.enum(['pending', 'completed', 'failed']),
+    cost: z.number().meta({ default: 0 }),
+    status: z.enum(['pending', 'completed', 'failed']).meta({ default: 'completed' }),
     timeframe: z.string().nullable(),
     start_date: nts,
     end_date: nts,
@@ -75,7 +76,7 @@ export const BalanceResponse = z
     currency: z.literal('USD'),
     lifetime_credits: z.number(),
     lifetime_usage: z.number(),
-    lifetime_refunds: z.number(),
+    lifetime_refunds: z.number().meta({ default: 0 }),
     plan: z.record(z.string(), z.unknown()).nullable(),
     note: z.string().nullable(),
   })

@@ -79,7 +79,8 @@ export function buildOpenApi(table: readonly Route[]): Json {
         const must = where === 'path' || required.has(name);
         // An optional query parameter without a default is the anchor's `X | None = None`: written as its anyOf.
         const optional = !must && !('default' in rest) && !('anyOf' in rest);
-        const param: Json = { name, in: where, required: must, schema: optional ? { anyOf: [rest, { type: 'null' }] } : rest };
+        const schema = where === 'query' ? closedSetAsPattern(rest) : rest;
+        const param: Json = { name, in: where, required: must, schema: optional ? { anyOf: [schema, { type: 'null' }] } : schema };
         if (typeof description === 'string') param.description = description;
         parameters.push(param);
       }
@@ -143,6 +144,18 @@ export function buildOpenApi(table: readonly Route[]): Json {
   };
 }
 
+/**
+ * A query parameter's closed set written as the anchor writes it (FastAPI's `Query(pattern=…)`): `pattern:
+ * ^(a|b)$` instead of zod's `enum` — the same values accepted, and the two documents compare equal. A set that
+ * already states its pattern keeps only the pattern.
+ */
+function closedSetAsPattern(s: Json): Json {
+  const values = s.enum;
+  if (s.type !== 'string' || !Array.isArray(values) || !values.every((v) => typeof v === 'string' && /^[A-Za-z0-9_-]+$/.test(v))) return s;
+  const { enum: _set, ...rest } = s;
+  return { ...rest, pattern: typeof s.pattern === 'string' ? s.pattern : `^(${(values as string[]).join('|')})$` };
+}
+
 const SAFE = Number.MAX_SAFE_INTEGER;
 
 /**
@@ -162,6 +175,11 @@ function anchorStyle(v: unknown, io: 'input' | 'output'): unknown {
         ? Object.fromEntries(Object.entries(x as Json).map(([n, s]) => [n, anchorStyle(s, io)]))
         : anchorStyle(x, io);
   }
+  // A query boolean read from its text spellings (src/http/params.ts queryBool) is still a boolean to a client:
+  // zod lists the accepted strings as an enum, which no boolean value can match.
+  if (o.type === 'boolean' && Array.isArray(o.enum)) delete o.enum;
+  // zod spells a date's format out as its regex too; the format alone says the same (as the anchor writes it).
+  if (o.format === 'date' && typeof o.pattern === 'string') delete o.pattern;
   if (o.maximum === SAFE) delete o.maximum;
   if (o.minimum === -SAFE) delete o.minimum;
   if (o.type === 'object' && isEmptyObject(o.additionalProperties) && isStringNames(o.propertyNames)) {

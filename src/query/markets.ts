@@ -1,6 +1,6 @@
 import type { Query } from '../lake/duckdb.js';
 import type { Lake } from '../lake/runner.js';
-import { containsPattern, perToken, query, tsParam, type Params } from './common.js';
+import { containsPattern, eventTypesCond, perToken, query, tsParam, type Params } from './common.js';
 
 /** The Market object's columns, in the seed's field order (plus condition_id, to link order-book rows). */
 export const MARKET_COLUMNS = `id, event_id, question, description, outcomes, outcome_prices, outcome_token_ids, active, closed, resolved,
@@ -21,13 +21,21 @@ const ORDER: Readonly<Record<SortBy, string>> = {
   end_date: 'end_date DESC NULLS LAST',
 };
 
+/**
+ * The markets a series id names on GET /v1/markets: a stored market series (its slug), every market (the
+ * anchor's venue-wide catalogue series, which count every market), the markets whose condition ids a raw tape
+ * data set's frames carry (as its catalogued_markets counts them), or none (options series, whose markets are
+ * instruments, and the catalogue series pmlake does not serve).
+ */
+export type MarketSeriesScope = { seriesId: string } | { all: true } | { rawEventTypes: readonly string[] } | { none: true };
+
 export type MarketListFilter = {
   active?: boolean | undefined;
   closed?: boolean | undefined;
   resolved?: boolean | undefined;
   search?: string | undefined;
   category?: string | undefined;
-  seriesId?: string | undefined;
+  series?: MarketSeriesScope | undefined;
   /** true: only markets with trades or book data. false / unset: no filter (as the anchor's clients expect). */
   hasData?: boolean | undefined;
   dataType?: 'trades' | 'ohlcv' | 'orderbook' | undefined;
@@ -55,9 +63,15 @@ export function listMarketsQuery(lake: Lake, f: MarketListFilter): Query {
     where.push('lower(category) = lower($category)');
     params.category = f.category;
   }
-  if (f.seriesId !== undefined) {
+  const series = f.series;
+  if (series && 'seriesId' in series) {
     where.push('series_id = $series_id');
-    params.series_id = f.seriesId;
+    params.series_id = series.seriesId;
+  } else if (series && 'rawEventTypes' in series) {
+    const types = eventTypesCond(series.rawEventTypes, params, 'raw_e');
+    where.push(`condition_id IN (SELECT unnest(condition_ids) FROM ${lake.from('raw')}${types ? ` WHERE ${types}` : ''})`);
+  } else if (series && 'none' in series) {
+    where.push('false');
   }
   if (f.dataType === 'trades' || f.dataType === 'ohlcv') where.push('trade_count > 0');
   else if (f.dataType === 'orderbook') where.push('orderbook_count > 0');
@@ -70,7 +84,7 @@ export function listMarketsQuery(lake: Lake, f: MarketListFilter): Query {
     where.push('end_date <= $ending_before');
     params.ending_before = tsParam(f.endingBefore);
   }
-  const sort: SortBy = f.sortBy ?? (f.seriesId !== undefined ? 'end_date' : 'top');
+  const sort: SortBy = f.sortBy ?? (series !== undefined ? 'end_date' : 'top');
   params.limit = f.limit;
   params.offset = f.offset;
   const sql = `SELECT ${MARKET_COLUMNS}

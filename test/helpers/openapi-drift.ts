@@ -5,7 +5,11 @@
  * values) for an allow-list and a `text` with the values for a reader.
  */
 type Json = Record<string, any>;
-export type Drift = { key: string; text: string };
+/**
+ * `before` / `after`: the anchor's and pmlake's values of what differs (prose removed; response codes as sorted
+ * lists), so an allow-list rule can state exactly which change it accepts, not just where.
+ */
+export type Drift = { key: string; text: string; before?: unknown; after?: unknown };
 
 /** Documentation-only keywords: they change nothing a caller sends or receives. */
 const PROSE = new Set(['title', 'description', 'summary', 'examples', 'example', 'externalDocs']);
@@ -26,7 +30,7 @@ export function normalize(node: unknown, fieldNames = false): unknown {
 }
 
 /** Canonical JSON (sorted keys), so equal contracts compare equal whatever the key order. */
-function canon(v: unknown): string {
+export function canon(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canon).join(',')}]`;
   if (v && typeof v === 'object')
     return `{${Object.keys(v as Json)
@@ -62,7 +66,8 @@ const sortedKeys = (o: unknown): string[] => Object.keys((o ?? {}) as Json).sort
 /** Differences of `current` from `anchor`: `-` the anchor has it and `current` lacks it, `+` the reverse, `~` changed. */
 export function contractDrift(anchor: Json, current: Json): Drift[] {
   const out: Drift[] = [];
-  const add = (key: string, detail = '') => out.push({ key, text: detail ? `${key}: ${detail}` : key });
+  const add = (key: string, detail = '', values?: { before: unknown; after: unknown }) =>
+    out.push({ key, text: detail ? `${key}: ${detail}` : key, ...values });
   if (anchor.info?.version !== current.info?.version) add('~ API version', `${anchor.info?.version} -> ${current.info?.version}`);
 
   const a = operations(anchor);
@@ -78,11 +83,19 @@ export function contractDrift(anchor: Json, current: Json): Drift[] {
     for (const p of [...ap.keys()].sort()) if (!cp.has(p)) add(`- ${k} parameter ${p}`);
     for (const p of [...cp.keys()].sort()) if (!ap.has(p)) add(`+ ${k} parameter ${p}`);
     for (const p of [...ap.keys()].sort())
-      if (cp.has(p) && !same(ap.get(p), cp.get(p))) add(`~ ${k} parameter ${p}`, `${short(normalize(ap.get(p)))} -> ${short(normalize(cp.get(p)))}`);
-    if (!same(ao.requestBody, co.requestBody)) add(`~ ${k} requestBody`, `${short(normalize(ao.requestBody))} -> ${short(normalize(co.requestBody))}`);
+      if (cp.has(p) && !same(ap.get(p), cp.get(p)))
+        add(`~ ${k} parameter ${p}`, `${short(normalize(ap.get(p)))} -> ${short(normalize(cp.get(p)))}`, {
+          before: normalize(ap.get(p)),
+          after: normalize(cp.get(p)),
+        });
+    if (!same(ao.requestBody, co.requestBody))
+      add(`~ ${k} requestBody`, `${short(normalize(ao.requestBody))} -> ${short(normalize(co.requestBody))}`, {
+        before: normalize(ao.requestBody),
+        after: normalize(co.requestBody),
+      });
     const ac = sortedKeys(ao.responses);
     const cc = sortedKeys(co.responses);
-    if (ac.join() !== cc.join()) add(`~ ${k} response codes`, `[${ac.join(',')}] -> [${cc.join(',')}]`);
+    if (ac.join() !== cc.join()) add(`~ ${k} response codes`, `[${ac.join(',')}] -> [${cc.join(',')}]`, { before: ac, after: cc });
   }
 
   const as = (anchor.components?.schemas ?? {}) as Json;
@@ -96,13 +109,15 @@ export function contractDrift(anchor: Json, current: Json): Drift[] {
     const bp = (before.properties ?? {}) as Json;
     const ap = (after.properties ?? {}) as Json;
     for (const p of Object.keys(bp).sort()) if (!(p in ap)) add(`- ${n}.${p}`);
-    for (const p of Object.keys(ap).sort()) if (!(p in bp)) add(`+ ${n}.${p}`, short(ap[p]));
-    for (const p of Object.keys(bp).sort()) if (p in ap && canon(bp[p]) !== canon(ap[p])) add(`~ ${n}.${p}`, `${short(bp[p])} -> ${short(ap[p])}`);
+    for (const p of Object.keys(ap).sort()) if (!(p in bp)) add(`+ ${n}.${p}`, short(ap[p]), { before: undefined, after: ap[p] });
+    for (const p of Object.keys(bp).sort())
+      if (p in ap && canon(bp[p]) !== canon(ap[p])) add(`~ ${n}.${p}`, `${short(bp[p])} -> ${short(ap[p])}`, { before: bp[p], after: ap[p] });
     const br = [...((before.required ?? []) as string[])].sort();
     const ar = [...((after.required ?? []) as string[])].sort();
-    if (br.join() !== ar.join()) add(`~ ${n} required`, `[${br.join(',')}] -> [${ar.join(',')}]`);
+    if (br.join() !== ar.join()) add(`~ ${n} required`, `[${br.join(',')}] -> [${ar.join(',')}]`, { before: br, after: ar });
     const rest = (s: Json) => Object.fromEntries(Object.entries(s).filter(([k]) => k !== 'properties' && k !== 'required'));
-    if (canon(rest(before)) !== canon(rest(after))) add(`~ ${n} definition`, `${short(rest(before))} -> ${short(rest(after))}`);
+    if (canon(rest(before)) !== canon(rest(after)))
+      add(`~ ${n} definition`, `${short(rest(before))} -> ${short(rest(after))}`, { before: rest(before), after: rest(after) });
   }
   return out;
 }

@@ -216,7 +216,10 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
         expect(typeof m.question, m.id).toBe('string');
         expect(Array.isArray(m.outcomes), m.id).toBe(true);
         for (const o of m.outcomes) expect(typeof o).toBe('string');
-        if (m.outcome_token_ids !== null) expect(m.outcomes.length, m.id).toBe(m.outcome_token_ids.length);
+        // Typed as the spec types them, never null: a market known without token ids (the catalogue CSV) has [].
+        expect(Array.isArray(m.outcome_token_ids), m.id).toBe(true);
+        expect(m.outcome_prices.length, m.id).toBe(m.outcomes.length);
+        if (m.outcome_token_ids.length > 0) expect(m.outcomes.length, m.id).toBe(m.outcome_token_ids.length);
         n += 1;
       }
     }
@@ -252,12 +255,24 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
       expect(r.body.question).toBe(`Unknown market ${m.condition_id}`);
       expect(r.body.condition_id).toBe(m.condition_id);
       if (k === 0) {
-        expect(r.body.outcome_token_ids).toBeNull();
+        expect(r.body.outcome_token_ids).toEqual([]);
         expect(r.body.outcomes).toEqual([]);
       } else {
         expect(r.body.outcome_token_ids).toEqual(m.outcome_token_ids);
         expect(r.body.outcomes).toEqual(k === 2 ? ['Yes', 'No'] : ['Outcome 0']);
       }
+      // Every seed field with the seed's type, never null where the spec gives one: prices parallel to the
+      // outcomes (none published: 0), numbers 0, texts empty, flags booleans; counts and data span the lake's.
+      expect(r.body.outcome_prices).toEqual(r.body.outcomes.map(() => 0));
+      for (const f of ['volume', 'volume_24h', 'liquidity']) expect(r.body[f], f).toBe(0);
+      for (const f of ['event_id', 'description', 'category']) expect(r.body[f], f).toBe('');
+      for (const f of ['active', 'closed', 'resolved']) expect(typeof r.body[f], f).toBe('boolean');
+      expect(r.body.trade_count).toBe(Number(m.trade_count ?? 0));
+      expect(r.body.orderbook_count).toBe(Number(m.orderbook_count ?? 0));
+      if (m.data_to_us === null) expect(r.body.data_to).toBeNull();
+      else expect(Date.parse(r.body.data_to)).toBe(Number((m.data_to_us as bigint) / 1000n));
+      expect(typeof r.body.data_from).toBe(m.data_to_us === null ? 'object' : 'string');
+      expect(r.body.winning_outcome).toBeNull();
       expect(r.body.status).toBe('active');
       if (k > 0) {
         // Reachable by its token too.

@@ -45,7 +45,7 @@ describe('SQL builders: exact text and parameters', () => {
     const q = listMarketsQuery(fake, {
       active: true,
       search: '50%_off',
-      seriesId: 's1',
+      series: { seriesId: 's1' },
       hasData: true,
       endingAfter: T0,
       sortBy: 'volume',
@@ -67,7 +67,18 @@ LIMIT $limit OFFSET $offset`);
     expect(listMarketsQuery(fake, { limit: 1, offset: 0 }).sql).toContain(
       'ORDER BY coalesce(trade_count, 0) + coalesce(orderbook_count, 0) DESC, volume DESC NULLS LAST, id',
     );
-    expect(listMarketsQuery(fake, { seriesId: 'a', limit: 1, offset: 0 }).sql).toContain('ORDER BY end_date DESC NULLS LAST, id');
+    expect(listMarketsQuery(fake, { series: { seriesId: 'a' }, limit: 1, offset: 0 }).sql).toContain('ORDER BY end_date DESC NULLS LAST, id');
+    // Venue-wide catalogue series: every market (no condition); none: nothing; a raw tape series: the condition
+    // ids its frames carry, event types bound.
+    const all = listMarketsQuery(fake, { series: { all: true }, limit: 1, offset: 0 });
+    expect(all.sql).not.toContain('WHERE');
+    expect(all.sql).toContain('ORDER BY end_date DESC NULLS LAST, id');
+    expect(listMarketsQuery(fake, { series: { none: true }, limit: 1, offset: 0 }).sql).toContain('WHERE false');
+    const raw = listMarketsQuery(fake, { series: { rawEventTypes: ['book', 'price_change'] }, limit: 1, offset: 0 });
+    expect(raw.sql).toContain(
+      'WHERE condition_id IN (SELECT unnest(condition_ids) FROM src_raw WHERE (list_contains(event_types, $raw_e0) OR list_contains(event_types, $raw_e1)))',
+    );
+    expect(raw.params).toMatchObject({ raw_e0: 'book', raw_e1: 'price_change' });
   });
 
   it('search escapes LIKE wildcards and the escape character', () => {
@@ -248,7 +259,8 @@ LIMIT 1`);
   it('no user value ever reaches the SQL text', () => {
     for (const h of HOSTILE) {
       const qs: Query[] = [
-        listMarketsQuery(fake, { search: h, category: h, seriesId: h, limit: 1, offset: 0 }),
+        listMarketsQuery(fake, { search: h, category: h, series: { seriesId: h }, limit: 1, offset: 0 }),
+        listMarketsQuery(fake, { series: { rawEventTypes: [h] }, limit: 1, offset: 0 }),
         marketByIdQuery(fake, h),
         marketByTokenQuery(fake, h),
         marketByTokenListQuery(fake, h),
@@ -315,7 +327,8 @@ describe('SQL builders on a real DuckDB', () => {
   it('every builder runs with hostile values and answers empty', async () => {
     for (const h of HOSTILE.filter((x) => !x.includes('\u0000'))) {
       const qs: Query[] = [
-        listMarketsQuery(lake, { search: h, category: h, seriesId: h, limit: 1, offset: 0 }),
+        listMarketsQuery(lake, { search: h, category: h, series: { seriesId: h }, limit: 1, offset: 0 }),
+        listMarketsQuery(lake, { series: { rawEventTypes: [h] }, limit: 1, offset: 0 }),
         marketByIdQuery(lake, h),
         marketByTokenQuery(lake, h),
         marketByTokenListQuery(lake, h),

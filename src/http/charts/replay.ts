@@ -34,7 +34,7 @@ const TicksQuery = z
 
 const Tick = z.object({
   time: z.number().int().describe('Unix seconds (the cursor unit)'),
-  timestamp: z.string().describe('Exact block time, ISO 8601 UTC'),
+  timestamp: z.string().meta({ format: 'date-time', description: 'Exact block time, ISO 8601 UTC' }),
   price: z.number(),
   size: z.number(),
   side: z.string(),

@@ -3,8 +3,10 @@ import type { Route } from '../route.js';
 import type { AppContext } from '../context.js';
 import { NotFound } from '../../errors.js';
 import { lakeSources, runQuery, type Row } from '../../lake/runner.js';
-import { listMarketsQuery, SORT_BY, type SortBy } from '../../query/markets.js';
-import { resolveSeriesId } from '../../markets/series-ids.js';
+import { listMarketsQuery, SORT_BY, type MarketSeriesScope, type SortBy } from '../../query/markets.js';
+import { catalogueSeries, resolveSeriesId } from '../../markets/series-ids.js';
+import { parseOptionsSeries, RAW_DATASETS } from '../../downloads/catalog.js';
+import { isMarketSeries, oneSeries } from '../series-catalogue.js';
 import { checkWindow, isoDateTime, queryBool, queryInt } from '../params.js';
 import { MarketResponse, marketOut } from './view.js';
 
@@ -19,7 +21,14 @@ const ListMarketsQuery = z
     has_data: queryBool.optional().describe('true: only markets with trade or order-book data; false or unset: no filter'),
     data_type: z.enum(['trades', 'ohlcv', 'orderbook']).optional().describe('Only markets that have this data type'),
     search: z.string().max(1000).optional().describe('Case-insensitive substring of the question; % and _ match literally'),
-    series_id: z.string().min(1).max(80).optional().describe('Only markets in this series (ids from GET /v1/series); unknown series → 404'),
+    series_id: z
+      .string()
+      .min(1)
+      .max(80)
+      .optional()
+      .describe(
+        'Only markets in this series (ids from GET /v1/series); a venue-wide catalogue series (polymarket:ohlcv-1h) covers every market; unknown series → 404',
+      ),
     ending_after: isoDateTime.optional().describe('Only markets whose end_date is at or after this instant'),
     ending_before: isoDateTime.optional().describe('Only markets whose end_date is at or before this instant'),
     // The anchor types sort_by as a free string (its document has no enum) and its description names only a
@@ -36,11 +45,27 @@ const ListMarketsQuery = z
   })
   .superRefine((v, ctx) => checkWindow({ start: v.ending_after, end: v.ending_before }, ctx, ['ending_after', 'ending_before']));
 
+/**
+ * The markets of a series id, consistent with what GET /v1/series/{id} counts for it: a stored market series
+ * (the anchor's `polymarket:btc-15m` or the slug, src/markets/series-ids.ts), a served venue-wide catalogue
+ * series (`polymarket:ohlcv-1h`: every market, as its catalogued_markets says), a raw tape series (the markets
+ * its frames name), none for options series and unserved catalogue series; an id GET /v1/series lacks is a 404.
+ */
+async function seriesScope(ctx: AppContext, id: string): Promise<MarketSeriesScope> {
+  const stored = await resolveSeriesId(ctx.db, ctx.config.lakeDir, id);
+  if (stored !== null) return { seriesId: stored };
+  const cat = catalogueSeries(id);
+  if (cat) return cat.insteadOf ? { none: true } : { all: true };
+  const raw = RAW_DATASETS.find((d) => d.series_id === id);
+  if (raw) return { rawEventTypes: raw.eventTypes };
+  // Options series exist only where the options data set has their venue and underlying (oneSeries: 404 else).
+  if (parseOptionsSeries(id) && !isMarketSeries(await oneSeries(ctx, id))) return { none: true };
+  throw new NotFound('Series not found');
+}
+
 async function listMarkets(ctx: AppContext, q: z.infer<typeof ListMarketsQuery>): Promise<Row[]> {
   const lake = lakeSources(ctx.config.lakeDir);
-  // The anchor's `polymarket:btc-15m` and the stored slug name the same series (src/markets/series-ids.ts).
-  const seriesId = q.series_id === undefined ? undefined : await resolveSeriesId(ctx.db, ctx.config.lakeDir, q.series_id);
-  if (seriesId === null) throw new NotFound('Series not found');
+  const series = q.series_id === undefined ? undefined : await seriesScope(ctx, q.series_id);
   return runQuery(
     ctx.db,
     listMarketsQuery(lake, {
@@ -49,7 +74,7 @@ async function listMarkets(ctx: AppContext, q: z.infer<typeof ListMarketsQuery>)
       resolved: q.resolved,
       search: q.search,
       category: q.category,
-      seriesId,
+      series,
       hasData: q.has_data,
       dataType: q.data_type,
       endingAfter: q.ending_after,

@@ -6,7 +6,7 @@ import { MarketPath } from '../params.js';
 
 /** GET /v1/markets/{market_id}/stats: trade and book figures per outcome and for the whole market. */
 
-const dt = z.string().nullable();
+const dt = z.string().meta({ format: 'date-time' }).nullable();
 
 const OutcomeStats = z.object({
   outcome: z.number().int(),

@@ -3,7 +3,8 @@ import type { Json, Row } from '../../lake/runner.js';
 
 /** The Market object of /v1/markets and /v1/markets/{id}: its schema and how a catalogue row becomes one. */
 
-const dt = z.string().nullable();
+/** ISO 8601 text in UTC, typed as a date-time for generated clients (as the anchor types its timestamps); null when unknown. */
+const dt = z.string().meta({ format: 'date-time' }).nullable();
 
 export const MARKET_STATUS = ['active', 'resolved', 'paused'] as const;
 export type MarketStatus = (typeof MARKET_STATUS)[number];
@@ -22,32 +23,38 @@ export function marketStatus(flags: { active: boolean; closed: boolean; resolved
 export const MarketResponse = z
   .object({
     id: z.string().describe('Numeric market id (markets.id): what requests take as market_id'),
-    event_id: z.string().nullable(),
+    event_id: z.string().describe('Empty when no metadata names the event'),
     question: z
       .string()
       .describe('For a market known only from the order-book tape or from fills (no metadata yet): "Unknown market <condition id or token id>"'),
-    description: z.string().nullable(),
-    outcomes: z.array(z.string()).describe('Parallel to outcome_token_ids. Without metadata: ["Yes","No"] for two tokens, else "Outcome <index>" per token'),
-    outcome_prices: z.array(z.number()).nullable(),
-    outcome_token_ids: z.array(z.string()).nullable().describe('Outcome token ids, parallel to outcomes; trade and candle rows carry these in market_id'),
-    active: z.boolean().nullable(),
-    closed: z.boolean().nullable(),
-    resolved: z.boolean().nullable(),
+    description: z.string(),
+    outcomes: z.array(z.string()).meta({
+      default: ['Yes', 'No'],
+      description: 'Parallel to outcome_token_ids. Without metadata: ["Yes","No"] for two tokens, else "Outcome <index>" per token',
+    }),
+    outcome_prices: z.array(z.number()).describe('Parallel to outcomes; 0 where the venue published no price (a placeholder market: all 0)'),
+    outcome_token_ids: z
+      .array(z.string())
+      .describe('Outcome token ids, parallel to outcomes; trade and candle rows carry these in market_id; [] when no token id is known'),
+    // The anchor's defaults, stated as it states them: pmlake always sends these fields, so they never apply.
+    active: z.boolean().meta({ default: true }),
+    closed: z.boolean().meta({ default: false }),
+    resolved: z.boolean().meta({ default: false }),
     status: z
       .enum(MARKET_STATUS)
       .describe('Legacy field derived from the flags: resolved if resolved; paused if closed but unresolved, or not active; else active'),
     winning_outcome: z.number().int().nullable(),
     resolution_date: dt,
-    volume: z.number().nullable(),
-    volume_24h: z.number().nullable(),
-    liquidity: z.number().nullable(),
+    volume: z.number().describe('USD as published; 0 when the venue published none'),
+    volume_24h: z.number(),
+    liquidity: z.number(),
     start_date: dt,
     end_date: dt,
-    trade_count: z.number().int(),
-    orderbook_count: z.number().int(),
+    trade_count: z.number().int().meta({ default: 0 }),
+    orderbook_count: z.number().int().meta({ default: 0 }),
     data_from: dt,
     data_to: dt,
-    category: z.string().nullable(),
+    category: z.string().describe('Empty when no source names one'),
     condition_id: z.string().nullable().describe('The 0x condition id; order-book rows carry it in market_id. Not accepted in requests.'),
     series_id: z.string().nullable(),
   })
@@ -66,9 +73,25 @@ function outcomesOf(m: Row, tokens: Json[] | null): string[] {
   return tokens.map((_, i) => `Outcome ${i}`);
 }
 
-/** The Market object: every seed field present, lists never null where the seed defaults them. */
+/** Published prices parallel to the outcomes; 0 for an outcome without one (a placeholder has none at all). */
+function pricesOf(m: Row, outcomes: readonly string[]): number[] {
+  const p = Array.isArray(m.outcome_prices) ? (m.outcome_prices as Json[]) : [];
+  return outcomes.map((_, i) => (typeof p[i] === 'number' && Number.isFinite(p[i]) ? (p[i] as number) : 0));
+}
+
+const num = (v: Json | undefined): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+const text = (v: Json | undefined): string => (typeof v === 'string' ? v : '');
+
+/**
+ * The Market object: every seed field present with the seed's type — never null where the spec gives a type.
+ * A placeholder (a token seen on the tape or in fills before any metadata) has only what the lake knows: its
+ * tokens, counts and data span; the rest takes the type's empty value (lake/README.md says what each means).
+ * Dates and winning_outcome stay null while unknown: the anchor types them nullable, and a made-up date would be
+ * a false one.
+ */
 export function marketOut(m: Row): Row {
   const tokens = Array.isArray(m.outcome_token_ids) && m.outcome_token_ids.length > 0 ? (m.outcome_token_ids as Json[]) : null;
+  const outcomes = outcomesOf(m, tokens);
   const active = (m.active as boolean | null) ?? true;
   const closed = (m.closed as boolean | null) ?? false;
   const resolved = (m.resolved as boolean | null) ?? false;
@@ -76,28 +99,28 @@ export function marketOut(m: Row): Row {
   const question = typeof m.question === 'string' ? m.question : `Unknown market ${String(m.condition_id ?? tokens?.[0] ?? m.id)}`;
   return {
     id: String(m.id),
-    event_id: m.event_id ?? null,
+    event_id: text(m.event_id),
     question,
-    description: m.description ?? null,
-    outcomes: outcomesOf(m, tokens),
-    outcome_prices: m.outcome_prices ?? null,
-    outcome_token_ids: tokens,
+    description: text(m.description),
+    outcomes,
+    outcome_prices: pricesOf(m, outcomes),
+    outcome_token_ids: tokens ?? [],
     active,
     closed,
     resolved,
     status: marketStatus({ active, closed, resolved }),
     winning_outcome: m.winning_outcome ?? null,
     resolution_date: m.resolution_date ?? null,
-    volume: m.volume ?? null,
-    volume_24h: m.volume_24h ?? null,
-    liquidity: m.liquidity ?? null,
+    volume: num(m.volume),
+    volume_24h: num(m.volume_24h),
+    liquidity: num(m.liquidity),
     start_date: m.start_date ?? null,
     end_date: m.end_date ?? null,
     trade_count: m.trade_count ?? 0,
     orderbook_count: m.orderbook_count ?? 0,
     data_from: m.data_from ?? null,
     data_to: m.data_to ?? null,
-    category: m.category ?? null,
+    category: text(m.category),
     condition_id: m.condition_id ?? null,
     series_id: m.series_id ?? null,
   };

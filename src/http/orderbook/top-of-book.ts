@@ -13,7 +13,7 @@ export const TopOfBookResponse = z
   .object({
     market_id: z.string().nullable().describe('The market condition id (0x…)'),
     asset_id: z.string(),
-    timestamp: z.string(),
+    timestamp: z.string().meta({ format: 'date-time' }),
     seq: z.string().describe('Arrival sequence number (receive ms × 1e6 + rank), as text: it exceeds 2^53'),
     best_bid: z.number().nullable(),
     best_bid_size: z.number().nullable(),

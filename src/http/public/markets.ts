@@ -21,9 +21,10 @@ export const PublicMarketSummary = z
     id: z.string(),
     question: z.string(),
     category: z.string().nullable(),
-    resolved: z.boolean(),
-    trade_count: z.number().int(),
-    orderbook_count: z.number().int(),
+    // The anchor's defaults, as it states them (every field is always sent, so they never apply).
+    resolved: z.boolean().meta({ default: false }),
+    trade_count: z.number().int().meta({ default: 0 }),
+    orderbook_count: z.number().int().meta({ default: 0 }),
   })
   .meta({ id: 'PublicMarketSummary', description: 'One row of the curated index: enough to build a link and a title.' });
 
@@ -32,15 +33,15 @@ export const PublicMarket = z
     id: z.string(),
     question: z.string(),
     category: z.string().nullable(),
-    outcomes: z.array(z.string()),
-    resolved: z.boolean(),
+    outcomes: z.array(z.string()).meta({ default: ['Yes', 'No'] }),
+    resolved: z.boolean().meta({ default: false }),
     winning_outcome: z.number().int().nullable(),
     winning_outcome_label: z.string().nullable().describe('outcomes[winning_outcome], when both are known'),
     resolution_date: dt,
     start_date: dt,
     end_date: dt,
-    trade_count: z.number().int(),
-    orderbook_count: z.number().int(),
+    trade_count: z.number().int().meta({ default: 0 }),
+    orderbook_count: z.number().int().meta({ default: 0 }),
     data_from: dt,
     data_to: dt,
   })

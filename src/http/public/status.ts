@@ -33,8 +33,8 @@ const StatusResponse = z
       }),
     ),
     lake_version: z.number().int().describe('The lake version this request read (0: none published yet)'),
-    lake_published_at: z.string().nullable(),
-    checked_at: z.string(),
+    lake_published_at: z.string().meta({ format: 'date-time' }).nullable(),
+    checked_at: z.string().meta({ format: 'date-time' }),
   })
   .meta({ id: 'StatusResponse' });
 
