@@ -12,8 +12,22 @@ import { generate } from '../../ingest/generate/index.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** The demo's generated history: small enough to build in seconds, spanning the Sept-2025 price_change shape change. */
-const DEMO_GENERATOR = { markets: 40, days: 14, seed: 20250915, busy: 2, options: true, start: '2025-09-08' };
+/**
+ * The demo's generated history: small enough to build in seconds, spanning the Sept-2025 price_change shape change.
+ * A few known capture faults (ingest/generate/faults.ts, seeded: the same every build) give the tape's coverage
+ * something to show: about one price_change in 2,000 lost (degraded days) and a 10-minute capture silence
+ * (a disconnect: unverified until each token's next book). The truth is in demo-data/faults.json.
+ */
+const DEMO_SILENCE = '2025-09-15T12:00:00Z';
+const DEMO_GENERATOR = {
+  markets: 40,
+  days: 14,
+  seed: 20250915,
+  busy: 2,
+  options: true,
+  start: '2025-09-08',
+  faults: { dropRate: 0.0005, silences: [{ fromMs: Date.parse(DEMO_SILENCE), seconds: 600 }], duplicates: 0, crossed: 0 },
+};
 
 /**
  * `make demo`: builds the demo lake (the real venue captures in test/fixtures/venue plus generated history),
@@ -68,6 +82,7 @@ export async function demoCommand(_args: string[]): Promise<number> {
     out.write(`  candles:          curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/trades/ohlcv?market_id=${market}&timeframe=1h&limit=5'\n`);
     // The tape's coverage (issue 15): per day and outcome, verified by the venue's own book messages or not.
     out.write(`  tape coverage:    curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/markets/${market}/coverage'\n`);
+    out.write(`  venue coverage:   curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/coverage?date=${DEMO_SILENCE.slice(0, 10)}'\n`);
   }
   const stop = (): void => {
     void running.close().then(() => process.exit(0));
