@@ -18,7 +18,13 @@ const Silence = z
   .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z\+\d{1,6}$/, 'expected <ISO instant>Z+<seconds>, e.g. 2025-09-14T12:00:00Z+600')
   .transform((s) => {
     const at = s.lastIndexOf('+');
-    return { fromMs: Date.parse(s.slice(0, at)), seconds: Number(s.slice(at + 1)) };
+    const iso = s.slice(0, at);
+    const fromMs = Date.parse(iso);
+    // Date.parse rolls 2025-02-31 over into March: the day must read back as written.
+    return {
+      fromMs: Number.isNaN(fromMs) || new Date(fromMs).toISOString().slice(0, 10) !== iso.slice(0, 10) ? NaN : fromMs,
+      seconds: Number(s.slice(at + 1)),
+    };
   })
   .refine((x) => !Number.isNaN(x.fromMs) && x.seconds >= 1, 'not a valid instant or a length under 1 s');
 

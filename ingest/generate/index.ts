@@ -5,7 +5,7 @@ import { Worker } from 'node:worker_threads';
 import { buildPlan, NEW_SHAPE_FROM, isoDate, type GenerateOptions, type Plan } from './plan.js';
 import { emptyCounts, runDay, type DayCounts, type DayResult } from './day.js';
 import { gammaMarkets, type MarketTotals } from './gamma.js';
-import { hasFaults, injectFaults, type FaultOptions } from './faults.js';
+import { injectFaults, type FaultOptions } from './faults.js';
 
 export type { GenerateOptions } from './plan.js';
 
@@ -75,8 +75,9 @@ export async function generate(o: GenerateOptions, onProgress?: ProgressFn): Pro
     }
   }
   // Faults rewrite the finished day files (their own seeded stream), so the clean tape is the same either way.
+  // Fault options that inject nothing still write the truth (of a clean tape), leaving the tape untouched.
   let faults: GenerateReport['faults'];
-  if (hasFaults(o.faults)) {
+  if (o.faults) {
     const ws = plan.dayStarts.map((d) => `ws/${isoDate(d)}.jsonl`);
     const truth = injectFaults(out, opts.seed, ws, plan.dayStarts, o.faults);
     const n = (k: string): number => truth.faults.filter((x) => x.kind === k).length;
