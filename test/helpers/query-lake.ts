@@ -25,12 +25,13 @@ export type QueryLake = {
 
 export const FIXTURES = path.resolve('test/fixtures/venue');
 
-export async function buildQueryLake(opts: { markets?: number; days?: number; seed?: number } = {}): Promise<QueryLake> {
+/** `extra`: more input files or directories ingested with the generated history and the fixtures (a test's own markets). */
+export async function buildQueryLake(opts: { markets?: number; days?: number; seed?: number; extra?: readonly string[] } = {}): Promise<QueryLake> {
   const tmp = tempDir('pmlake-qlake-');
   const lakeDir = path.join(tmp.dir, 'lake');
   const gen = path.join(tmp.dir, 'gen');
   await generate({ markets: opts.markets ?? 6, days: opts.days ?? 3, seed: opts.seed ?? 7, out: gen, workers: 0, rate: 0.3 });
-  await runIngest([gen, FIXTURES], { lakeDir, threads: 2 });
+  await runIngest([gen, FIXTURES, ...(opts.extra ?? [])], { lakeDir, threads: 2 });
   const srv = await startTestServer(testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state') }));
   const key = createTestKey(srv, { email: 'pro@example.com', plan: 'professional' });
   // The service limits each key to 60 requests a minute; the tests spread their requests over a pool of the
