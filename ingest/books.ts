@@ -1,9 +1,11 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { DuckDBListValue, type DuckDBConnection } from '@duckdb/node-api';
 import type { BatchContext } from './types.js';
 import { runSqlFile } from './ws/common.js';
 import { makeScratchDir } from './scratch.js';
+import { dec, OutFile } from './psv.js';
+import { IntegrityTracker } from './integrity/tracker.js';
+import { dropIntegrityTemps, ensureIntegrityStaging, loadSeeds, stageIntegrity } from './integrity/stage.js';
 import type { VersionDraft } from './versions.js';
 
 /**
@@ -58,7 +60,8 @@ async function prepareSeeds(conn: DuckDBConnection, lake: VersionDraft): Promise
     // Two passes so the wide list columns are read only for the one snapshot per token that is needed.
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE _bk_seedkey AS
-       SELECT s.asset_id, max(s.seq) AS seq FROM read_parquet($g::VARCHAR[], hive_partitioning = false) s
+       SELECT s.asset_id, max(s.seq) AS seq, max(s.seq) FILTER (WHERE s.reason = 'book') AS book_seq
+       FROM read_parquet($g::VARCHAR[], hive_partitioning = false) s
        JOIN (SELECT asset_id, min_seq FROM _bk_known WHERE books > 0) t USING (asset_id) WHERE s.seq < t.min_seq GROUP BY s.asset_id`,
       { g },
     );
@@ -70,7 +73,7 @@ async function prepareSeeds(conn: DuckDBConnection, lake: VersionDraft): Promise
       { g },
     );
   } else {
-    await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_seedkey (asset_id VARCHAR, seq BIGINT)`);
+    await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_seedkey (asset_id VARCHAR, seq BIGINT, book_seq BIGINT)`);
     await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_seed (asset_id VARCHAR, ts TIMESTAMP, seq BIGINT, bids ${LEVELS}, asks ${LEVELS})`);
   }
   const tailFiles = lake.files('l2').length > 0 ? await l2TailFiles(conn, lake) : [];
@@ -111,52 +114,6 @@ async function l2TailFiles(conn: DuckDBConnection, lake: VersionDraft): Promise<
     'l2',
     lake.partitionValues('l2').filter((p) => p >= from && p <= to),
   );
-}
-
-/** 1e-6 units → decimal text (exact: integers below 2^53). */
-function dec(v: number): string {
-  const i = Math.floor(v / 1e6);
-  let f = v - i * 1e6;
-  if (f === 0) return String(i);
-  // Six fraction digits without trailing zeros, built without regex (this runs once per level update).
-  let digits = 6;
-  while (f % 10 === 0) {
-    f /= 10;
-    digits -= 1;
-  }
-  const fs = String(f);
-  return `${i}.${fs.length < digits ? '0'.repeat(digits - fs.length) + fs : fs}`;
-}
-
-/** Pipe-separated lines into a file through one reused buffer (the text is ASCII: latin1 is exact and cheap). */
-class OutFile {
-  readonly path: string;
-  private fd: number;
-  private buf = Buffer.allocUnsafe(1 << 22);
-  private used = 0;
-  rows = 0;
-  constructor(dir: string, name: string) {
-    this.path = path.join(dir, name);
-    this.fd = fs.openSync(this.path, 'w');
-  }
-  push(line: string): void {
-    this.rows += 1;
-    if (this.used + line.length + 1 > this.buf.length) {
-      this.flush();
-      if (line.length + 1 > this.buf.length) this.buf = Buffer.allocUnsafe(line.length + 1);
-    }
-    this.used += this.buf.write(line, this.used, 'latin1');
-    this.buf[this.used] = 10;
-    this.used += 1;
-  }
-  flush(): void {
-    if (this.used) fs.writeSync(this.fd, this.buf, 0, this.used);
-    this.used = 0;
-  }
-  close(): void {
-    this.flush();
-    fs.closeSync(this.fd);
-  }
 }
 
 /** Price text cache: prices are at most 1e6 distinct integers of 1e-6, formatted once each. */
@@ -240,12 +197,14 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
   const stats: BookStats = { replayedRows: 0, snapshots: 0, topChanges: 0, seededTokens: 0 };
   const n = Number((await conn.runAndReadAll('SELECT count(*) FROM stg_l2')).getRows()[0]?.[0] ?? 0);
   if (n === 0) return stats;
+  await ensureIntegrityStaging(conn);
   await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_touch AS
     SELECT row_number() OVER (ORDER BY asset_id)::INTEGER AS tok, asset_id, min(seq) AS min_seq,
            any_value(condition_id) FILTER (WHERE condition_id IS NOT NULL) AS condition_id
     FROM stg_l2 WHERE asset_id IS NOT NULL GROUP BY asset_id`);
   await prepareSeeds(conn, ctx.lake);
   stats.seededTokens = Number((await conn.runAndReadAll('SELECT count(*) FROM _bk_seed')).getRows()[0]?.[0] ?? 0);
+  const seeds = await loadSeeds(conn, ctx.lake);
   await runSqlFile(conn, 'books_input.sql');
 
   const dir = makeScratchDir(lakeDir, 'books');
@@ -253,8 +212,13 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     const topOut = new OutFile(dir, 'top.psv');
     const snapOut = new OutFile(dir, 'snap.psv');
     const periodMs = ctx.snapshotSeconds * 1000;
-    const bids = new Side();
-    const asks = new Side();
+    let bids = new Side();
+    let asks = new Side();
+    // At a `book` checkpoint the replayed sides move here, to be compared with the venue's (ingest/integrity/).
+    let oldBids = new Side();
+    let oldAsks = new Side();
+    const checks = new IntegrityTracker(dir, seeds, snapOut, topOut);
+    let tick = -1;
 
     let tok = -1;
     // current message
@@ -264,6 +228,9 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     let mSnap = 0;
     let mChanged = false;
     let inMsg = false;
+    let mChkBid = -1;
+    let mChkAsk = -1;
+    let mOffTick = -1;
     // per-token state
     let dirty = false;
     let lastMs = Number.NaN;
@@ -275,7 +242,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     let pAskSz = 0;
 
     const snapshot = (tsMs: number, seqMs: number, seqK: number, reason: string): void => {
-      snapOut.push(`${tok}|${tsMs}|${seqMs}|${seqK}|${reason}|${bids.text(true)}|${asks.text(false)}`);
+      checks.snapshotLine(`${tok}|${tsMs}|${seqMs}|${seqK}|${reason}|${bids.text(true)}|${asks.text(false)}`, reason === 'book');
     };
 
     const endMessage = (): void => {
@@ -284,9 +251,15 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
       if (mSrc === 0) {
         dirty = false;
         lastMs = mMs;
+        checks.storedMessage(mMs);
       } else {
+        if (mSrc === 1) checks.storedMessage(mMs);
         if (mSnap) {
-          if (mSrc === 2) snapshot(mMs, mMs, mK, 'book');
+          if (mSrc === 2) {
+            checks.book(mMs, mK, bids, asks, oldBids, oldAsks);
+            if (mOffTick >= 0) checks.offTickBook(mMs, mK, mOffTick);
+            snapshot(mMs, mMs, mK, 'book');
+          }
           dirty = false;
         } else if (mChanged) dirty = true;
         lastMs = mMs;
@@ -299,10 +272,15 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
       const ask = ap.length ? ap[0]! : -1;
       const bidSz = bid >= 0 ? bids.sizes.get(bid)! : 0;
       const askSz = ask >= 0 ? asks.sizes.get(ask)! : 0;
+      if (mSrc === 2) {
+        if (!mSnap) checks.priceChange(mMs, mK, bid, ask, mChkBid, mChkAsk, mOffTick);
+        checks.top(mMs, mK, bid, ask);
+      }
       if (bid !== pBid || ask !== pAsk || bidSz !== pBidSz || askSz !== pAskSz) {
         if (mSrc === 2) {
-          topOut.push(
+          checks.topLine(
             `${tok}|${mMs}|${mK}|${bid >= 0 ? dec(bid) : ''}|${bid >= 0 ? dec(bidSz) : ''}|${ask >= 0 ? dec(ask) : ''}|${ask >= 0 ? dec(askSz) : ''}`,
+            mSnap === 1,
           );
         }
         pBid = bid;
@@ -318,7 +296,20 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
       if (prof) process.stderr.write(`[profile] books ${what} ${(performance.now() - tp).toFixed(0)} ms\n`);
       tp = performance.now();
     };
-    const result = await conn.stream('SELECT tok, src, ms, k, side, snap, price, size FROM _bk_in ORDER BY tok, seq, src, level_idx');
+    const startToken = (t: number): void => {
+      tok = t;
+      bids.clear();
+      asks.clear();
+      dirty = false;
+      lastMs = Number.NaN;
+      pBid = -1;
+      pAsk = -1;
+      pBidSz = 0;
+      pAskSz = 0;
+      tick = -1;
+      checks.startToken(t);
+    };
+    const result = await conn.stream('SELECT tok, src, ms, k, side, snap, price, size, chk_a, chk_b FROM _bk_in ORDER BY tok, seq, src, level_idx');
     let first = true;
     // One chunk ahead: DuckDB produces the next chunk on its thread while this one is replayed.
     let ahead = result.fetchChunk();
@@ -341,24 +332,33 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
       const cSnap = col<Int32Array>(5);
       const cPrice = col<Int32Array>(6);
       const cSize = col<Float64Array>(7);
+      const cChkA = col<Int32Array>(8);
+      const cChkB = col<Int32Array>(9);
       for (let r = 0; r < rows; r += 1) {
         const t = cTok[r]!;
         const src = cSrc[r]!;
         const ms = cMs[r]!;
         const k = cK[r]!;
+        const side = cSide[r]!;
+        if (side >= 3) {
+          // Not a level update and no message of the book: a tick_size_change sets the token's tick (3); a trade
+          // takes its size from the resting bids (4) or asks (5), as the venue's next `book` will show.
+          // The message before it ends first (its top of book is its own).
+          endMessage();
+          if (t !== tok) startToken(t);
+          if (side === 3) {
+            tick = cPrice[r]!;
+            checks.tick = tick;
+          } else {
+            const book = side === 4 ? bids : asks;
+            const resting = book.sizes.get(cPrice[r]!);
+            if (resting !== undefined) book.set(cPrice[r]!, Math.max(0, resting - cSize[r]!));
+          }
+          continue;
+        }
         if (t !== tok || src !== mSrc || ms !== mMs || k !== mK || !inMsg) {
           endMessage();
-          if (t !== tok) {
-            tok = t;
-            bids.clear();
-            asks.clear();
-            dirty = false;
-            lastMs = Number.NaN;
-            pBid = -1;
-            pAsk = -1;
-            pBidSz = 0;
-            pAskSz = 0;
-          }
+          if (t !== tok) startToken(t);
           // A boundary passed since the last change: that snapshot belongs before this message. Stored tail
           // messages (src 1) crossed theirs in an earlier batch, which already wrote the snapshot.
           if (src !== 0 && dirty && Math.floor(ms / periodMs) > Math.floor(lastMs / periodMs)) {
@@ -371,18 +371,38 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
           mK = k;
           mSnap = cSnap[r]!;
           mChanged = false;
+          mChkBid = -1;
+          mChkAsk = -1;
+          mOffTick = -1;
           if (mSnap) {
+            if (src === 2 && checks.hasHistory) {
+              [bids, oldBids] = [oldBids, bids];
+              [asks, oldAsks] = [oldAsks, asks];
+            }
             bids.clear();
             asks.clear();
+            // A new-shape book carries its tick_size (chk_a on its rows).
+            if (src === 2 && cChkA[r]! > 0) {
+              tick = cChkA[r]!;
+              checks.tick = tick;
+            }
           }
         }
-        const side = cSide[r]!;
-        if (side === 0) mChanged = bids.set(cPrice[r]!, cSize[r]!) || mChanged;
-        else if (side === 1) mChanged = asks.set(cPrice[r]!, cSize[r]!) || mChanged;
+        const price = cPrice[r]!;
+        if (src === 2) {
+          if (!mSnap && cChkA[r]! >= 0) {
+            mChkBid = cChkA[r]!;
+            mChkAsk = cChkB[r]!;
+          }
+          if (tick > 0 && price > 0 && mOffTick < 0 && price % tick !== 0) mOffTick = price;
+        }
+        if (side === 0) mChanged = bids.set(price, cSize[r]!) || mChanged;
+        else if (side === 1) mChanged = asks.set(price, cSize[r]!) || mChanged;
       }
       stats.replayedRows += rows;
     }
     endMessage();
+    checks.finish();
     topOut.close();
     snapOut.close();
     stats.snapshots = snapOut.rows;
@@ -392,10 +412,10 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     await conn.run(
       `INSERT INTO stg_top_of_book
        SELECT make_timestamp(o.ms * 1000), t.condition_id, t.asset_id, o.ms * 1000000 + o.k,
-              o.bid, o.bid_size, o.ask, o.ask_size, CAST((o.bid + o.ask) * 0.5 AS DECIMAL(11,7)), o.ask - o.bid
+              o.bid, o.bid_size, o.ask, o.ask_size, CAST((o.bid + o.ask) * 0.5 AS DECIMAL(11,7)), o.ask - o.bid, o.verified
        FROM read_csv($f, delim = '|', quote = '', escape = '', header = false, auto_detect = false,
          columns = {'tok': 'INTEGER', 'ms': 'BIGINT', 'k': 'BIGINT', 'bid': 'DECIMAL(10,6)', 'bid_size': 'DECIMAL(18,6)',
-                    'ask': 'DECIMAL(10,6)', 'ask_size': 'DECIMAL(18,6)'}) o
+                    'ask': 'DECIMAL(10,6)', 'ask_size': 'DECIMAL(18,6)', 'verified': 'BOOLEAN'}) o
        JOIN _bk_touch t USING (tok)`,
       { f: topOut.path },
     );
@@ -403,18 +423,22 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     await conn.run(
       `INSERT INTO stg_book_snapshots
        SELECT make_timestamp(o.ts_ms * 1000), t.condition_id, t.asset_id, o.reason, o.seq_ms * 1000000 + o.seq_k,
-              b[1].price, a[1].price, len(b)::INTEGER, len(a)::INTEGER, b, a
+              b[1].price, a[1].price, len(b)::INTEGER, len(a)::INTEGER, b, a, o.verified
        FROM (SELECT *, from_json(bids, '${LEVELS_JSON}') AS b, from_json(asks, '${LEVELS_JSON}') AS a
              FROM read_csv($f, delim = '|', quote = '', escape = '', header = false, auto_detect = false,
                columns = {'tok': 'INTEGER', 'ts_ms': 'BIGINT', 'seq_ms': 'BIGINT', 'seq_k': 'BIGINT', 'reason': 'VARCHAR',
-                          'bids': 'VARCHAR', 'asks': 'VARCHAR'})) o
+                          'bids': 'VARCHAR', 'asks': 'VARCHAR', 'verified': 'BOOLEAN'})) o
        JOIN _bk_touch t USING (tok)`,
       { f: snapOut.path },
     );
     lap('book_snapshots insert');
+    await stageIntegrity(conn, ctx.lake, dir);
+    lap('integrity staging');
+    for (const [key, v] of Object.entries(checks.counts)) ctx.counts[key] = (ctx.counts[key] ?? 0) + v;
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
     for (const t of ['_bk_in', '_bk_seed', '_bk_seedkey', '_bk_tail', '_bk_touch', '_bk_known']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+    await dropIntegrityTemps(conn);
   }
   ctx.counts.book_snapshots = (ctx.counts.book_snapshots ?? 0) + stats.snapshots;
   ctx.counts.top_of_book_changes = (ctx.counts.top_of_book_changes ?? 0) + stats.topChanges;

@@ -12,8 +12,9 @@
 CREATE OR REPLACE TEMP MACRO _ws_msg(x) AS json_transform(x, '{"event_type":"VARCHAR","asset_id":"VARCHAR","market":"VARCHAR","timestamp":"VARCHAR","hash":"VARCHAR",
   "bids":[{"price":"DECIMAL(10,6)","size":"DECIMAL(18,6)"}],"asks":[{"price":"DECIMAL(10,6)","size":"DECIMAL(18,6)"}],
   "changes":[{"price":"DECIMAL(10,6)","side":"VARCHAR","size":"DECIMAL(18,6)"}],
-  "price_changes":[{"asset_id":"VARCHAR","price":"DECIMAL(10,6)","size":"DECIMAL(18,6)","side":"VARCHAR","hash":"VARCHAR","best_bid":"VARCHAR","best_ask":"VARCHAR"}],
-  "price":"VARCHAR","size":"VARCHAR","side":"VARCHAR","fee_rate_bps":"VARCHAR","transaction_hash":"VARCHAR","message":"JSON","GET_book":"JSON"}');
+  "price_changes":[{"asset_id":"VARCHAR","price":"DECIMAL(10,6)","size":"DECIMAL(18,6)","side":"VARCHAR","hash":"VARCHAR","best_bid":"DECIMAL(10,6)","best_ask":"DECIMAL(10,6)"}],
+  "price":"VARCHAR","size":"VARCHAR","side":"VARCHAR","fee_rate_bps":"VARCHAR","transaction_hash":"VARCHAR","message":"JSON","GET_book":"JSON",
+  "tick_size":"DECIMAL(10,6)","new_tick_size":"DECIMAL(10,6)"}');
 
 CREATE OR REPLACE TEMP MACRO _ws_flat(el, mi, wrap_ms, multi, jt, s) AS STRUCT_PACK(
   el := el, mi := mi::INTEGER, wrap_ms := wrap_ms::BIGINT, multi := multi, jt := jt,
@@ -23,7 +24,9 @@ CREATE OR REPLACE TEMP MACRO _ws_flat(el, mi, wrap_ms, multi, jt, s) AS STRUCT_P
   bids := s.bids, asks := s.asks, changes := s.changes, price_changes := s.price_changes,
   price := s.price, size := s.size, side := s.side, fee_rate_bps := s.fee_rate_bps, transaction_hash := s.transaction_hash,
   message := CASE WHEN s.message IS NOT NULL AND s.timestamp IS NOT NULL THEN s.message END,
-  rest_book := s.GET_book);
+  rest_book := s.GET_book,
+  -- The token's tick: a new-shape book's tick_size, a tick_size_change's new_tick_size (integrity checks, ingest/integrity/).
+  tick := coalesce(s.new_tick_size, s.tick_size));
 
 CREATE OR REPLACE TEMP TABLE _ws_m AS
 SELECT unnest(_ws_flat(el, 0, NULL, false, 'OBJECT', _ws_msg(j)))

@@ -9,6 +9,15 @@
 -- same recv_ms. It depends only on the file's content, orders arrival within a token and is stable across
 -- re-runs, so derived rows keyed on it de-duplicate.
 -- Window functions run on narrow per-element rows only; wide message rows are joined to them by el.
+-- Integrity inputs (ingest/integrity/, lake/README.md "Tape integrity"): a message's tick (JSON: ws_json_messages.sql;
+-- the CSV export has none) and, on staged level updates, the new-shape entry's best_bid/best_ask and a book's tick.
+-- These stg_l2 columns are not l2 columns: the merge writes the data set's columns only.
+ALTER TABLE _ws_m ADD COLUMN IF NOT EXISTS tick DECIMAL(10,6);
+ALTER TABLE stg_l2 ADD COLUMN IF NOT EXISTS chk_bid DECIMAL(10,6);
+ALTER TABLE stg_l2 ADD COLUMN IF NOT EXISTS chk_ask DECIMAL(10,6);
+ALTER TABLE stg_l2 ADD COLUMN IF NOT EXISTS chk_tick DECIMAL(10,6);
+CREATE TEMP TABLE IF NOT EXISTS stg_tape_flags (kind VARCHAR, asset_id VARCHAR, condition_id VARCHAR, recv_ms BIGINT, seq BIGINT, detail VARCHAR);
+
 CREATE OR REPLACE TEMP TABLE _ws_b AS
 SELECT el, coalesce(wrap_ms, ts_ms) AS basis, 1 AS n, [event_type] AS event_types, [market] AS condition_ids
 FROM _ws_m WHERE NOT multi
@@ -50,23 +59,25 @@ WITH mm AS (
   WHERE m.event_type IN ('book', 'price_change') AND r.recv_ms IS NOT NULL
 ), u AS (
   SELECT recv_ms, ts_ms, market, asset_id, hash, true AS is_snapshot, seq, el,
-         'bid' AS side, unnest(bids).price AS p, unnest(bids).size AS s, unnest(generate_series(0, len(bids) - 1)) AS level_idx
+         'bid' AS side, unnest(bids).price AS p, unnest(bids).size AS s, unnest(generate_series(0, len(bids) - 1)) AS level_idx,
+         NULL AS chk_bid, NULL AS chk_ask, tick AS chk_tick
   FROM mm WHERE event_type = 'book' AND len(bids) > 0
   UNION ALL
   SELECT recv_ms, ts_ms, market, asset_id, hash, true, seq, el,
-         'ask', unnest(asks).price, unnest(asks).size, unnest(generate_series(coalesce(len(bids), 0), coalesce(len(bids), 0) + len(asks) - 1))
+         'ask', unnest(asks).price, unnest(asks).size, unnest(generate_series(coalesce(len(bids), 0), coalesce(len(bids), 0) + len(asks) - 1)),
+         NULL, NULL, tick
   FROM mm WHERE event_type = 'book' AND len(asks) > 0
   UNION ALL
-  SELECT recv_ms, ts_ms, market, asset_id, hash, true, seq, el, NULL, NULL, NULL, 0
+  SELECT recv_ms, ts_ms, market, asset_id, hash, true, seq, el, NULL, NULL, NULL, 0, NULL, NULL, tick
   FROM mm WHERE event_type = 'book' AND coalesce(len(bids), 0) + coalesce(len(asks), 0) = 0
   UNION ALL
   SELECT recv_ms, ts_ms, market, asset_id, hash, false, seq, el,
-         unnest(changes).side, unnest(changes).price, unnest(changes).size, unnest(generate_series(0, len(changes) - 1))
+         unnest(changes).side, unnest(changes).price, unnest(changes).size, unnest(generate_series(0, len(changes) - 1)), NULL, NULL, NULL
   FROM mm WHERE event_type = 'price_change' AND coalesce(len(price_changes), 0) = 0 AND len(changes) > 0
   UNION ALL
   SELECT recv_ms, ts_ms, market, unnest(price_changes).asset_id, unnest(price_changes).hash, false, seq, el,
          unnest(price_changes).side, unnest(price_changes).price, unnest(price_changes).size,
-         unnest(generate_series(0, len(price_changes) - 1))
+         unnest(generate_series(0, len(price_changes) - 1)), unnest(price_changes).best_bid, unnest(price_changes).best_ask, NULL
   FROM mm WHERE event_type = 'price_change' AND len(price_changes) > 0
 ), c AS (
   -- The exact spellings first: upper() on every level update costs more than the rest of this step. p and s
@@ -80,14 +91,53 @@ WITH mm AS (
 )
 SELECT make_timestamp(recv_ms * 1000) AS recv_ts, make_timestamp(ts_ms * 1000) AS ts, market AS condition_id,
        asset_id, nside AS side, price, size, is_snapshot, hash, seq, level_idx::INTEGER AS level_idx, el,
+       TRY_CAST(chk_bid AS DECIMAL(10,6)) AS chk_bid, TRY_CAST(chk_ask AS DECIMAL(10,6)) AS chk_ask, TRY_CAST(chk_tick AS DECIMAL(10,6)) AS chk_tick,
        (asset_id IS NULL
          OR (side IS NOT NULL AND (nside IS NULL OR price IS NULL OR size IS NULL))
          OR (side IS NULL AND NOT is_snapshot)) AS bad
 FROM c;
 
-INSERT INTO stg_l2
-SELECT recv_ts, ts, condition_id, asset_id, side, price, size, is_snapshot, hash, seq, level_idx
+-- after_gap is decided by the book replay (ingest/books.ts), which sets it on the few rows after a gap.
+INSERT INTO stg_l2 BY NAME
+SELECT recv_ts, ts, condition_id, asset_id, side, price, size, is_snapshot, hash, seq, level_idx, false AS after_gap, chk_bid, chk_ask, chk_tick
 FROM _ws_lv WHERE NOT bad;
+
+-- tick_size_change messages (no level update): their new tick, for the off-tick check of later prices.
+INSERT INTO stg_tape_flags
+SELECT 'tick', m.asset_id, m.market, r.recv_ms, r.seq0 + m.mi, CAST(m.tick AS VARCHAR)
+FROM _ws_m m JOIN _ws_recv r USING (el)
+WHERE m.event_type = 'tick_size_change' AND m.asset_id IS NOT NULL AND m.tick IS NOT NULL AND r.recv_ms IS NOT NULL;
+
+-- Frame-level incidents, one row per token the frame names: a frame whose text equals an earlier frame's in
+-- the same file (or chunk), and a frame whose time basis lies before a frame written above it — by any amount
+-- when the basis is the capture's own receive time (a wrapper), by more than 5 s when it is a venue timestamp
+-- (the venue's first burst of books is routinely out of order by a second or two).
+INSERT INTO stg_tape_flags
+WITH txt AS (
+  SELECT e.el, CAST(coalesce(f.frame, e.j) AS VARCHAR) AS t FROM _ws_el e LEFT JOIN _ws_fr f USING (el)
+), h AS (
+  SELECT el, hash(t) AS hh FROM txt
+), dup AS (
+  SELECT el, 'duplicate' AS kind, NULL::VARCHAR AS detail FROM (
+    SELECT el, row_number() OVER (PARTITION BY t ORDER BY el) AS rn
+    FROM txt WHERE el IN (SELECT el FROM h WHERE hh IN (SELECT hh FROM h GROUP BY hh HAVING count(*) > 1)))
+  WHERE rn > 1
+), back AS (
+  SELECT el, 'recv_backwards', json_object('basis_ms', basis, 'before_ms', prev_max) FROM (
+    SELECT el, basis, wrapped, max(basis) OVER (ORDER BY el ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_max
+    FROM (SELECT b.el, b.basis, f.wrap_ms IS NOT NULL AS wrapped FROM _ws_b b LEFT JOIN _ws_fr f USING (el)))
+  WHERE basis < prev_max - CASE WHEN wrapped THEN 0 ELSE 5000 END
+), flagged AS (
+  SELECT * FROM dup UNION ALL SELECT * FROM back
+), toks AS (
+  SELECT m.el, m.mi, coalesce(m.asset_id, pc.asset_id) AS asset_id, m.market
+  FROM _ws_m m LEFT JOIN (SELECT el, mi, unnest(price_changes).asset_id AS asset_id FROM _ws_m WHERE el IN (SELECT el FROM flagged)) pc USING (el, mi)
+  WHERE m.el IN (SELECT el FROM flagged)
+)
+SELECT DISTINCT ON (fl.kind, t.asset_id, fl.el) fl.kind, t.asset_id, t.market, r.recv_ms, r.seq0 + t.mi, fl.detail
+FROM flagged fl JOIN toks t USING (el) JOIN _ws_recv r USING (el)
+WHERE t.asset_id IS NOT NULL AND r.recv_ms IS NOT NULL
+ORDER BY fl.kind, t.asset_id, fl.el, t.mi;
 
 INSERT INTO stg_last_trades
 SELECT make_timestamp(coalesce(m.ts_ms, r.recv_ms) * 1000) AS ts,

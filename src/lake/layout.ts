@@ -38,6 +38,11 @@ export type DatasetDef = Readonly<{
   rowGroupSize?: number;
   /** Column name → DuckDB type, in file order. */
   columns: Readonly<Record<string, string>>;
+  /**
+   * Columns added after the data set's first files were written (issue 15's integrity flags): files of an older
+   * lake lack them, so every reader reads the data set with `union_by_name` and gets NULL there (see lake/README.md).
+   */
+  addedColumns?: readonly string[];
 }>;
 
 export const PRICE = 'DECIMAL(10,6)';
@@ -202,7 +207,9 @@ export const DATASETS = {
       hash: 'VARCHAR',
       seq: 'BIGINT',
       level_idx: 'INTEGER',
+      after_gap: 'BOOLEAN',
     },
+    addedColumns: ['after_gap'],
   },
   raw: {
     dir: 'raw',
@@ -239,6 +246,8 @@ export const DATASETS = {
   },
   book_snapshots: {
     dir: 'book_snapshots',
+    // `verified` turns true when a later batch's `book` checkpoint closes the row's stretch (ingest/integrity/).
+    onConflict: 'replace',
     // A book-at-instant lookup reads one snapshot's bids/asks lists; 2,048-row groups cut it ~3× (measured).
     rowGroupSize: 2048,
     partition: 'date',
@@ -257,10 +266,13 @@ export const DATASETS = {
       ask_levels: 'INTEGER',
       bids: LEVEL,
       asks: LEVEL,
+      verified: 'BOOLEAN',
     },
+    addedColumns: ['verified'],
   },
   top_of_book: {
     dir: 'top_of_book',
+    onConflict: 'replace',
     partition: 'date',
     partitionColumn: 'ts',
     sortBy: ['asset_id', 'ts', 'seq'],
@@ -276,6 +288,71 @@ export const DATASETS = {
       best_ask_size: SIZE,
       mid: 'DECIMAL(11,7)',
       spread: PRICE,
+      verified: 'BOOLEAN',
+    },
+    addedColumns: ['verified'],
+  },
+  /**
+   * Venue checkpoints met in the book replay (ingest/integrity/): every `book` message compared with the book
+   * replayed up to just before it, and the new-shape price_change top checks that failed. lake/README.md.
+   */
+  checkpoints: {
+    dir: 'checkpoints',
+    partition: 'date',
+    partitionColumn: 'ts',
+    sortBy: ['asset_id', 'ts', 'seq'],
+    naturalKey: ['asset_id', 'seq', 'kind'],
+    columns: {
+      ts: 'TIMESTAMP',
+      condition_id: 'VARCHAR',
+      asset_id: 'VARCHAR',
+      seq: 'BIGINT',
+      kind: 'VARCHAR',
+      ok: 'BOOLEAN',
+      since_ts: 'TIMESTAMP',
+    },
+  },
+  /** Anomalies the replay found on the tape (gap, top_mismatch, off_tick, crossed, silence, disconnect, duplicate, recv_backwards). */
+  incidents: {
+    dir: 'incidents',
+    partition: 'date',
+    partitionColumn: 'from_ts',
+    sortBy: ['asset_id', 'from_ts', 'seq'],
+    naturalKey: ['asset_id', 'kind', 'from_ts', 'seq'],
+    columns: {
+      asset_id: 'VARCHAR',
+      condition_id: 'VARCHAR',
+      kind: 'VARCHAR',
+      from_ts: 'TIMESTAMP',
+      to_ts: 'TIMESTAMP',
+      seq: 'BIGINT',
+      detail: 'VARCHAR',
+    },
+  },
+  /**
+   * Per token and UTC day: how much of the day's tape is proven by the venue's checkpoints. Derived from
+   * checkpoints and incidents and recomputed for every day a batch touches or re-decides, so the new rows win.
+   */
+  coverage: {
+    dir: 'coverage',
+    partition: 'month',
+    partitionColumn: 'date',
+    onConflict: 'replace',
+    sortBy: ['asset_id', 'date'],
+    naturalKey: ['asset_id', 'date'],
+    columns: {
+      date: 'DATE',
+      condition_id: 'VARCHAR',
+      asset_id: 'VARCHAR',
+      status: 'VARCHAR',
+      seconds_verified: 'DOUBLE',
+      seconds_degraded: 'DOUBLE',
+      seconds_unverified: 'DOUBLE',
+      checkpoints_passed: 'INTEGER',
+      checkpoints_failed: 'INTEGER',
+      messages: 'BIGINT',
+      first_recv_ts: 'TIMESTAMP',
+      last_recv_ts: 'TIMESTAMP',
     },
   },
   /**

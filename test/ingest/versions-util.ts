@@ -119,7 +119,11 @@ export function splitJsonl(src: string, a: string, b: string, share = 0.5): void
     .readFileSync(src, 'utf8')
     .split('\n')
     .filter((l) => l.trim() !== '');
-  const cut = Math.floor(lines.length * share);
+  // Cut between two receive milliseconds: seq is receive ms × 1e6 + the message's rank within the file at that ms,
+  // so two capture files sharing a millisecond would give two messages one seq (a real capture's files do not).
+  const ms = (l: string | undefined): string | undefined => (l === undefined ? undefined : /"timestamp":"(\d+)"/.exec(l)?.[1]);
+  let cut = Math.floor(lines.length * share);
+  while (cut < lines.length && ms(lines[cut]) !== undefined && ms(lines[cut]) === ms(lines[cut - 1])) cut += 1;
   fs.mkdirSync(path.dirname(a), { recursive: true });
   fs.mkdirSync(path.dirname(b), { recursive: true });
   fs.writeFileSync(a, `${lines.slice(0, cut).join('\n')}\n`);
