@@ -106,7 +106,17 @@ function touch(b: Book): [number, number] {
 }
 
 export type Fault =
-  | { id: number; kind: 'drop'; date: string; recv_ms: number; tokens: string[]; detected_by: { asset_id: string; line: number; recv_ms: number }[] }
+  | {
+      id: number;
+      kind: 'drop';
+      date: string;
+      recv_ms: number;
+      tokens: string[];
+      /** The failing book checkpoints closing its stretch, per token (line of the written day file). */
+      detected_by: { asset_id: string; line: number; recv_ms: number }[];
+      /** Passing ones: a later update of the same level overwrote the loss, so the book was right again. */
+      healed_by: { asset_id: string; line: number; recv_ms: number }[];
+    }
   | {
       id: number;
       kind: 'silence';
@@ -273,7 +283,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
           }
           for (const id of open.get(t) ?? []) {
             const fault = faults.find((x) => x.id === id);
-            if (fault?.kind === 'drop' && !ok) fault.detected_by.push({ asset_id: t, line, recv_ms: recv });
+            if (fault?.kind === 'drop') fault[ok ? 'healed_by' : 'detected_by'].push({ asset_id: t, line, recv_ms: recv });
           }
         }
         open.delete(t);
@@ -309,15 +319,25 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
       for (const t of tokensOf(m)) lastMsgDay.set(t, d);
     };
 
+    const silenceOf = (i: number): number => {
+      const t = Number(msgs[i]!.timestamp);
+      const s = faults.find((x) => x.kind === 'silence' && x.date === date && t >= x.from_ms && t < x.to_ms);
+      return s ? s.id : -1;
+    };
     msgs.forEach((m, i) => {
       if (lost[i]) {
         apply(clean, m);
+        // A lost book or price_change leaves the token's book in doubt until its next checkpoint.
+        if (m.event_type === 'book' || m.event_type === 'price_change') {
+          const id = silenceOf(i);
+          for (const t of tokensOf(m)) if (!(open.get(t) ?? []).includes(id)) open.set(t, [...(open.get(t) ?? []), id]);
+        }
         return;
       }
       if (drop[i] >= 0) {
         apply(clean, m);
         const ts = Number(m.timestamp);
-        faults.push({ id: drop[i]!, kind: 'drop', date, recv_ms: Math.max(recv, ts), tokens: tokensOf(m), detected_by: [] });
+        faults.push({ id: drop[i]!, kind: 'drop', date, recv_ms: Math.max(recv, ts), tokens: tokensOf(m), detected_by: [], healed_by: [] });
         for (const t of tokensOf(m)) open.set(t, [...(open.get(t) ?? []), drop[i]!]);
         return;
       }

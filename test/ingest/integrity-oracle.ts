@@ -14,6 +14,10 @@ import { csvMessages, type Msg } from './oracle.js';
  * - A `book` checkpoint is a `book` message of a token whose book is known (a `book` of that token was seen
  *   before): ok when the message's levels equal the replayed book just before it. A token's first `book` has
  *   nothing to compare with and is no checkpoint (it starts the first stretch).
+ * - A trade reaches the tape only as the traded token's next `book` (the venue sends `book` "when there is a
+ *   trade that affects the book"; no price_change carries the level it took). With `{ trades: true }` each
+ *   `last_trade_price` takes its size off the maker's level (taker BUY → the ask at that price, SELL → the bid;
+ *   ≤ 0 removes it) before the next book is compared; without it the comparison is the strict one.
  * - A `top` checkpoint is, per new-shape price_change message and token whose book is known, the entry's
  *   best_bid/best_ask (the venue's touch after the message: every entry of one token in one message carries
  *   the same touch) compared with the replayed touch after applying all of the message's entries. An empty
@@ -30,6 +34,8 @@ export type Checkpoint = {
   ok: boolean;
   /** book: levels that differ (price on a side present in one book only, or with another size). */
   differing?: number;
+  /** book: those levels, bids then asks, as micro-unit price and the two sizes (absent = 0). */
+  levels?: { side: 'bid' | 'ask'; price: bigint; expected: bigint; replayed: bigint }[];
 };
 
 export type Counts = { passed: number; failed: number };
@@ -124,16 +130,16 @@ function bookOf(m: Msg): OracleBook {
   return b;
 }
 
-function differing(a: OracleBook, b: OracleBook): number {
-  let n = 0;
-  for (const [x, y] of [
-    [a.bids, b.bids],
-    [a.asks, b.asks],
-  ] as const) {
-    for (const [p, s] of x) if (y.get(p) !== s) n++;
-    for (const p of y.keys()) if (!x.has(p)) n++;
+/** Levels where the venue's book `exp` and the replay `rep` differ. */
+function differingLevels(exp: OracleBook, rep: OracleBook): NonNullable<Checkpoint['levels']> {
+  const out: NonNullable<Checkpoint['levels']> = [];
+  for (const side of ['bid', 'ask'] as const) {
+    const x = side === 'bid' ? exp.bids : exp.asks;
+    const y = side === 'bid' ? rep.bids : rep.asks;
+    const prices = new Set([...x.keys(), ...y.keys()]);
+    for (const p of prices) if ((x.get(p) ?? 0n) !== (y.get(p) ?? 0n)) out.push({ side, price: p, expected: x.get(p) ?? 0n, replayed: y.get(p) ?? 0n });
   }
-  return n;
+  return out;
 }
 
 /** Best bid and best ask in micro-units; an empty side is 0 (bid) or 1 (ask), as the venue prints it. */
@@ -171,8 +177,9 @@ export function replayIntegrity(messages: TapeMessage[], books: Map<string, Orac
       const next = bookOf(m);
       const prev = books.get(t);
       if (prev) {
-        const d = differing(next, prev);
-        res.checkpoints.push({ asset_id: t, seq, recvMs, kind: 'book', ok: d === 0, differing: d });
+        const levels = differingLevels(next, prev);
+        const d = levels.length;
+        res.checkpoints.push({ asset_id: t, seq, recvMs, kind: 'book', ok: d === 0, differing: d, levels });
         res.book[d === 0 ? 'passed' : 'failed']++;
       } else res.firstBooks++;
       books.set(t, next);
@@ -208,7 +215,7 @@ export function replayIntegrity(messages: TapeMessage[], books: Map<string, Orac
   return res;
 }
 
-/** The integrity checks of one capture file ingested alone into an empty lake. */
+/** The integrity checks of one capture file ingested alone into an empty lake (trades applied). */
 export function fileIntegrity(file: string): Integrity {
-  return replayIntegrity(tapeMessages(file));
+  return replayIntegrity(tapeMessages(file), new Map(), { trades: true });
 }
