@@ -1,70 +1,15 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
-import { lakeSources, runOne, runQuery, type Json, type Row } from '../lake/runner.js';
-import { COVERAGE_STATUSES, coverageDaysQuery, coverageSpanQuery, incidentsQuery, venueCoverageQuery } from '../query/coverage.js';
-import { DAY_MICROS } from '../query/common.js';
-import { isoDay, MarketPath, queryInt } from './params.js';
+import { lakeSources, runQuery } from '../lake/runner.js';
+import { venueCoverageQuery } from '../query/coverage.js';
+import { queryInt, isoDay } from './params.js';
+import { Status } from './markets/coverage.js';
 
 /**
- * The tape's coverage (issue 15): per token and UTC day, how much of the replayed book the venue's own `book`
- * checkpoints proved (lake/README.md `coverage`, `incidents`). GET /v1/markets/{market_id}/coverage for one
- * market's days and incidents; GET /v1/coverage for one venue day per market, like Databento's dataset condition.
+ * GET /v1/coverage?date=: the tape's condition on one UTC day, per market — the worst status of its tokens, like
+ * Databento's per-day dataset condition — and how many markets have each status (issue 15; lake/README.md
+ * `coverage`, `incidents`). One market's days and incidents: GET /v1/markets/{market_id}/coverage (./markets/coverage.ts).
  */
-
-/** At most a year and a day per request: coverage is one row per token and day, incidents are capped apart. */
-export const MAX_COVERAGE_DAYS = 366;
-const MAX_INCIDENTS = 1000;
-
-const Status = z.enum(COVERAGE_STATUSES);
-
-const MarketCoverageQuery = z
-  .object({
-    start: isoDay.optional().describe('First UTC day (inclusive); default: the last day minus 365, or the first day of the tape'),
-    end: isoDay.optional().describe(`Last UTC day (inclusive); default: the tape's last day. At most ${MAX_COVERAGE_DAYS} days from start`),
-  })
-  .superRefine((v, ctx) => {
-    if (v.start === undefined || v.end === undefined) return;
-    if (v.start > v.end) ctx.addIssue({ code: 'custom', path: ['start'], message: 'start must not be after end', input: undefined });
-    else if (dayNumber(v.end) - dayNumber(v.start) >= MAX_COVERAGE_DAYS)
-      ctx.addIssue({ code: 'custom', path: ['end'], message: `at most ${MAX_COVERAGE_DAYS} days from start to end`, input: undefined });
-  });
-
-const Day = z.object({
-  date: z.string(),
-  outcome: z.number().int(),
-  outcome_label: z.string().nullable(),
-  token_id: z.string(),
-  status: Status,
-  seconds_verified: z.number(),
-  seconds_degraded: z.number(),
-  seconds_unverified: z.number(),
-  checkpoints_passed: z.number().int(),
-  checkpoints_failed: z.number().int(),
-  messages: z.number().int(),
-  first_recv_ts: z.string().nullable(),
-  last_recv_ts: z.string().nullable(),
-});
-
-const Incident = z.object({
-  token_id: z.string(),
-  outcome: z.number().int(),
-  kind: z.string().describe('gap, top_mismatch, off_tick, crossed, silence, disconnect, duplicate, recv_backwards'),
-  from: z.string(),
-  to: z.string(),
-  seq: z.union([z.number(), z.string()]).nullable().describe('The message that revealed it (text beyond 2^53)'),
-  detail: z.record(z.string(), z.unknown()).describe('Levels that differed, expected vs replayed best bid/ask, silence length (lake/README.md)'),
-});
-
-export const MarketCoverageResponse = z
-  .object({
-    market_id: z.string(),
-    start: z.string().nullable(),
-    end: z.string().nullable(),
-    days: z.array(Day),
-    incidents: z.array(Incident),
-    incidents_truncated: z.boolean().describe(`More than ${MAX_INCIDENTS} incidents in the window: the first ones, oldest first`),
-  })
-  .meta({ id: 'MarketCoverageResponse' });
 
 const VenueCoverageQuery = z.object({
   date: isoDay.describe('The UTC day'),
@@ -97,61 +42,6 @@ export const VenueCoverageResponse = z
 export const coverageRoutes: Route[] = [
   {
     method: 'get',
-    path: '/v1/markets/:market_id/coverage',
-    cost: 'query',
-    auth: 'key',
-    tag: 'coverage',
-    summary: "The tape's coverage of a market per UTC day and outcome (verified / degraded / unverified / missing), with its incidents",
-    params: MarketPath,
-    query: MarketCoverageQuery,
-    response: MarketCoverageResponse,
-    handler: async (_req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof MarketCoverageQuery>;
-      const r = await ctx.markets.resolve(res.locals.params.market_id);
-      const tokens = r.token ? [r.token] : r.tokens;
-      const byId = new Map(tokens.map((t) => [t.token_id, t]));
-      const ids = tokens.map((t) => t.token_id);
-      const lake = lakeSources(ctx.config.lakeDir);
-      let start: string | null = q.start ?? null;
-      let end: string | null = q.end ?? null;
-      if (start === null || end === null) {
-        // Open ends: the tape's own first and last day, at most MAX_COVERAGE_DAYS apart.
-        const span = await runOne(ctx.db, coverageSpanQuery(lake, ids));
-        end ??= minDay((span?.last_day as string | null) ?? null, start === null ? null : addDays(start, MAX_COVERAGE_DAYS - 1));
-        start ??= end === null ? null : maxDay((span?.first_day as string | null) ?? null, addDays(end, -(MAX_COVERAGE_DAYS - 1)));
-      }
-      const days: Row[] = [];
-      const incidents: Row[] = [];
-      let truncated = false;
-      if (start !== null && end !== null && start <= end) {
-        for (const d of await runQuery(ctx.db, coverageDaysQuery(lake, ids, start, end))) {
-          const t = byId.get(d.asset_id as string)!;
-          const { asset_id: _a, ...rest } = d;
-          days.push({ date: rest.date!, outcome: t.outcome_index, outcome_label: t.outcome_label, token_id: t.token_id, ...rest });
-        }
-        const from = BigInt(Date.parse(`${start}T00:00:00Z`)) * 1000n;
-        const to = BigInt(Date.parse(`${end}T00:00:00Z`)) * 1000n + DAY_MICROS;
-        const rows = await runQuery(ctx.db, incidentsQuery(lake, ids, from, to, MAX_INCIDENTS + 1));
-        truncated = rows.length > MAX_INCIDENTS;
-        for (const i of rows.slice(0, MAX_INCIDENTS)) {
-          const t = byId.get(i.asset_id as string)!;
-          incidents.push({
-            token_id: t.token_id,
-            outcome: t.outcome_index,
-            kind: i.kind!,
-            from: i.from_ts!,
-            to: i.to_ts!,
-            seq: i.seq!,
-            detail: detailOf(i.detail),
-          });
-        }
-      }
-      res.locals.rows = days.length + incidents.length;
-      return { market_id: String(r.market.id), start, end, days, incidents, incidents_truncated: truncated };
-    },
-  },
-  {
-    method: 'get',
     path: '/v1/coverage',
     cost: 'query',
     auth: 'key',
@@ -170,31 +60,3 @@ export const coverageRoutes: Route[] = [
     },
   },
 ];
-
-/** The incident's detail JSON text as an object; text that is not a JSON object is kept under `text`. */
-function detailOf(v: Json | undefined): Json {
-  if (typeof v !== 'string') return {};
-  try {
-    const o = JSON.parse(v) as Json;
-    return o !== null && typeof o === 'object' && !Array.isArray(o) ? o : { text: v };
-  } catch {
-    return { text: v };
-  }
-}
-
-function dayNumber(day: string): number {
-  return Date.parse(`${day}T00:00:00Z`) / 86_400_000;
-}
-
-function addDays(day: string, n: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
-}
-
-/** Days compare as text (YYYY-MM-DD); null means "no bound". */
-function minDay(a: string | null, b: string | null): string | null {
-  return a === null ? b : b === null ? a : a < b ? a : b;
-}
-
-function maxDay(a: string | null, b: string | null): string | null {
-  return a === null ? b : b === null ? a : a > b ? a : b;
-}

@@ -3,6 +3,7 @@ import { marketListRoutes } from './markets/list.js';
 import { marketDetailRoutes } from './markets/detail.js';
 import { marketStatsRoutes } from './markets/stats.js';
 import { marketEstimateRoutes } from './markets/estimate.js';
+import { marketCoverageRoutes } from './markets/coverage.js';
 import { coverageRoutes } from './coverage.js';
 import { seriesRoutes } from './series.js';
 import { tradeRoutes } from './trades.js';
@@ -46,6 +47,7 @@ export const routes: Route[] = [
   ...marketStatsRoutes,
   ...marketEstimateRoutes,
   // /v1/markets/{market_id}/coverage and /v1/coverage: the tape's verified days (issue 15)
+  ...marketCoverageRoutes,
   ...coverageRoutes,
   ...seriesRoutes,
   ...tradeRoutes,
