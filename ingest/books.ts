@@ -6,6 +6,7 @@ import { makeScratchDir } from './scratch.js';
 import { dec, OutFile } from './psv.js';
 import { IntegrityTracker } from './integrity/tracker.js';
 import { dropIntegrityTemps, ensureIntegrityStaging, loadSeeds, stageIntegrity } from './integrity/stage.js';
+import { deriveCoverage } from './integrity/coverage.js';
 import type { VersionDraft } from './versions.js';
 
 /**
@@ -433,7 +434,8 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     );
     lap('book_snapshots insert');
     await stageIntegrity(conn, ctx.lake, dir);
-    lap('integrity staging');
+    await deriveCoverage(conn, ctx.lake);
+    lap('integrity staging and coverage');
     for (const [key, v] of Object.entries(checks.counts)) ctx.counts[key] = (ctx.counts[key] ?? 0) + v;
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
