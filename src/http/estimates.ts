@@ -147,8 +147,9 @@ export const SeriesEstimateResponse = z
     data_type: z.string(),
     markets_in_range: z.number().int(),
     in_range: z.boolean(),
-    coming_soon: z.boolean(),
-    row_cap_applied: z.boolean(),
+    // The anchor's defaults, as it states them (both are always sent).
+    coming_soon: z.boolean().meta({ default: false }),
+    row_cap_applied: z.boolean().meta({ default: false }),
     row_cap: z.number().int().nullable(),
     ...pricingShape,
     coverage: PullCoverageSchema,

@@ -175,11 +175,6 @@ const ALLOWED: Rule[] = [
   },
   { match: /^~ ApiKeyResponse\.permissions$/, why: 'a closed set, always a list', check: (d) => neverNull({ ...d, after: without(d.after, ['enum']) }) },
   {
-    match: /^~ EstimateResponse\.(coming_soon|row_cap_applied)$/,
-    why: 'always sent (no default needed)',
-    check: (d) => canon(without(d.before, ['default'])) === canon(d.after),
-  },
-  {
     match:
       /^\+ (MarketResponse\.(condition_id|series_id|status)|DownloadHistoryResponse\.(description|finished_at|kind)|OrderResponse\.(idempotency_key|minimum_applied)|UsageResponse\.(requests_by_key|total_downloads)|ApiKeyCreatedResponse\.permissions|EstimateResponse\.(in_range|coverage)|MarketEstimateResponse\.coverage)$/,
     why: 'extra response fields: the condition id and series of a market, the legacy status, history and order details, per-key usage, coverage',

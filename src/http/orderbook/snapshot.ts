@@ -17,9 +17,13 @@ export const BookResponse = z
     asset_id: z.string().describe('The outcome token id'),
     outcome: z.number().int(),
     outcome_label: z.string().nullable(),
-    timestamp: z.string().describe('The instant asked for'),
-    book_timestamp: z.string().nullable().describe('Receive time of the last message the book reflects'),
-    snapshot_timestamp: z.string().nullable().describe('The stored snapshot the replay started from (null: started from a book message on the tape)'),
+    timestamp: z.string().meta({ format: 'date-time', description: 'The instant asked for' }),
+    book_timestamp: z.string().meta({ format: 'date-time' }).nullable().describe('Receive time of the last message the book reflects'),
+    snapshot_timestamp: z
+      .string()
+      .meta({ format: 'date-time' })
+      .nullable()
+      .describe('The stored snapshot the replay started from (null: started from a book message on the tape)'),
     updates_applied: z.number().int().describe('Level updates replayed on top of that snapshot'),
     bids: z.array(Level).describe('Best (highest) price first'),
     asks: z.array(Level).describe('Best (lowest) price first'),
@@ -34,7 +38,11 @@ export const BookResponse = z
       .describe(
         "The book at this instant lies in a stretch the venue's next full `book` message proved (it equalled the replayed book); false when that check failed or none has closed the stretch yet",
       ),
-    checkpoint_timestamp: z.string().nullable().describe('Receive time of the `book` checkpoint closing that stretch, passed or failed (null: none yet)'),
+    checkpoint_timestamp: z
+      .string()
+      .meta({ format: 'date-time' })
+      .nullable()
+      .describe('Receive time of the `book` checkpoint closing that stretch, passed or failed (null: none yet)'),
   })
   .meta({ id: 'OrderBookSnapshot' });
 
