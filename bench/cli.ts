@@ -17,6 +17,7 @@ import { bookAtInstant } from './scenarios/orderbook.js';
 import { ingestWs } from './scenarios/ingest.js';
 import { compactAppendedLake, ingestAppend, prepareAppendedLake } from './scenarios/ingest-append.js';
 import { httpSmall } from './scenarios/http.js';
+import { httpSmallRedis } from './scenarios/http-redis.js';
 import { downloadScenarios } from './scenarios/downloads.js';
 import { exportL2Month } from './scenarios/exports.js';
 import { freshDuckDb } from './scenarios/common.js';
@@ -81,6 +82,7 @@ function allScenarios(scale: Scale): Scenario[] {
     ingestWs(scale.ingestReps, scale.ingestMarkets),
     ingestAppend(scale.ingestReps),
     httpSmall(scale.httpSeconds),
+    httpSmallRedis(scale.httpSeconds),
     mixedLoad(scale.mixedSeconds),
   ];
 }

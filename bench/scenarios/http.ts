@@ -15,9 +15,9 @@ import { atLeast, atMost } from '../stats.js';
  */
 const CONNECTIONS = 64;
 
-type Run = { rps: number; p50: number; p99: number; non2xx: number; errors: number; requests: number; seconds: number };
+export type Run = { rps: number; p50: number; p99: number; non2xx: number; errors: number; requests: number; seconds: number };
 
-async function cannon(url: string, seconds: number, keys: string[] | null): Promise<Run> {
+export async function cannon(url: string, seconds: number, keys: string[] | null): Promise<Run> {
   let i = 0;
   const result = await autocannon({
     url,
