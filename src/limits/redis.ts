@@ -114,7 +114,12 @@ export class RedisLimits {
    */
   static async open(url: string, log: Logger): Promise<RedisLimits> {
     const limits = new RedisLimits(url, log);
-    await limits.client.connect().catch((err: unknown) => limits.failed(err));
+    // connectTimeout bounds the TCP connect only; a server that accepts and never answers the ready check must
+    // not hold the start-up either (the client keeps trying in the background).
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, 2 * CONNECT_TIMEOUT_MS)));
+    await Promise.race([limits.client.connect().catch((err: unknown) => limits.failed(err)), late]);
+    clearTimeout(timer);
     return limits;
   }
 
