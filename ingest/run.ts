@@ -16,7 +16,7 @@ import { fillsHandler } from './fills.js';
 import { optionsHandler } from './options.js';
 import { deriveCandles } from './candles.js';
 import { finalizeCatalog } from './catalog.js';
-import { makeScratchDir, openScratchDb, sweepScratch } from './scratch.js';
+import { makeScratchDir, openScratchDb, scratchConnection, sweepScratch } from './scratch.js';
 import { VersionDraft } from './versions.js';
 import { sweepLake, type SweepReport } from './sweep.js';
 import { adoptLegacyLake } from './adopt.js';
@@ -81,10 +81,21 @@ export const defaultHandlers: readonly SourceHandler[] = [metadataHandler, fills
 const STAGED: DatasetName[] = Object.keys(DATASETS) as DatasetName[];
 /** Partitioned data sets are merged here; the catalogue files are rebuilt by finalizeCatalog. */
 const MERGED = STAGED.filter((d) => (DATASETS[d] as DatasetDef).partition !== 'none');
+/**
+ * Data sets whose staged rows are final once staged: nothing the book replay (ingest/books.ts, and the integrity
+ * checks in it) or the candles step writes or updates touches them. They are merged on a second connection while
+ * the replay runs on the first (the replay's JavaScript leaves a core idle, the merges' ZSTD and sorting fill it),
+ * so their staging tables are plain tables every connection sees, not TEMP ones. l2 is not among them: the
+ * replay marks its rows after a detected gap. A data set the derived steps write to must never be listed here.
+ */
+const REPLAY_FREE: readonly DatasetName[] = ['raw', 'last_trades'];
 
 async function count(conn: DuckDBConnection, sql: string): Promise<number> {
   return Number((await conn.runAndReadAll(sql)).getRows()[0]?.[0] ?? 0);
 }
+
+/** TEMP staging tables and the shared ones (REPLAY_FREE) alike. */
+const STAGING_TABLES = `SELECT DISTINCT table_name FROM duckdb_tables() WHERE (temporary OR schema_name = 'main') AND table_name LIKE 'stg\\_%' ESCAPE '\\'`;
 
 /**
  * Where each staging table ends before a file is staged. A file whose handler throws has its rows removed
@@ -94,7 +105,7 @@ async function count(conn: DuckDBConnection, sql: string): Promise<number> {
  */
 async function stagingMarks(conn: DuckDBConnection): Promise<Map<string, number>> {
   const marks = new Map<string, number>();
-  const tables = (await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE temporary AND table_name LIKE 'stg\\_%' ESCAPE '\\'`)).getRows();
+  const tables = (await conn.runAndReadAll(STAGING_TABLES)).getRows();
   for (const [t] of tables) {
     const name = String(t);
     marks.set(name, await count(conn, `SELECT coalesce(max(rowid), -1) FROM ${sqlIdent(name)}`));
@@ -103,7 +114,7 @@ async function stagingMarks(conn: DuckDBConnection): Promise<Map<string, number>
 }
 
 async function undoStaging(conn: DuckDBConnection, marks: Map<string, number>): Promise<void> {
-  const tables = (await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE temporary AND table_name LIKE 'stg\\_%' ESCAPE '\\'`)).getRows();
+  const tables = (await conn.runAndReadAll(STAGING_TABLES)).getRows();
   for (const [t] of tables) {
     const name = String(t);
     await conn.run(`DELETE FROM ${sqlIdent(name)} WHERE rowid > $m`, { m: marks.get(name) ?? -1 });
@@ -191,11 +202,15 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       memoryLimit: opts.memoryLimit,
       readDirs: [...new Set(files.map((f) => path.dirname(f)))],
     });
+    let side: DuckDBConnection | undefined;
     try {
+      // The second connection: merges of REPLAY_FREE data sets while the first one replays books.
+      side = await scratchConnection(instance);
+      const sideConn = side;
       const adopted = await adoptLegacyLake(conn, lakeDir);
       if (adopted) report.versions_published.push(adopted.version);
       report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);
-      for (const d of STAGED) await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
+      for (const d of STAGED) await conn.run(`CREATE ${REPLAY_FREE.includes(d) ? '' : 'TEMP '}TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
       const ctx: TapeBatchContext = {
         conn,
         lakeDir,
@@ -229,12 +244,10 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         // Everything the batch writes goes into one draft, published whole after the catalogue.
         ctx.lake = new VersionDraft(lakeDir);
         const added: Record<string, number> = {};
-        await timed('books', () => deriveBooks(ctx));
-        if (withDerived) await timed('candles', () => deriveCandles(ctx));
         const pauseMs = Number(process.env.PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS ?? 0);
-        for (const d of MERGED) {
-          if ((await count(conn, `SELECT count(*) FROM stg_${d}`)) === 0) continue;
-          const r = await timed(`merge_${d}`, () => mergeIntoPartitions(conn, ctx.lake, d, `stg_${d}`));
+        const merge = async (c: DuckDBConnection, d: DatasetName): Promise<void> => {
+          if ((await count(c, `SELECT count(*) FROM stg_${d}`)) === 0) return;
+          const r = await timed(`merge_${d}`, () => mergeIntoPartitions(c, ctx.lake, d, `stg_${d}`));
           report.rows_added[d] = (report.rows_added[d] ?? 0) + r.rowsAdded;
           if (r.rowsAdded > 0) added[d] = r.rowsAdded;
           if (pauseMs > 0) {
@@ -242,7 +255,22 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
             process.stderr.write(`pmlake-test: merged ${d}\n`);
             await sleep(pauseMs);
           }
-        }
+        };
+        // Both paths write into the one draft; nothing is visible before the publish below, so a failure in
+        // either leaves only unnamed files (swept by the next run). Both are always waited for: a statement
+        // still running on one connection must not outlive the batch.
+        const early = MERGED.filter((d) => REPLAY_FREE.includes(d));
+        const settled = await Promise.allSettled([
+          (async () => {
+            for (const d of early) await merge(sideConn, d);
+          })(),
+          (async () => {
+            await timed('books', () => deriveBooks(ctx));
+            if (withDerived) await timed('candles', () => deriveCandles(ctx));
+          })(),
+        ]);
+        for (const s of settled) if (s.status === 'rejected') throw s.reason;
+        for (const d of MERGED) if (!early.includes(d)) await merge(conn, d);
         if (withDerived) await timed('catalog', () => finalizeCatalog(ctx));
         if (pauseMs > 0) {
           process.stderr.write(`pmlake-test: publishing\n`);
@@ -329,6 +357,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       }
       report.version = currentVersion(lakeDir).version;
     } finally {
+      side?.closeSync();
       conn.closeSync();
       instance.closeSync();
     }

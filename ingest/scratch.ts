@@ -48,9 +48,12 @@ function treeBytes(p: string): number {
 }
 
 /**
- * The disk-backed DuckDB of an ingest or a compaction, inside its scratch directory (database and spill there,
- * so a kill leaves nothing the next run does not sweep). Insertion order is preserved: WITH ORDINALITY follows
- * file order, and a single file read back keeps its order.
+ * The DuckDB of an ingest or a compaction. Its database is in memory and spills to the scratch directory
+ * (so a kill leaves nothing the next run does not sweep): the staging tables every connection must see
+ * (ingest/run.ts merges some data sets on a second connection while the book replay runs on the first) are
+ * plain tables, which in a file-backed database would be compressed and checkpointed into the file for
+ * nothing. Insertion order is preserved: WITH ORDINALITY follows file order, and a single file read back
+ * keeps its order.
  */
 export async function openScratchDb(
   lakeDir: string,
@@ -61,11 +64,16 @@ export async function openScratchDb(
     allowedDirectories: [lakeDir, workDir, ...(opts.readDirs ?? [])],
     threads: opts.threads ?? 2,
     memoryLimit: opts.memoryLimit,
-    path: path.join(workDir, 'scratch.duckdb'),
     tempDirectory: path.join(workDir, 'spill'),
     lock: false,
   });
+  const conn = await scratchConnection(instance);
+  return { instance, conn };
+}
+
+/** A connection to the scratch database with the settings every statement of an ingest assumes. */
+export async function scratchConnection(instance: DuckDBInstance): Promise<DuckDBConnection> {
   const conn = await instance.connect();
   await conn.run('SET preserve_insertion_order = true');
-  return { instance, conn };
+  return conn;
 }
