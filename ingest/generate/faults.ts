@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Rng } from './prng.js';
-import { DAY_MS, isoDate, type FaultOptions } from './plan.js';
+import { sizeStr } from './format.js';
+import { DAY_MS, NEW_SHAPE_FROM, isoDate, type FaultOptions } from './plan.js';
 
 /**
  * Capture faults injected into a generated websocket tape on request (issue 15), so tests and bench lakes
@@ -12,8 +13,15 @@ import { DAY_MS, isoDate, type FaultOptions } from './plan.js';
  * - `duplicates`: per day, that many price_change lines are written twice in a row (the same frame twice);
  * - `crossed`: per day, that many bogus price_change messages are inserted right after a price_change: a
  *   bid for one token at its (captured) best ask, so the replayed book is locked (best bid ≥ best ask).
- * Draws come from their own seeded stream per day ("faults:<day>"), so the clean tape is the same bytes
- * with or without faults, and no faults at all leaves every file untouched.
+ * Draws come from their own seeded stream per day ("faults:<day>"), so the clean lines are the same with any
+ * fault options; without fault options nothing here runs and every file is as generated.
+ *
+ * The generated venue is not continuous in two places (day.ts): every day starts from freshly drawn books, and
+ * a trade that empties the last level of a side refills it inside the trade's `book` only. Whenever fault
+ * options are given (even all zero: a clean tape with its truth), a `book` that differs from the clean replay
+ * before it first gets a price_change of its token carrying the difference (what the venue would have sent;
+ * hashes from the stream "bridge:<day>"), so on the clean tape every book equals the replay before it and any
+ * failing checkpoint is an injected fault's. `bridged` in the truth counts them.
  *
  * The truth (`faults.json`) is computed here by replaying both tapes per token: the clean one (the venue's
  * book) and the faulty one (what a subscriber captured). Replay rules are the venue's: `book` replaces the
@@ -62,10 +70,7 @@ function entriesOf(m: Msg): Entry[] {
 /** Applies one message to a replay; returns the tokens whose book was replaced (book messages). */
 function apply(books: Map<string, Book>, m: Msg): void {
   if (m.event_type === 'book') {
-    books.set(m.asset_id!, {
-      bids: new Map((m.bids ?? []).map((l) => [milli(l.price), cents(l.size)])),
-      asks: new Map((m.asks ?? []).map((l) => [milli(l.price), cents(l.size)])),
-    });
+    books.set(m.asset_id!, bookOf(m));
   } else if (m.event_type === 'price_change') {
     for (const e of entriesOf(m)) {
       let b = books.get(e.asset_id);
@@ -83,6 +88,13 @@ function apply(books: Map<string, Book>, m: Msg): void {
     if (left > 0) side.set(p, left);
     else side.delete(p);
   }
+}
+
+function bookOf(m: Msg): Book {
+  return {
+    bids: new Map((m.bids ?? []).map((l) => [milli(l.price), cents(l.size)])),
+    asks: new Map((m.asks ?? []).map((l) => [milli(l.price), cents(l.size)])),
+  };
 }
 
 function sameBook(a: Book | undefined, b: Book): boolean {
@@ -139,8 +151,8 @@ export type TruthCheckpoint = {
   recv_ms: number;
   since_ms: number;
   ok: boolean;
-  /** Why it fails: injected fault ids in its stretch, or the generator's own discontinuities. */
-  causes: (number | 'day_start' | 'trade_book')[];
+  /** Why it fails: the injected faults in its stretch (ids). */
+  causes: number[];
 };
 
 export type TruthTop = { date: string; asset_id: string; line: number; recv_ms: number };
@@ -159,6 +171,8 @@ export type TruthCoverage = {
 export type Truth = {
   generator: 'pmlake-generate/faults/1';
   options: FaultOptions;
+  /** price_change messages added to make the tape continuous (not faults): at day starts and trade refills. */
+  bridged: { day_start: number; trade_refill: number };
   faults: Fault[];
   /** Every failing book checkpoint (passing ones are every other book of a known token). */
   failed_checkpoints: TruthCheckpoint[];
@@ -189,6 +203,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
   const open = new Map<string, number[]>(); // token → fault ids since its last book
   const days = new Map<string, Map<string, TokenDay>>(); // token → date → stats
   const failedStretches = new Map<string, [number, number][]>();
+  const bridged = { day_start: 0, trade_refill: 0 };
   let nextId = 0;
 
   wsFiles.forEach((file, day) => {
@@ -198,6 +213,9 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
     if (lines[lines.length - 1] === '') lines.pop();
     const msgs = lines.map((l) => JSON.parse(l) as Msg);
     const rng = new Rng(seed, `faults:${day}`);
+    // Hashes of the bridging messages: their own stream, so they are the same with any fault options.
+    const bridgeRng = new Rng(seed, `bridge:${day}`);
+    const newShape = date >= NEW_SHAPE_FROM;
 
     // 1. Silences: every line whose venue time falls in the window is lost.
     const lost = new Array<boolean>(lines.length).fill(false);
@@ -261,10 +279,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
       // Book checkpoint: the book against the captured replay just before it.
       if (m.event_type === 'book') {
         const t = m.asset_id!;
-        const incoming: Book = {
-          bids: new Map((m.bids ?? []).map((l) => [milli(l.price), cents(l.size)])),
-          asks: new Map((m.asks ?? []).map((l) => [milli(l.price), cents(l.size)])),
-        };
+        const incoming = bookOf(m);
         if (lastBook.has(t)) {
           const ok = sameBook(captured.get(t), incoming);
           const s = days.get(t)!.get(d)!;
@@ -274,9 +289,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
           } else {
             counts.failed++;
             s.failed++;
-            const causes: TruthCheckpoint['causes'] = [...(open.get(t) ?? [])];
-            if (!sameBook(clean.get(t), incoming)) causes.push(lastMsgDay.get(t) !== d && lastMsgDay.has(t) ? 'day_start' : 'trade_book');
-            failed.push({ date: d, asset_id: t, line, recv_ms: recv, since_ms: lastBook.get(t)!, ok, causes });
+            failed.push({ date: d, asset_id: t, line, recv_ms: recv, since_ms: lastBook.get(t)!, ok, causes: [...(open.get(t) ?? [])] });
             const fs_ = failedStretches.get(t) ?? [];
             fs_.push([lastBook.get(t)!, recv]);
             failedStretches.set(t, fs_);
@@ -324,6 +337,46 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
       const s = faults.find((x) => x.kind === 'silence' && x.date === date && t >= x.from_ms && t < x.to_ms);
       return s ? s.id : -1;
     };
+    // The generated venue is not continuous in two places: every day starts from freshly drawn books, and a
+    // trade that empties the last level of a side refills it inside the trade's `book` only. With faults on, the
+    // tape is made continuous: before such a book, a price_change of the token carries the difference (what the
+    // venue would have sent), so every book of the clean tape equals the replay before it.
+    const bridge = (m: Msg): void => {
+      const t = m.asset_id!;
+      const known = clean.get(t);
+      if (!known) return;
+      const incoming = bookOf(m);
+      if (sameBook(known, incoming)) return;
+      const ch: Entry[] = [];
+      for (const [side, a, b] of [
+        ['BUY', incoming.bids, known.bids],
+        ['SELL', incoming.asks, known.asks],
+      ] as const) {
+        for (const [p, c] of a) if (b.get(p) !== c) ch.push({ asset_id: t, price: MILLI_STR(p), size: sizeStr(c), side });
+        for (const p of b.keys()) if (!a.has(p)) ch.push({ asset_id: t, price: MILLI_STR(p), size: '0', side });
+      }
+      const [bb, ba] = touch(incoming);
+      const text = newShape
+        ? JSON.stringify({
+            market: m.market,
+            price_changes: ch.map((e) => ({ ...e, hash: bridgeRng.hex(40), best_bid: MILLI_STR(bb), best_ask: MILLI_STR(ba) })),
+            timestamp: m.timestamp,
+            event_type: 'price_change',
+          })
+        : JSON.stringify({
+            asset_id: t,
+            changes: ch.map((e) => ({ price: e.price, side: e.side, size: e.size })),
+            event_type: 'price_change',
+            hash: bridgeRng.hex(40),
+            market: m.market,
+            timestamp: m.timestamp,
+          });
+      bridged[lastMsgDay.has(t) && lastMsgDay.get(t) !== isoDate(Math.max(recv, Number(m.timestamp))) ? 'day_start' : 'trade_refill']++;
+      outLines.push(text);
+      const bm = JSON.parse(text) as Msg;
+      note(bm, outLines.length);
+      apply(clean, bm);
+    };
     msgs.forEach((m, i) => {
       if (lost[i]) {
         apply(clean, m);
@@ -341,8 +394,8 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
         for (const t of tokensOf(m)) open.set(t, [...(open.get(t) ?? []), drop[i]!]);
         return;
       }
+      if (m.event_type === 'book') bridge(m);
       outLines.push(lines[i]!);
-      // The book checkpoint in note() compares with the clean replay *before* this message too.
       note(m, outLines.length);
       apply(clean, m);
       if (dupAt.has(i)) {
@@ -421,6 +474,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
   const truth: Truth = {
     generator: 'pmlake-generate/faults/1',
     options: f,
+    bridged,
     faults: faults.sort((a, b) => a.id - b.id),
     failed_checkpoints: failed,
     checkpoints: counts,
