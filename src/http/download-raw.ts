@@ -18,7 +18,12 @@ const RawQuery = z
     start: optionalDate,
     end: optionalDate,
     format: format('json'),
-    shape: z.enum(['raw', 'normalized']).default('raw'),
+    shape: z
+      .enum(['raw', 'normalized'])
+      .default('raw')
+      .describe(
+        "'raw' = verbatim venue frames {recv_ts (epoch ms), frame}. 'normalized' (polymarket_l2_deltas, polymarket_trades) = flat rows; for the L2 tape the anchor's per-level depth rows (recv_ts in epoch ms, coin = token id, side, level = position in its message, price, size, n_orders = null: not given by the venue) then timestamp, market_id (condition id), is_snapshot, hash, seq",
+      ),
     limit: rowLimit(2_000_000, 500_000),
   })
   .superRefine((v, ctx) => checkWindow(v, ctx));
