@@ -73,6 +73,20 @@ function writeInputs(dir: string, fills: Fill[]): void {
     }),
   );
   fs.writeFileSync(path.join(dir, 'fills_three_way.jsonl'), lines.join('\n') + '\n');
+  // A few option trades, so the lake has an options series (deribit:btc-options) whose markets are instruments.
+  const options = [0, 1, 2].map((i) =>
+    JSON.stringify({
+      instrument_name: `BTC-27MAR26-${100000 + i * 5000}-C`,
+      timestamp: Number(T0 / 1000n) + i * 60_000,
+      trade_id: `BTC-9000${i}`,
+      price: 0.01 + i / 1000,
+      iv: 50 + i,
+      index_price: 95000.5,
+      amount: 1,
+      direction: 'buy',
+    }),
+  );
+  fs.writeFileSync(path.join(dir, 'options_three_way.jsonl'), options.join('\n') + '\n');
 }
 
 type Bar = { timestamp: string; open: number; high: number; low: number; close: number; volume: number; trade_count: number };
@@ -218,7 +232,11 @@ describe('GET /v1/markets?series_id= for every kind of series', () => {
     )[0]!;
     expect(await list(String(s.series_id))).toEqual((s.ids as string[]).map(String).sort());
     const series = (await L.get('/v1/series')).body as { series_id: string; asset_class: string }[];
-    const options = series.filter((x) => x.asset_class === 'options');
-    for (const o of options) expect(await list(o.series_id), o.series_id).toEqual([]);
+    const options = series.filter((x) => x.asset_class === 'options').map((x) => x.series_id);
+    expect(options).toContain('deribit:btc-options');
+    for (const o of options) expect(await list(o), o).toEqual([]);
+    // An options series the lake has no trades for is no series at all: 404 on both routes alike.
+    expect((await L.get('/v1/series/deribit:eth-options')).status).toBe(404);
+    expect((await L.get('/v1/markets?series_id=deribit:eth-options')).status).toBe(404);
   });
 });
