@@ -317,7 +317,8 @@ const SCRIPT = `(function () {
     return api('/v1/markets/' + encodeURIComponent(id) + '/coverage', params).then(function (c) {
       if (mine !== tapeSeq) return;
       var days = c.days.filter(function (d) { return String(d.outcome) === String(outcome); }).map(function (d) { return { date: d.date, status: d.status }; });
-      window.__coverage = { market_id: c.market_id, outcome: Number(outcome), start: c.start, end: c.end, days: days, incidents: c.incidents.length };
+      var mineInc = c.incidents.filter(function (i) { return String(i.outcome) === String(outcome); });
+      window.__coverage = { market_id: c.market_id, outcome: Number(outcome), start: c.start, end: c.end, days: days, incidents: mineInc.length };
       var counts = {};
       days.forEach(function (d) {
         var cell = document.createElement('span');
@@ -330,7 +331,7 @@ const SCRIPT = `(function () {
       info.textContent = days.length === 0 ? 'tape coverage: none in this window'
         : 'tape coverage ' + days[0].date + ' to ' + days[days.length - 1].date + ': ' +
           ['verified', 'unverified', 'degraded', 'missing'].filter(function (k) { return counts[k]; }).map(function (k) { return counts[k] + ' ' + k; }).join(', ') +
-          ' day(s); ' + c.incidents.length + ' incident(s)';
+          ' day(s); ' + (c.incidents_truncated ? 'at least ' : '') + mineInc.length + ' incident(s)';
     }).catch(function (e) { if (mine === tapeSeq) info.textContent = 'tape coverage: ' + e.message; });
   }
 
