@@ -293,9 +293,16 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
 
     const prof = process.env.PMLAKE_PROFILE === '1';
     let tp = performance.now();
+    let cpu = process.cpuUsage();
     const lap = (what: string): void => {
-      if (prof) process.stderr.write(`[profile] books ${what} ${(performance.now() - tp).toFixed(0)} ms\n`);
+      if (prof) {
+        const c = process.cpuUsage(cpu);
+        process.stderr.write(
+          `[profile] books ${what} ${(performance.now() - tp).toFixed(0)} ms (JS thread cpu ${((c.user + c.system) / 1000).toFixed(0)} ms)\n`,
+        );
+      }
       tp = performance.now();
+      cpu = process.cpuUsage();
     };
     const startToken = (t: number): void => {
       tok = t;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlIdent, sqlString } from '../src/lake/duckdb.js';
-import { DATASETS, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
+import { DATASETS, parquetScan, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
 import { writeParquetFile } from './partitions.js';
 import { VersionDraft } from './versions.js';
 
@@ -84,12 +84,12 @@ async function compactPartition(conn: DuckDBConnection, draft: VersionDraft, nam
   const entries = [...draft.entries(name)].filter((e) => e.partition === partition).sort((a, b) => rank(a.path).localeCompare(rank(b.path)));
   const files = entries.map((e) => `${draft.lakeDir}/${e.path}`);
   const list = `[${files.map(sqlString).join(', ')}]`;
-  const dup = (await conn.runAndReadAll(`SELECT count(*) - count(DISTINCT hash(${key})) AS d FROM read_parquet(${list})`)).getRowObjectsJS()[0]!;
-  let select = `SELECT ${cols} FROM read_parquet(${list}) ORDER BY ${order}`;
+  const dup = (await conn.runAndReadAll(`SELECT count(*) - count(DISTINCT hash(${key})) AS d FROM ${parquetScan(def, list)}`)).getRowObjectsJS()[0]!;
+  let select = `SELECT ${cols} FROM ${parquetScan(def, list)} ORDER BY ${order}`;
   if (Number(dup.d) > 0) {
     const age = files.map((f, i) => `WHEN ${sqlString(f)} THEN ${i}`).join(' ');
     const winner = def.onConflict === 'replace' ? 'DESC' : 'ASC';
-    select = `SELECT ${cols} FROM read_parquet(${list}, filename = true)
+    select = `SELECT ${cols} FROM ${parquetScan(def, list, ', filename = true')}
       QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY CASE filename ${age} END ${winner}, ${cols}) = 1
       ORDER BY ${order}`;
   }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBTimestampValue, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
-import { DATASETS, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
+import { DATASETS, parquetScan, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
 import { sqlIdent, sqlString } from '../src/lake/duckdb.js';
 import { fsyncDir, type VersionDraft } from './versions.js';
 
@@ -97,7 +97,7 @@ export async function mergeIntoPartitions(conn: DuckDBConnection, draft: Version
     const files = `[${existing.map(sqlString).join(', ')}]`;
     // The stored rows that can share a key with a staged one: those with one of the staged first-sort values.
     const candidates = (select: string): string =>
-      `SELECT ${select} FROM read_parquet(${files}${replace ? ', filename = true' : ''}) e
+      `SELECT ${select} FROM ${parquetScan(def, files, replace ? ', filename = true' : '')} e
        WHERE e.${first} IN (SELECT DISTINCT ${first} FROM ${staging} ${where})`;
     // IS NOT DISTINCT FROM because key columns may be NULL (an emptied book's marker row has no side or price).
     const match = keyCols.map((c) => `e.${c} IS NOT DISTINCT FROM s.${c}`).join(' AND ');
@@ -158,7 +158,7 @@ async function retireReplaced(
     const file = draft.newFile(name, entry.partition);
     const rows = await writeParquetFile(
       conn,
-      `SELECT ${cols} FROM read_parquet(${sqlString(old)}) e WHERE NOT EXISTS (SELECT 1 FROM _pmlake_fresh s WHERE ${match})`,
+      `SELECT ${cols} FROM ${parquetScan(def, sqlString(old))} e WHERE NOT EXISTS (SELECT 1 FROM _pmlake_fresh s WHERE ${match})`,
       file,
       {},
       def.rowGroupSize,

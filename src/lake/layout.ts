@@ -395,6 +395,20 @@ export function partitionDir(lakeDir: string, name: DatasetName, value: string |
   return path.join(dir, `${def.partition}=${value}`);
 }
 
+/**
+ * `read_parquet` over `list` (SQL text of a file list) with `options` (SQL text starting with a comma). A data set
+ * with columns added after the lake's first files reads with union_by_name and a typed empty relation of every
+ * column by name beside it, so a file written before a column existed reads it as NULL — also when no file of the
+ * list has it yet. Filters and projections still reach the Parquet scan (the empty side holds no row).
+ */
+export function parquetScan(def: DatasetDef, list: string, options = ''): string {
+  if (!def.addedColumns || def.addedColumns.length === 0) return `read_parquet(${list}${options})`;
+  const cols = Object.entries(def.columns as Record<string, string>)
+    .map(([c, t]) => `NULL::${t} AS "${c}"`)
+    .join(', ');
+  return `(SELECT * FROM read_parquet(${list}${options}, union_by_name = true) UNION ALL BY NAME SELECT ${cols} WHERE false)`;
+}
+
 /** `CREATE TABLE` column list for staging tables with the data set's exact schema. */
 export function columnDdl(name: DatasetName): string {
   return Object.entries(DATASETS[name].columns as Record<string, string>)

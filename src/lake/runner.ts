@@ -10,7 +10,7 @@ import {
   type DuckDBInstance,
   type DuckDBValue,
 } from '@duckdb/node-api';
-import { DATASETS, type DatasetDef, type DatasetName } from './layout.js';
+import { DATASETS, parquetScan, type DatasetDef, type DatasetName } from './layout.js';
 import { lakeVersion, type LakeVersion } from './versions.js';
 import { sqlIdent, sqlString, withConnection, type Query } from './duckdb.js';
 // The one builder the runner runs itself; src/query/file-meta.ts imports nothing of the runner (no cycle).
@@ -212,8 +212,8 @@ function versionSource(v: LakeVersion, name: DatasetName): string {
 function readFiles(def: DatasetDef, files: readonly string[]): string {
   if (files.length === 0) return emptyRelation(def);
   const list = `[${files.map(sqlString).join(', ')}]`;
-  if (def.partition === 'none') return `read_parquet(${list})`;
-  return `read_parquet(${list}, hive_partitioning = true, hive_types_autocast = false)`;
+  if (def.partition === 'none') return parquetScan(def, list);
+  return parquetScan(def, list, ', hive_partitioning = true, hive_types_autocast = false');
 }
 
 /**
