@@ -341,7 +341,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
     // trade that empties the last level of a side refills it inside the trade's `book` only. With faults on, the
     // tape is made continuous: before such a book, a price_change of the token carries the difference (what the
     // venue would have sent), so every book of the clean tape equals the replay before it.
-    const bridge = (m: Msg): void => {
+    const bridge = (m: Msg, write: boolean): void => {
       const t = m.asset_id!;
       const known = clean.get(t);
       if (!known) return;
@@ -371,14 +371,18 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
             market: m.market,
             timestamp: m.timestamp,
           });
+      const bm = JSON.parse(text) as Msg;
+      apply(clean, bm);
+      // A bridge is part of its book's moment: lost with it in a silence (its hashes drawn all the same, so the
+      // bridges after it are the same bytes with any faults).
+      if (!write) return;
       bridged[lastMsgDay.has(t) && lastMsgDay.get(t) !== isoDate(Math.max(recv, Number(m.timestamp))) ? 'day_start' : 'trade_refill']++;
       outLines.push(text);
-      const bm = JSON.parse(text) as Msg;
       note(bm, outLines.length);
-      apply(clean, bm);
     };
     msgs.forEach((m, i) => {
       if (lost[i]) {
+        if (m.event_type === 'book') bridge(m, false);
         apply(clean, m);
         // A lost book or price_change leaves the token's book in doubt until its next checkpoint.
         if (m.event_type === 'book' || m.event_type === 'price_change') {
@@ -394,7 +398,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
         for (const t of tokensOf(m)) open.set(t, [...(open.get(t) ?? []), drop[i]!]);
         return;
       }
-      if (m.event_type === 'book') bridge(m);
+      if (m.event_type === 'book') bridge(m, true);
       outLines.push(lines[i]!);
       note(m, outLines.length);
       apply(clean, m);
