@@ -1,13 +1,14 @@
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
-import { LakeLockedError } from './ledger.js';
+import { LakeLockedError, LakeLockUnavailableError } from './ledger.js';
 import { runIngest } from './run.js';
 
 /**
  * `pmlake ingest <file-or-dir>...`: lands every input in $PMLAKE_LAKE and prints a JSON report on stdout
  * (progress and logs go to stderr). Exit codes: 0 when at least one input was read or everything was already
  * ingested (malformed parts are reported as issues), 1 when nothing at all could be read, 2 for usage
- * errors or a lake locked by another running ingest.
+ * errors, a lake locked by another running ingest, or a lock that could not be taken (PMLAKE_DATABASE_URL set
+ * and PostgreSQL unreachable: nothing ingested).
  */
 export async function ingestCommand(args: string[]): Promise<number> {
   const paths = args.filter((a) => !a.startsWith('--'));
@@ -27,6 +28,7 @@ export async function ingestCommand(args: string[]): Promise<number> {
       progress: true,
       graceSeconds: config.lakeGraceSeconds,
       compactSmallFiles: config.compactSmallFiles,
+      databaseUrl: config.databaseUrl,
     });
     const MAX_ISSUES = 200;
     const out = {
@@ -38,7 +40,7 @@ export async function ingestCommand(args: string[]): Promise<number> {
     const nothingRead = report.ingested === 0 && report.skipped === 0;
     return nothingRead ? 1 : 0;
   } catch (err) {
-    if (err instanceof LakeLockedError) {
+    if (err instanceof LakeLockedError || err instanceof LakeLockUnavailableError) {
       process.stderr.write(`${err.message}\n`);
       return 2;
     }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { loadConfig } from '../src/config.js';
 import { currentVersion, versionsDir } from '../src/lake/versions.js';
 import { compactLake } from './compact.js';
-import { acquireLakeLock, LakeLockedError } from './ledger.js';
+import { acquireLakeLock, LakeLockedError, LakeLockUnavailableError } from './ledger.js';
 import { makeScratchDir, openScratchDb, sweepScratch } from './scratch.js';
 import { HISTORY } from './versions.js';
 import { sweepLake } from './sweep.js';
@@ -22,11 +22,11 @@ export async function compactCommand(args: string[]): Promise<number> {
   const config = loadConfig();
   const lakeDir = path.resolve(config.lakeDir);
   fs.mkdirSync(lakeDir, { recursive: true });
-  let release: () => void;
+  let release: () => Promise<void>;
   try {
-    release = acquireLakeLock(lakeDir);
+    release = await acquireLakeLock(lakeDir, { databaseUrl: config.databaseUrl });
   } catch (err) {
-    if (!(err instanceof LakeLockedError)) throw err;
+    if (!(err instanceof LakeLockedError || err instanceof LakeLockUnavailableError)) throw err;
     process.stderr.write(`${err.message}\n`);
     return 2;
   }
@@ -63,7 +63,7 @@ export async function compactCommand(args: string[]): Promise<number> {
     }
   } finally {
     if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
-    release();
+    await release();
   }
 }
 

@@ -48,6 +48,8 @@ export type IngestOptions = {
   graceSeconds?: number;
   /** Compact partitions with more small files than this after the run; 0 never (default 16). */
   compactSmallFiles?: number;
+  /** PostgreSQL whose advisory lock keeps one writer across machines (PMLAKE_DATABASE_URL; ingest/ledger.ts). */
+  databaseUrl?: string;
 };
 
 export type IngestReport = {
@@ -131,7 +133,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
   const log = opts.log ?? createLogger('silent');
   const batchRows = opts.batchRows ?? 20_000_000;
   fs.mkdirSync(lakeDir, { recursive: true });
-  const release = acquireLakeLock(lakeDir);
+  const release = await acquireLakeLock(lakeDir, { databaseUrl: opts.databaseUrl });
   const report: IngestReport = {
     files: 0,
     ingested: 0,
@@ -365,7 +367,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     if (progressTimer) clearInterval(progressTimer);
     await hasher?.close();
     if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
-    release();
+    await release();
   }
   report.seconds = Math.round((performance.now() - t0) / 10) / 100;
   report.level_updates_per_second = report.seconds > 0 ? Math.round((report.counts.level_updates ?? 0) / report.seconds) : 0;

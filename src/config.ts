@@ -100,6 +100,15 @@ const EnvSchema = z
       .url()
       .refine((u) => /^rediss?:\/\//i.test(u), 'a redis:// or rediss:// URL')
       .optional(),
+    /**
+     * PostgreSQL shared by every machine, e.g. postgresql://pmlake:secret@db:5432/pmlake. Today it holds the
+     * ingest's single-writer lock across machines (an advisory lock, ingest/ledger.ts); unset → the lock file alone.
+     */
+    PMLAKE_DATABASE_URL: z
+      .string()
+      .url()
+      .refine((u) => /^postgres(ql)?:\/\//i.test(u), 'a postgres:// or postgresql:// URL')
+      .optional(),
     /** Request rate limiting (60/min per key, 5/min orders). 'off' only for load tests on a private host. */
     PMLAKE_RATE_LIMITS: z.enum(['on', 'off']).default('on'),
     /**
@@ -156,6 +165,8 @@ export type Config = {
   rateLimits: boolean;
   /** Redis for limits shared across replicas; undefined → in-process limits. */
   redisUrl: string | undefined;
+  /** PostgreSQL shared across machines; undefined → single-machine coordination only. */
+  databaseUrl: string | undefined;
   admission: {
     classes: Readonly<Record<'cheap' | 'query' | 'stream', { concurrency: number; maxQueue: number }>>;
     queueTimeoutMs: number;
@@ -210,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     rateLimits: e.PMLAKE_RATE_LIMITS === 'on',
     redisUrl: e.PMLAKE_REDIS_URL,
+    databaseUrl: e.PMLAKE_DATABASE_URL,
     admission: Object.freeze({
       classes: Object.freeze({
         cheap: { concurrency: e.PMLAKE_CHEAP_CONCURRENCY, maxQueue: e.PMLAKE_QUEUE_MAX },
