@@ -176,11 +176,18 @@ async function collectSeenTokens(conn: DuckDBConnection): Promise<void> {
   await conn.run(`CREATE OR REPLACE TEMP TABLE _cat_seen (source VARCHAR, condition_id VARCHAR, token_id VARCHAR)`);
   for (const t of ['stg_l2', 'stg_last_trades', 'stg_book_snapshots', 'stg_top_of_book']) {
     if (await tableExists(conn, t)) {
-      await conn.run(`INSERT INTO _cat_seen SELECT DISTINCT 'tape', lower(condition_id), asset_id FROM ${sqlIdent(t)} WHERE asset_id IS NOT NULL`);
+      // DISTINCT before lower(): a day of l2 is half a million rows of a few hundred pairs.
+      await conn.run(
+        `INSERT INTO _cat_seen SELECT DISTINCT 'tape', lower(condition_id), asset_id
+         FROM (SELECT DISTINCT condition_id, asset_id FROM ${sqlIdent(t)} WHERE asset_id IS NOT NULL)`,
+      );
     }
   }
   if (await tableExists(conn, 'stg_raw')) {
-    await conn.run(`INSERT INTO _cat_seen SELECT DISTINCT 'tape', lower(c), NULL FROM (SELECT unnest(condition_ids) AS c FROM stg_raw) WHERE c IS NOT NULL`);
+    await conn.run(
+      `INSERT INTO _cat_seen SELECT DISTINCT 'tape', lower(c), NULL
+       FROM (SELECT unnest(condition_ids) AS c FROM (SELECT DISTINCT condition_ids FROM stg_raw)) WHERE c IS NOT NULL`,
+    );
   }
   if (await tableExists(conn, 'stg_trades')) {
     await conn.run(`INSERT INTO _cat_seen SELECT DISTINCT 'fills', lower(condition_id), token_id FROM stg_trades WHERE token_id IS NOT NULL`);
