@@ -161,6 +161,21 @@ describe('GET /v1/trades/ohlcv for a market with three outcomes', () => {
     );
   });
 
+  it('the chart datafeed serves the same outcome: UDF history of symbol <id>.2 at 60 equals the bucketing', async () => {
+    const want = bucketed(
+      fills.filter((f) => f.token === TOKENS[2]),
+      HOUR,
+    ).reverse();
+    const from = Number(T0 / 1_000_000n);
+    const r = await L.get(`/v1/charts/udf/history?symbol=4242001.2&resolution=60&from=${from}&to=${from + 6 * 3600}`);
+    expect(r.status).toBe(200);
+    expect(r.body.s).toBe('ok');
+    expect(r.body.t).toEqual(want.map((b) => Date.parse(b.timestamp) / 1000));
+    expect(r.body.o).toEqual(want.map((b) => b.open));
+    expect(r.body.c).toEqual(want.map((b) => b.close));
+    expect(r.body.v).toEqual(want.map((b) => b.volume));
+  });
+
   it('an outcome the market lacks is a 422 naming outcome; /v1/trades keeps the spec bound 0 or 1', async () => {
     for (const o of [3, 7, 1000]) {
       const r = await L.get(`/v1/trades/ohlcv?market_id=4242001&outcome=${o}`);
