@@ -6,7 +6,7 @@ import type { Config } from './config.js';
 import { createApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
 import type { Logger } from './log.js';
-import { failInterruptedDownloads } from './state/pulls.js';
+import { failInterruptedDownloads, pendingDownloads } from './state/pulls.js';
 
 /**
  * The `serve` role: the core services (src/compose.ts), the authenticator and the Express app on top. The
@@ -16,7 +16,12 @@ async function buildServe(config: Config, log: Logger): Promise<{ core: Core; ct
   const core = await buildCore(config, log);
   // Downloads cut off by this API process's crash or restart are refunded (fair-use bytes and rate-limit slot
   // released): a download lives and dies with the process that streams it.
+  const cutOff = pendingDownloads(core.state);
   failInterruptedDownloads(core.state, new Date());
+  // With the download rate in Redis their slots are there: give them back too (best effort; if Redis is away
+  // they age out of their window).
+  const shared = core.limits.downloadRate;
+  if (shared) await Promise.allSettled(cutOff.map((d) => shared.release(d.user_id, d.id)));
   const auth = accountAuthenticator(core.state, { secret: config.jwtSecret, jwksFile: config.jwksFile });
   const ctx: AppContext = {
     config: core.config,

@@ -93,6 +93,11 @@ export function listPulls(
     .all({ user: userId, status: opts.status ?? null, limit: opts.limit, offset: opts.offset }) as PullRow[];
 }
 
+/** Downloads still pending: read at start-up, before failInterruptedDownloads, to give back their shared rate slots. */
+export function pendingDownloads(store: StateStore): { id: string; user_id: string }[] {
+  return store.db.prepare(`SELECT id, user_id FROM pulls WHERE kind = 'download' AND status = 'pending'`).all() as { id: string; user_id: string }[];
+}
+
 /**
  * A download cannot outlive the process that streamed it: at start-up, downloads still pending were cut off
  * by a crash and are refunded. Exports resume with their jobs and settle through the meter by ticket id.

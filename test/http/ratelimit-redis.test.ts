@@ -9,7 +9,7 @@ import { routes } from '../../src/http/routes.js';
 import { openLimits, type Limits } from '../../src/limits/index.js';
 import { createLogger } from '../../src/log.js';
 import type { RunningServer } from '../../src/server.js';
-import { listPulls } from '../../src/state/pulls.js';
+import { insertPull, listPulls, type PullRow } from '../../src/state/pulls.js';
 import { StateStore } from '../../src/state/store.js';
 import { call, startWithTable, type Reply } from '../helpers/accounts.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -70,7 +70,27 @@ const ORDERS = 5;
 const FREE_PER_HOUR = 10;
 const PRO_BURST = 20;
 
-const ACCOUNTS = ['limit', 'orders', 'refund', 'free-dl', 'pro-dl', 'outage', 'poll'] as const;
+/** A download row as the meter writes it while the download streams. */
+const PENDING: Omit<PullRow, 'id' | 'user_id' | 'created_at'> = {
+  key_id: null,
+  kind: 'download',
+  dataset: 'trades',
+  description: 'cut off',
+  market_id: null,
+  format: 'csv',
+  file_name: null,
+  timeframe: null,
+  start_date: null,
+  end_date: null,
+  status: 'pending',
+  reserved_bytes: 1000,
+  bytes: null,
+  rows: null,
+  reason: null,
+  finished_at: null,
+};
+
+const ACCOUNTS = ['limit', 'orders', 'refund', 'free-dl', 'pro-dl', 'crash-dl', 'outage', 'poll'] as const;
 type Account = (typeof ACCOUNTS)[number];
 
 describe('limits in Redis, shared by two replicas', () => {
@@ -87,14 +107,12 @@ describe('limits in Redis, shared by two replicas', () => {
     fs.mkdirSync(`${tmp.dir}/seed`);
     const seed = StateStore.open(`${tmp.dir}/seed`);
     for (const a of ACCOUNTS) {
-      const user = seed.upsertUser(`${a}@example.com`, a === 'free-dl' ? 'free' : 'professional');
+      const user = seed.upsertUser(`${a}@example.com`, a === 'free-dl' || a === 'crash-dl' ? 'free' : 'professional');
       users[a] = user.id;
       keys[a] = seed.createApiKey({ userId: user.id, name: a, prefix: 'pm_' }).plaintext;
     }
     seed.close();
     for (const r of ['a', 'b']) fs.cpSync(`${tmp.dir}/seed`, `${tmp.dir}/state-${r}`, { recursive: true });
-    const cfg = (r: string) =>
-      testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state-${r}`, PMLAKE_KEY_PREFIX: 'pm_', PMLAKE_REDIS_URL: redis.url });
     A = await startWithTable(cfg('a'), testRoutes);
     B = await startWithTable(cfg('b'), testRoutes);
   });
@@ -107,6 +125,9 @@ describe('limits in Redis, shared by two replicas', () => {
     await redis?.close();
     tmp.cleanup();
   });
+
+  const cfg = (r: string) =>
+    testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state-${r}`, PMLAKE_KEY_PREFIX: 'pm_', PMLAKE_REDIS_URL: redis.url });
 
   /** The i-th request of a sequence goes to A, B, A, B, ... */
   const replica = (i: number) => (i % 2 === 0 ? A : B);
@@ -195,6 +216,30 @@ describe('limits in Redis, shared by two replicas', () => {
     const retry = Number(over.headers.get('retry-after'));
     expect(retry).toBeGreaterThanOrEqual(1);
     expect(retry).toBeLessThanOrEqual(60);
+  });
+
+  it('downloads cut off by a crashed replica give their Redis slots back when it starts again', async () => {
+    const user = users['crash-dl'];
+    // Replica C died streaming Free's whole hourly allowance: pending rows in its state file, slots in Redis.
+    fs.cpSync(`${tmp.dir}/seed`, `${tmp.dir}/state-c`, { recursive: true });
+    const c = StateStore.open(`${tmp.dir}/state-c`);
+    const at = new Date();
+    for (let i = 0; i < FREE_PER_HOUR; i++) {
+      const id = `dl_crashed_${i}`;
+      insertPull(c, { ...PENDING, id, user_id: user, created_at: at.toISOString() });
+      await A.ctx.limits.downloadRate!.acquire(user, id, [{ limit: FREE_PER_HOUR, windowMs: 3_600_000 }], at);
+    }
+    c.close();
+    expect((await call(A, 'GET', '/test/pull', { key: keys['crash-dl'] })).status).toBe(429);
+    const C = await startWithTable(cfg('c'), testRoutes);
+    try {
+      expect(listPulls(C.ctx.state, user, { limit: 20, offset: 0, status: 'failed' })).toHaveLength(FREE_PER_HOUR);
+      // Another replica sees the slots free at once.
+      expect((await call(A, 'GET', '/test/pull', { key: keys['crash-dl'] })).status).toBe(200);
+    } finally {
+      await C.close();
+      await C.ctx.limits.close();
+    }
   });
 
   it('Redis stopped: 503 with a JSON detail naming no address, nothing charged; back by itself when Redis returns', async () => {
