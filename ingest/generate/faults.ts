@@ -161,6 +161,9 @@ export type TruthCoverage = {
   date: string;
   asset_id: string;
   status: 'verified' | 'degraded' | 'unverified' | 'missing';
+  seconds_verified: number;
+  seconds_degraded: number;
+  seconds_unverified: number;
   checkpoints_passed: number;
   checkpoints_failed: number;
   messages: number;
@@ -184,7 +187,7 @@ export type Truth = {
   coverage: TruthCoverage[];
 };
 
-type TokenDay = { messages: number; first: number; last: number; passed: number; failed: number; breaks: boolean };
+type TokenDay = { messages: number; first: number; last: number; passed: number; failed: number };
 
 /**
  * Rewrites the day files in `wsFiles` (day order) with the faults and writes `<out>/faults.json`.
@@ -202,7 +205,9 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
   const lastMsgDay = new Map<string, string>();
   const open = new Map<string, number[]>(); // token → fault ids since its last book
   const days = new Map<string, Map<string, TokenDay>>(); // token → date → stats
-  const failedStretches = new Map<string, [number, number][]>();
+  const stretches = new Map<string, [number, number, boolean][]>(); // (since, ts] of every book checkpoint, ok
+  const breaks = new Map<string, number[]>(); // receive times of top mismatches and crossed books
+  const lastMsg = new Map<string, number>();
   const bridged = { day_start: 0, trade_refill: 0 };
   let nextId = 0;
 
@@ -265,16 +270,20 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
     // 4. Write the captured tape, replaying both tapes and recording the truth as it goes.
     const outLines: string[] = [];
     let recv = 0;
-    const note = (m: Msg, line: number): void => {
+    const note = (m: Msg, line: number, dup = false): void => {
       recv = Math.max(recv, Number(m.timestamp));
       const d = isoDate(recv);
-      for (const t of tokensOf(m)) {
-        let byDay = days.get(t);
-        if (!byDay) days.set(t, (byDay = new Map()));
-        let s = byDay.get(d);
-        if (!s) byDay.set(d, (s = { messages: 0, first: recv, last: recv, passed: 0, failed: 0, breaks: false }));
-        s.messages++;
-        s.last = recv;
+      // Coverage counts the messages that carry levels (book, price_change), a duplicated frame once.
+      if (m.event_type === 'book' || m.event_type === 'price_change') {
+        for (const t of tokensOf(m)) {
+          let byDay = days.get(t);
+          if (!byDay) days.set(t, (byDay = new Map()));
+          let s = byDay.get(d);
+          if (!s) byDay.set(d, (s = { messages: 0, first: recv, last: recv, passed: 0, failed: 0 }));
+          if (!dup) s.messages++;
+          s.last = recv;
+          lastMsg.set(t, recv);
+        }
       }
       // Book checkpoint: the book against the captured replay just before it.
       if (m.event_type === 'book') {
@@ -282,6 +291,9 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
         const incoming = bookOf(m);
         if (lastBook.has(t)) {
           const ok = sameBook(captured.get(t), incoming);
+          const list = stretches.get(t) ?? [];
+          list.push([lastBook.get(t)!, recv, ok]);
+          stretches.set(t, list);
           const s = days.get(t)!.get(d)!;
           if (ok) {
             counts.passed++;
@@ -290,9 +302,6 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
             counts.failed++;
             s.failed++;
             failed.push({ date: d, asset_id: t, line, recv_ms: recv, since_ms: lastBook.get(t)!, ok, causes: [...(open.get(t) ?? [])] });
-            const fs_ = failedStretches.get(t) ?? [];
-            fs_.push([lastBook.get(t)!, recv]);
-            failedStretches.set(t, fs_);
           }
           for (const id of open.get(t) ?? []) {
             const fault = faults.find((x) => x.id === id);
@@ -312,7 +321,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
           const was = before.get(t);
           if (bb >= ba && b.bids.size > 0 && b.asks.size > 0 && !(was && was[0] >= was[1])) {
             crossedBooks.push({ date: d, asset_id: t, line, recv_ms: recv });
-            days.get(t)!.get(d)!.breaks = true;
+            breaks.set(t, [...(breaks.get(t) ?? []), recv]);
           }
         }
       }
@@ -325,7 +334,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
           const [bb, ba] = touch(b);
           if (milli(e.best_bid ?? '0') !== bb || milli(e.best_ask ?? '1') !== ba) {
             tops.push({ date: d, asset_id: t, line, recv_ms: recv });
-            days.get(t)!.get(d)!.breaks = true;
+            breaks.set(t, [...(breaks.get(t) ?? []), recv]);
           }
         }
       }
@@ -405,7 +414,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
       if (dupAt.has(i)) {
         outLines.push(lines[i]!);
         faults.push({ id: nextId++, kind: 'duplicate', date, recv_ms: recv, line: outLines.length, tokens: tokensOf(m) });
-        note(m, outLines.length);
+        note(m, outLines.length, true);
       }
       if (crossAt.has(i)) {
         const t = tokensOf(m).find((x) => {
@@ -437,21 +446,32 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
     fs.writeFileSync(full, outLines.length ? `${outLines.join('\n')}\n` : '');
   });
 
-  // Coverage per token and day: degraded when the day holds a failed stretch or an incident that breaks
-  // the book; unverified when data follows the token's last book (nothing closes it); missing on a day
-  // between its first and last tape day without a message; else verified.
+  // Coverage per token and day, from stretches: (since, ts] of each book checkpoint — verified, or degraded
+  // when it failed or holds a top mismatch / crossed book — and the open tail after the token's last book
+  // (unverified). A day is missing without a message (between the token's first and last day), degraded with
+  // degraded seconds or a failed checkpoint, unverified with unverified seconds or none verified, else verified.
   const coverage: TruthCoverage[] = [];
   for (const [t, byDay] of [...days].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
     const dates = [...byDay.keys()].sort();
-    const lastBookMs = lastBook.get(t) ?? -1;
+    const brk = breaks.get(t) ?? [];
+    const parts: [number, number, 'v' | 'g' | 'u'][] = (stretches.get(t) ?? []).map(([a, b, ok]) => [
+      a,
+      b,
+      ok && !brk.some((x) => x > a && x <= b) ? 'v' : 'g',
+    ]);
+    if (lastMsg.get(t)! > lastBook.get(t)!) parts.push([lastBook.get(t)!, lastMsg.get(t)!, 'u']);
     for (let ms = Date.parse(`${dates[0]}T00:00:00Z`); isoDate(ms) <= dates[dates.length - 1]!; ms += DAY_MS) {
       const d = isoDate(ms);
       const s = byDay.get(d);
+      const secs = { v: 0, g: 0, u: 0 };
+      for (const [a, b, k] of parts) secs[k] += Math.max(0, Math.min(b, ms + DAY_MS) - Math.max(a, ms));
+      const seconds = { seconds_verified: secs.v / 1000, seconds_degraded: secs.g / 1000, seconds_unverified: secs.u / 1000 };
       if (!s) {
         coverage.push({
           date: d,
           asset_id: t,
           status: 'missing',
+          ...seconds,
           checkpoints_passed: 0,
           checkpoints_failed: 0,
           messages: 0,
@@ -460,13 +480,12 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
         });
         continue;
       }
-      // A failed stretch (since, ts] touches the day when it holds one of the day's receive instants.
-      const inFailed = s.failed > 0 || (failedStretches.get(t) ?? []).some(([a, b]) => a < s.last && b >= s.first);
-      const status = s.breaks || inFailed ? 'degraded' : s.last > lastBookMs ? 'unverified' : 'verified';
+      const status = secs.g > 0 || s.failed > 0 ? 'degraded' : secs.u > 0 || secs.v === 0 ? 'unverified' : 'verified';
       coverage.push({
         date: d,
         asset_id: t,
         status,
+        ...seconds,
         checkpoints_passed: s.passed,
         checkpoints_failed: s.failed,
         messages: s.messages,
