@@ -402,7 +402,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
             mChkBid = cChkA[r]!;
             mChkAsk = cChkB[r]!;
           }
-          if (tick > 0 && price > 0 && mOffTick < 0 && price % tick !== 0) mOffTick = price;
+          if (tick > 0 && price > 0 && mOffTick < 0 && price % tick !== 0 && cSize[r]! > 0) mOffTick = price;
         }
         if (side === 0) mChanged = bids.set(price, cSize[r]!) || mChanged;
         else if (side === 1) mChanged = asks.set(price, cSize[r]!) || mChanged;

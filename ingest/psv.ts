@@ -32,13 +32,16 @@ export class OutFile {
     this.path = path.join(dir, name);
     this.fd = fs.openSync(this.path, 'w');
   }
-  push(line: string): void {
+  /** One line: `line` then `tail` (written as they are, no concatenated string). */
+  push(line: string, tail = ''): void {
     this.rows += 1;
-    if (this.used + line.length + 1 > this.buf.length) {
+    const n = line.length + tail.length + 1;
+    if (this.used + n > this.buf.length) {
       this.flush();
-      if (line.length + 1 > this.buf.length) this.buf = Buffer.allocUnsafe(line.length + 1);
+      if (n > this.buf.length) this.buf = Buffer.allocUnsafe(n);
     }
     this.used += this.buf.write(line, this.used, 'latin1');
+    if (tail) this.used += this.buf.write(tail, this.used, 'latin1');
     this.buf[this.used] = 10;
     this.used += 1;
   }

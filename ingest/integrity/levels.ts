@@ -18,8 +18,16 @@ function sideDiff(expected: LevelMap, replayed: LevelMap, descending: boolean): 
   return prices.sort((a, b) => (descending ? b - a : a - b));
 }
 
+function sameSide(expected: LevelMap, replayed: LevelMap): boolean {
+  if (expected.sizes.size !== replayed.sizes.size) return false;
+  for (const [p, s] of expected.sizes) if (replayed.sizes.get(p) !== s) return false;
+  return true;
+}
+
 /** Null when both sides are equal level by level; else the count and the `gap` incident's detail JSON. */
 export function diffBooks(expBids: LevelMap, expAsks: LevelMap, repBids: LevelMap, repAsks: LevelMap, dec: (v: number) => string): BookDiff | null {
+  // The common case first, without allocating: same level counts and every venue level replayed as it is.
+  if (sameSide(expBids, repBids) && sameSide(expAsks, repAsks)) return null;
   const bids = sideDiff(expBids, repBids, true);
   const asks = sideDiff(expAsks, repAsks, false);
   const differing = bids.length + asks.length;

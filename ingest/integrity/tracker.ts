@@ -88,12 +88,12 @@ export class IntegrityTracker {
   }
 
   snapshotLine(line: string, atBook: boolean): void {
-    if (atBook) this.snapOut.push(`${line}|true`);
+    if (atBook) this.snapOut.push(line, '|true');
     else this.pendSnap.push(line);
   }
 
   topLine(line: string, atBook: boolean): void {
-    if (atBook) this.topOut.push(`${line}|true`);
+    if (atBook) this.topOut.push(line, '|true');
     else this.pendTop.push(line);
   }
 
@@ -201,8 +201,8 @@ export class IntegrityTracker {
 
   private flush(verified: boolean): void {
     const v = verified ? '|true' : '|false';
-    for (const l of this.pendSnap) this.snapOut.push(l + v);
-    for (const l of this.pendTop) this.topOut.push(l + v);
+    for (const l of this.pendSnap) this.snapOut.push(l, v);
+    for (const l of this.pendTop) this.topOut.push(l, v);
     this.pendSnap.length = 0;
     this.pendTop.length = 0;
   }
