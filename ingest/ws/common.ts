@@ -67,20 +67,35 @@ export async function finishTape(
   const l2Before = await scalar(conn, 'SELECT count(*) FROM stg_l2');
   await runSqlFile(conn, 'ws_stage.sql');
   const l2Added = (await scalar(conn, 'SELECT count(*) FROM stg_l2')) - l2Before;
-  const levelsSent = await scalar(
-    conn,
-    `SELECT coalesce(sum(CASE WHEN event_type = 'book' THEN greatest(coalesce(len(bids), 0) + coalesce(len(asks), 0), 1)
-                              WHEN coalesce(len(price_changes), 0) > 0 THEN len(price_changes)
-                              ELSE coalesce(len(changes), 0) END), 0)
-     FROM _ws_m m JOIN _ws_recv r USING (el) WHERE m.event_type IN ('book', 'price_change') AND r.recv_ms IS NOT NULL`,
-  );
+  // One pass over the messages for every count and check below (each was a scan of its own).
+  const lastTradeBad = `m.event_type = 'last_trade_price' AND (m.asset_id IS NULL
+       OR TRY_CAST(m.price AS DECIMAL(10,6)) IS NULL OR TRY_CAST(m.size AS DECIMAL(18,6)) IS NULL)`;
+  const types = (
+    await conn.runAndReadAll(
+      `SELECT coalesce(m.event_type, '(none)') AS t, count(*) AS n,
+              coalesce(sum(CASE WHEN NOT timed THEN 0
+                                WHEN m.event_type = 'book' THEN greatest(coalesce(len(m.bids), 0) + coalesce(len(m.asks), 0), 1)
+                                WHEN m.event_type <> 'price_change' THEN 0
+                                WHEN coalesce(len(m.price_changes), 0) > 0 THEN len(m.price_changes)
+                                ELSE coalesce(len(m.changes), 0) END), 0) AS levels,
+              count(*) FILTER (WHERE m.jt IS DISTINCT FROM 'OBJECT') AS not_obj, min(m.el) FILTER (WHERE m.jt IS DISTINCT FROM 'OBJECT') AS not_obj_el,
+              count(*) FILTER (WHERE ${lastTradeBad}) AS bad_lt, min(m.el) FILTER (WHERE ${lastTradeBad}) AS bad_lt_el
+       FROM (SELECT *, el IN (SELECT el FROM _ws_recv WHERE recv_ms IS NOT NULL) AS timed FROM _ws_m) m GROUP BY 1`,
+    )
+  ).getRowObjectsJS();
+  const total = (k: 'levels' | 'not_obj' | 'bad_lt'): number => types.reduce((a, r) => a + Number(r[k] ?? 0), 0);
+  const firstEl = (k: 'not_obj_el' | 'bad_lt_el'): number => Math.min(...types.map((r) => (r[k] === null ? Infinity : Number(r[k]))));
+  const levelsSent = total('levels');
   bump(ctx, 'frames', await scalar(conn, 'SELECT count(*) FROM _ws_el'));
-  bump(ctx, 'messages', await scalar(conn, 'SELECT count(*) FROM _ws_m'));
-  const types = (await conn.runAndReadAll(`SELECT coalesce(event_type, '(none)') AS t, count(*) AS n FROM _ws_m GROUP BY 1`)).getRows();
-  for (const [t, n] of types) {
-    const type = String(t);
-    if (KNOWN.includes(type)) bump(ctx, `msg_${type}`, Number(n));
-    else bump(ctx, 'unknown_event_types', Number(n));
+  bump(
+    ctx,
+    'messages',
+    types.reduce((a, r) => a + Number(r.n), 0),
+  );
+  for (const r of types) {
+    const type = String(r.t);
+    if (KNOWN.includes(type)) bump(ctx, `msg_${type}`, Number(r.n));
+    else bump(ctx, 'unknown_event_types', Number(r.n));
   }
   bump(ctx, 'level_updates', l2Added);
 
@@ -89,28 +104,18 @@ export async function finishTape(
     ctx.issues.push({ file, message: `${noTime} frame(s) carry no timestamp at all; skipped` });
     bump(ctx, 'frames_without_time', noTime);
   }
-  const report = async (sql: string, what: string, counter: string): Promise<void> => {
-    const r = (await conn.runAndReadAll(sql)).getRows()[0];
-    const n = Number(r?.[0] ?? 0);
+  const report = (n: number, el: number, what: string, counter: string): void => {
     if (n === 0) return;
     bump(ctx, counter, n);
-    const w = where(Number(r?.[1]));
+    const w = where(el);
     ctx.issues.push({ file, ...(w.line !== undefined ? { line: w.line } : {}), message: `${n} ${what}; first at ${w.at}` });
   };
-  await report(`SELECT count(*), min(el) FROM _ws_m WHERE jt IS DISTINCT FROM 'OBJECT'`, 'message(s) that are not JSON objects, skipped', 'malformed_messages');
+  report(total('not_obj'), firstEl('not_obj_el'), 'message(s) that are not JSON objects, skipped', 'malformed_messages');
   if (levelsSent > l2Added) {
-    await report(
-      `SELECT count(*), min(el) FROM _ws_lv WHERE bad`,
-      'level update(s) with a missing token, bad side or unparsable price/size, skipped',
-      'bad_level_updates',
-    );
+    const r = (await conn.runAndReadAll(`SELECT count(*), min(el) FROM _ws_lv WHERE bad`)).getRows()[0];
+    report(Number(r?.[0] ?? 0), Number(r?.[1]), 'level update(s) with a missing token, bad side or unparsable price/size, skipped', 'bad_level_updates');
   }
-  await report(
-    `SELECT count(*), min(el) FROM _ws_m WHERE event_type = 'last_trade_price' AND (asset_id IS NULL
-       OR TRY_CAST(price AS DECIMAL(10,6)) IS NULL OR TRY_CAST(size AS DECIMAL(18,6)) IS NULL)`,
-    'last_trade_price message(s) without token, price or size, skipped',
-    'bad_last_trades',
-  );
+  report(total('bad_lt'), firstEl('bad_lt_el'), 'last_trade_price message(s) without token, price or size, skipped', 'bad_last_trades');
   const last = (
     await conn.runAndReadAll(`SELECT recv_ms, seq0 + n - recv_ms * 1000000 FROM _ws_recv WHERE recv_ms IS NOT NULL ORDER BY el DESC LIMIT 1`)
   ).getRows()[0];
