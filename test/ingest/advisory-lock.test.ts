@@ -6,6 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import { acquireLakeLock, LakeLockedError, LakeLockUnavailableError, readLedger } from '../../ingest/ledger.js';
 import { freePort, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { listing, runCli } from './lakeutil.js';
@@ -184,4 +185,23 @@ describe('ingest lock across machines (PMLAKE_DATABASE_URL)', () => {
     expect((await ingest(lake, db.url)).ingested).toBe(1);
     expect(fs.existsSync(lockFile)).toBe(false);
   }, 60_000);
+});
+
+describe('PMLAKE_DATABASE_URL', () => {
+  it('is optional and must be a postgres:// or postgresql:// URL; a refusal names the variable, not the password', () => {
+    expect(loadConfig({}).databaseUrl).toBeUndefined();
+    expect(loadConfig({ PMLAKE_DATABASE_URL: 'postgresql://u:p@db.internal:5432/pmlake' }).databaseUrl).toBe('postgresql://u:p@db.internal:5432/pmlake');
+    expect(loadConfig({ PMLAKE_DATABASE_URL: 'postgres://127.0.0.1/x' }).databaseUrl).toBe('postgres://127.0.0.1/x');
+    for (const bad of ['mysql://u:s3cretpw@h/db', 'not a url s3cretpw', '']) {
+      let err: unknown;
+      try {
+        loadConfig({ PMLAKE_DATABASE_URL: bad });
+      } catch (e) {
+        err = e;
+      }
+      expect(err, bad).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toContain('PMLAKE_DATABASE_URL');
+      expect((err as Error).message).not.toContain('s3cretpw');
+    }
+  });
 });
