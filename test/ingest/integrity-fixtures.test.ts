@@ -75,12 +75,13 @@ describe('book checkpoints on the real captures equal an independent replay', ()
       const cps = await rowsOf(
         lake,
         'checkpoints',
-        (from) => `SELECT asset_id, seq::VARCHAR AS seq, kind, ok, epoch_ms(ts)::DOUBLE AS ts FROM ${from} ORDER BY asset_id, seq, kind`,
+        (from) =>
+          `SELECT asset_id, seq::VARCHAR AS seq, kind, ok, epoch_ms(ts)::DOUBLE AS ts, epoch_ms(since_ts)::DOUBLE AS since FROM ${from} ORDER BY asset_id, seq, kind`,
       );
       const books = cps.filter((c) => c.kind === 'book');
       const want = oracle.checkpoints
         .filter((c) => c.kind === 'book')
-        .map((c) => ({ asset_id: c.asset_id, seq: String(c.seq), kind: 'book', ok: c.ok, ts: c.recvMs }))
+        .map((c) => ({ asset_id: c.asset_id, seq: String(c.seq), kind: 'book', ok: c.ok, ts: c.recvMs, since: c.sinceMs }))
         .sort((a, b) => (a.asset_id + a.seq < b.asset_id + b.seq ? -1 : 1));
       expect(books).toEqual(want);
       expect(books.filter((c) => c.ok).length).toBe(PINNED[f]!.book.passed);

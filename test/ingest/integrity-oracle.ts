@@ -32,6 +32,8 @@ export type Checkpoint = {
   recvMs: number;
   kind: 'book' | 'top';
   ok: boolean;
+  /** book: receive time of the token's previous book (the stretch (sinceMs, recvMs] it verifies). */
+  sinceMs?: number;
   /** book: levels that differ (price on a side present in one book only, or with another size). */
   differing?: number;
   /** book: those levels, bids then asks, as micro-unit price and the two sizes (absent = 0). */
@@ -164,6 +166,7 @@ export function entriesOf(m: Msg): (Entry & { asset_id: string })[] {
 export function replayIntegrity(messages: TapeMessage[], books: Map<string, OracleBook> = new Map(), opts: { trades?: boolean } = {}): Integrity {
   const res: Integrity = { book: { passed: 0, failed: 0 }, top: { passed: 0, failed: 0 }, checkpoints: [], firstBooks: 0 };
   const partial = new Map<string, OracleBook>(); // tokens seen only in price_changes: no known book
+  const lastBookMs = new Map<string, number>();
   const target = (t: string): OracleBook => {
     const known = books.get(t);
     if (known) return known;
@@ -179,11 +182,12 @@ export function replayIntegrity(messages: TapeMessage[], books: Map<string, Orac
       if (prev) {
         const levels = differingLevels(next, prev);
         const d = levels.length;
-        res.checkpoints.push({ asset_id: t, seq, recvMs, kind: 'book', ok: d === 0, differing: d, levels });
+        res.checkpoints.push({ asset_id: t, seq, recvMs, kind: 'book', ok: d === 0, sinceMs: lastBookMs.get(t), differing: d, levels });
         res.book[d === 0 ? 'passed' : 'failed']++;
       } else res.firstBooks++;
       books.set(t, next);
       partial.delete(t);
+      lastBookMs.set(t, recvMs);
     } else if (opts.trades && m.event_type === 'last_trade_price') {
       const b = books.get(String(m.asset_id));
       if (!b) continue;
