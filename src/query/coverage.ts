@@ -142,19 +142,31 @@ ORDER BY date`,
 }
 
 /**
- * The `book` checkpoint that closes the stretch holding `at`: the first one of the token at or after `at`, and
- * whether it proves `at`: it passed and its stretch (since_ts, ts] holds `at`. `sameDay` reads only `at`'s day
- * (its one file, named explicitly: most stretches close the day they begin); otherwise every day from it on.
+ * The `book` checkpoints of a token on one day (its one file, named explicitly), in arrival order: when each was
+ * received, the start of the stretch it closes (since_ts) and whether it passed (µs since the epoch as BIGINT).
  */
-export function closingCheckpointQuery(lake: Lake, assetId: string, at: bigint, sameDay: boolean): Query {
-  const day = dateOf(at);
-  const source = sameDay && lake.partitions ? lake.partitions('checkpoints', [day]) : lake.from('checkpoints');
+export function dayCheckpointsQuery(lake: Lake, assetId: string, day: string): Query {
+  const source = lake.partitions ? lake.partitions('checkpoints', [day]) : lake.from('checkpoints');
   return query(
-    `SELECT ts, coalesce(ok AND (ts = $at OR since_ts < $at), false) AS verified
+    `SELECT epoch_us(ts) AS ts_us, epoch_us(since_ts) AS since_us, ok
 FROM ${source}
-WHERE asset_id = $asset AND kind = 'book' AND ts >= $at AND date ${sameDay ? '=' : '>='} $day
+WHERE asset_id = $asset AND kind = 'book' AND date = $day
+ORDER BY ts, seq`,
+    { asset: assetId, day },
+  );
+}
+
+/**
+ * The first `book` checkpoint of a token received after day `day` (the one that closes a stretch still open at
+ * the end of that day), in the form of dayCheckpointsQuery.
+ */
+export function nextDayCheckpointQuery(lake: Lake, assetId: string, day: string): Query {
+  return query(
+    `SELECT epoch_us(ts) AS ts_us, epoch_us(since_ts) AS since_us, ok
+FROM ${lake.from('checkpoints')}
+WHERE asset_id = $asset AND kind = 'book' AND date > $day
 ORDER BY ts, seq
 LIMIT 1`,
-    { asset: assetId, at: tsParam(at), day },
+    { asset: assetId, day },
   );
 }

@@ -1,6 +1,8 @@
 import type { DuckDBInstance } from '@duckdb/node-api';
-import { lakeSources, runOne } from '../../lake/runner.js';
-import { closingCheckpointQuery } from '../../query/coverage.js';
+import { isoFromMicros, lakeSources, runOne, runQuery, type Row } from '../../lake/runner.js';
+import { StampedCache } from '../../lake/stamp.js';
+import { dayCheckpointsQuery, nextDayCheckpointQuery } from '../../query/coverage.js';
+import { dateOf } from '../../query/common.js';
 
 /**
  * Whether the book of a token at `at` lies inside a stretch the venue proved: the first `book` checkpoint at or
@@ -9,13 +11,55 @@ import { closingCheckpointQuery } from '../../query/coverage.js';
  * to `at`, and a checkpoint between the two (a failed one, or the first one after a disconnect) would make the
  * snapshot's flag wrong for `at`. A stretch no checkpoint has closed yet is not verified.
  */
+
+/**
+ * A token's book checkpoints on one day: receive µs, stretch start µs, passed (µs fit a double exactly); then the
+ * first one on a later day, which closes the day's open tail (read once, when an instant there is first asked).
+ */
+type DayCheckpoints = { ts: Float64Array; since: Float64Array; ok: Uint8Array; next?: Promise<Row | undefined> };
+
+/**
+ * Per lake version, token and day: a chart scrubbing one book asks the same day again and again, and one statement
+ * cost about half the book's own (measured 8 ms of CPU per lookup against 17 ms for the book, 2 DuckDB threads).
+ */
+const days = new StampedCache<DayCheckpoints>({ maxEntries: 1024 });
+
 export async function verifiedAt(
   deps: { db: DuckDBInstance; lakeDir: string },
   assetId: string,
   at: bigint,
 ): Promise<{ verified: boolean; checkpoint: string | null }> {
   const lake = lakeSources(deps.lakeDir);
-  const row =
-    (await runOne(deps.db, closingCheckpointQuery(lake, assetId, at, true))) ?? (await runOne(deps.db, closingCheckpointQuery(lake, assetId, at, false)));
-  return { verified: row?.verified === true, checkpoint: (row?.ts as string | undefined) ?? null };
+  const day = dateOf(at);
+  const { value: c } = await days.get(deps.lakeDir, `${assetId}|${day}`, async () => {
+    const rows = await runQuery(deps.db, dayCheckpointsQuery(lake, assetId, day));
+    return {
+      ts: Float64Array.from(rows, (r) => Number(r.ts_us)),
+      since: Float64Array.from(rows, (r) => (r.since_us === null ? Number.NaN : Number(r.since_us))),
+      ok: Uint8Array.from(rows, (r) => (r.ok === true ? 1 : 0)),
+    };
+  });
+  const us = Number(at);
+  // The first checkpoint received at or after `at` (binary search over the day's, in arrival order).
+  let lo = 0;
+  let hi = c.ts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (c.ts[mid]! < us) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < c.ts.length) return answer(c.ts[lo]!, c.since[lo]!, c.ok[lo] === 1, us);
+  // None later that day: the stretch closes on a later day, or not yet.
+  c.next ??= runOne(deps.db, nextDayCheckpointQuery(lake, assetId, day));
+  const next = await c.next.catch((err: unknown) => {
+    c.next = undefined;
+    throw err;
+  });
+  if (!next) return { verified: false, checkpoint: null };
+  return answer(Number(next.ts_us), next.since_us === null ? Number.NaN : Number(next.since_us), next.ok === true, us);
+}
+
+/** A checkpoint received at `ts` proves the book at `us` when it passed and its stretch (since, ts] holds `us`. */
+function answer(ts: number, since: number, ok: boolean, us: number): { verified: boolean; checkpoint: string } {
+  return { verified: ok && (ts === us || since < us), checkpoint: isoFromMicros(BigInt(ts)) };
 }
