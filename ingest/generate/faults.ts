@@ -90,6 +90,12 @@ function apply(books: Map<string, Book>, m: Msg): void {
   }
 }
 
+function push<T>(map: Map<string, T[]>, key: string, v: T): void {
+  const a = map.get(key);
+  if (a) a.push(v);
+  else map.set(key, [v]);
+}
+
 function bookOf(m: Msg): Book {
   return {
     bids: new Map((m.bids ?? []).map((l) => [milli(l.price), cents(l.size)])),
@@ -197,6 +203,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
   const clean = new Map<string, Book>();
   const captured = new Map<string, Book>();
   const faults: Fault[] = [];
+  const byId = new Map<number, Fault>();
   const failed: TruthCheckpoint[] = [];
   const tops: TruthTop[] = [];
   const crossedBooks: TruthTop[] = [];
@@ -270,9 +277,15 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
     // 4. Write the captured tape, replaying both tapes and recording the truth as it goes.
     const outLines: string[] = [];
     let recv = 0;
+    let dayStr = '';
+    let dayEnd = -1; // receive days change rarely: isoDate once per day, not per message
     const note = (m: Msg, line: number, dup = false): void => {
       recv = Math.max(recv, Number(m.timestamp));
-      const d = isoDate(recv);
+      if (recv >= dayEnd) {
+        dayStr = isoDate(recv);
+        dayEnd = Date.parse(`${dayStr}T00:00:00Z`) + DAY_MS;
+      }
+      const d = dayStr;
       // Coverage counts the messages that carry levels (book, price_change), a duplicated frame once.
       if (m.event_type === 'book' || m.event_type === 'price_change') {
         for (const t of tokensOf(m)) {
@@ -304,24 +317,25 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
             failed.push({ date: d, asset_id: t, line, recv_ms: recv, since_ms: lastBook.get(t)!, ok, causes: [...(open.get(t) ?? [])] });
           }
           for (const id of open.get(t) ?? []) {
-            const fault = faults.find((x) => x.id === id);
+            const fault = byId.get(id);
             if (fault?.kind === 'drop') fault[ok ? 'healed_by' : 'detected_by'].push({ asset_id: t, line, recv_ms: recv });
           }
         }
         open.delete(t);
         lastBook.set(t, recv);
       }
-      const before = new Map(tokensOf(m).map((t) => [t, captured.get(t) ? touch(captured.get(t)!) : null]));
+      const pc = m.event_type === 'price_change';
+      const before = pc ? new Map(tokensOf(m).map((t) => [t, captured.get(t) ? touch(captured.get(t)!) : null])) : null;
       apply(captured, m);
       if (m.event_type === 'price_change') {
         for (const t of tokensOf(m)) {
           const b = captured.get(t);
           if (!b || !lastBook.has(t)) continue;
           const [bb, ba] = touch(b);
-          const was = before.get(t);
+          const was = before!.get(t);
           if (bb >= ba && b.bids.size > 0 && b.asks.size > 0 && !(was && was[0] >= was[1])) {
             crossedBooks.push({ date: d, asset_id: t, line, recv_ms: recv });
-            breaks.set(t, [...(breaks.get(t) ?? []), recv]);
+            push(breaks, t, recv);
           }
         }
       }
@@ -334,7 +348,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
           const [bb, ba] = touch(b);
           if (milli(e.best_bid ?? '0') !== bb || milli(e.best_ask ?? '1') !== ba) {
             tops.push({ date: d, asset_id: t, line, recv_ms: recv });
-            breaks.set(t, [...(breaks.get(t) ?? []), recv]);
+            push(breaks, t, recv);
           }
         }
       }
@@ -396,15 +410,17 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
         // A lost book or price_change leaves the token's book in doubt until its next checkpoint.
         if (m.event_type === 'book' || m.event_type === 'price_change') {
           const id = silenceOf(i);
-          for (const t of tokensOf(m)) if (!(open.get(t) ?? []).includes(id)) open.set(t, [...(open.get(t) ?? []), id]);
+          for (const t of tokensOf(m)) if (!(open.get(t) ?? []).includes(id)) push(open, t, id);
         }
         return;
       }
       if (drop[i] >= 0) {
         apply(clean, m);
         const ts = Number(m.timestamp);
-        faults.push({ id: drop[i]!, kind: 'drop', date, recv_ms: Math.max(recv, ts), tokens: tokensOf(m), detected_by: [], healed_by: [] });
-        for (const t of tokensOf(m)) open.set(t, [...(open.get(t) ?? []), drop[i]!]);
+        const fault: Fault = { id: drop[i]!, kind: 'drop', date, recv_ms: Math.max(recv, ts), tokens: tokensOf(m), detected_by: [], healed_by: [] };
+        faults.push(fault);
+        byId.set(fault.id, fault);
+        for (const t of tokensOf(m)) push(open, t, drop[i]!);
         return;
       }
       if (m.event_type === 'book') bridge(m, true);
@@ -438,7 +454,7 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
           outLines.push(text);
           const id = nextId++;
           faults.push({ id, kind: 'crossed', date, recv_ms: recv, line: outLines.length, asset_id: t, price });
-          open.set(t, [...(open.get(t) ?? []), id]);
+          push(open, t, id);
           note(JSON.parse(text) as Msg, outLines.length);
         }
       }
