@@ -312,6 +312,24 @@ describe('tape coverage in the API', () => {
     expect(((await est.json()) as { coverage: unknown }).coverage).toEqual(wantCov);
     const trades = await post(`/v1/markets/${m.id}/estimate`, { data_type: 'trades', start: lo, end: hi });
     expect(((await trades.json()) as { coverage: unknown }).coverage).toBeNull();
+    // The raw tape's estimate spans every market: each day's worst token of all.
+    const venueDays = [days[1]!, days[2]!].map((d) => ({ date: d, status: worst(cov.filter((c) => c.date === d).map((c) => c.status))! }));
+    const raw = await get(`/v1/download/raw/estimate?data_type=polymarket_l2_deltas&start=${lo}&end=${hi}`);
+    expect(raw.status).toBe(200);
+    expect(raw.body.coverage).toEqual({ worst: worst(venueDays.map((d) => d.status)), days: venueDays });
+    // A series estimate of book snapshots: the tokens of the series' markets.
+    const withSeries = (await conn.runAndReadAll(`SELECT id, series_id FROM read_parquet(${catalog(lakeDir, 'markets')}) WHERE series_id IS NOT NULL`))
+      .getRowObjectsJS()
+      .map((r) => ({ id: String(r.id), series: String(r.series_id) }));
+    const series = withSeries[0]!.series;
+    const inSeries = new Set(markets.filter((x) => withSeries.some((w) => w.id === x.id && w.series === series)).flatMap((x) => x.tokens));
+    const seriesDays = [days[1]!, days[2]!]
+      .map((d) => ({ date: d, status: worst(cov.filter((c) => c.date === d && inSeries.has(c.asset_id)).map((c) => c.status)) }))
+      .filter((d) => d.status !== null);
+    expect(seriesDays.length).toBe(2);
+    const se = await post(`/v1/series/${encodeURIComponent(series)}/estimate`, { data_type: 'snapshots', start: lo, end: hi });
+    expect(se.status).toBe(200);
+    expect(((await se.json()) as { coverage: unknown }).coverage).toEqual({ worst: worst(seriesDays.map((d) => d.status!)), days: seriesDays });
 
     const bulk = await post('/v1/download/bulk', {
       items: [
