@@ -34,6 +34,8 @@ export type Checkpoint = {
   ok: boolean;
   /** book: receive time of the token's previous book (the stretch (sinceMs, recvMs] it verifies). */
   sinceMs?: number;
+  /** book: seq of the token's previous book. */
+  sinceSeq?: bigint;
   /** book: levels that differ (price on a side present in one book only, or with another size). */
   differing?: number;
   /** book: those levels, bids then asks, as micro-unit price and the two sizes (absent = 0). */
@@ -115,7 +117,8 @@ export function micro(s: unknown): bigint {
 }
 
 type Side = Map<bigint, bigint>;
-export type OracleBook = { bids: Side; asks: Side };
+/** A token's replayed book; `ms`/`seq` of the `book` message it was last replaced by (carried across calls). */
+export type OracleBook = { bids: Side; asks: Side; ms?: number; seq?: bigint };
 type Level = { price: unknown; size: unknown };
 type Entry = Level & { side: unknown; asset_id?: unknown; best_bid?: unknown; best_ask?: unknown };
 
@@ -166,7 +169,6 @@ export function entriesOf(m: Msg): (Entry & { asset_id: string })[] {
 export function replayIntegrity(messages: TapeMessage[], books: Map<string, OracleBook> = new Map(), opts: { trades?: boolean } = {}): Integrity {
   const res: Integrity = { book: { passed: 0, failed: 0 }, top: { passed: 0, failed: 0 }, checkpoints: [], firstBooks: 0 };
   const partial = new Map<string, OracleBook>(); // tokens seen only in price_changes: no known book
-  const lastBookMs = new Map<string, number>();
   const target = (t: string): OracleBook => {
     const known = books.get(t);
     if (known) return known;
@@ -182,12 +184,21 @@ export function replayIntegrity(messages: TapeMessage[], books: Map<string, Orac
       if (prev) {
         const levels = differingLevels(next, prev);
         const d = levels.length;
-        res.checkpoints.push({ asset_id: t, seq, recvMs, kind: 'book', ok: d === 0, sinceMs: lastBookMs.get(t), differing: d, levels });
+        res.checkpoints.push({
+          asset_id: t,
+          seq,
+          recvMs,
+          kind: 'book',
+          ok: d === 0,
+          sinceMs: prev.ms,
+          sinceSeq: prev.seq,
+          differing: d,
+          levels,
+        });
         res.book[d === 0 ? 'passed' : 'failed']++;
       } else res.firstBooks++;
-      books.set(t, next);
+      books.set(t, { ...next, ms: recvMs, seq });
       partial.delete(t);
-      lastBookMs.set(t, recvMs);
     } else if (opts.trades && m.event_type === 'last_trade_price') {
       const b = books.get(String(m.asset_id));
       if (!b) continue;
