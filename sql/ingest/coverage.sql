@@ -13,9 +13,11 @@ SELECT DISTINCT ON (asset_id, seq) asset_id, seq, ts, since_ts, ok FROM (
   SELECT asset_id, seq, ts, since_ts, ok FROM _cov_ck_stored
 ) ORDER BY asset_id, seq;
 
+-- A duplicated frame's copy is not a message (the lake's l2 keeps its rows once, under the first copy's seq).
 CREATE OR REPLACE TEMP TABLE _cov_msg AS
 SELECT DISTINCT asset_id, seq, recv_ts FROM (
-  SELECT asset_id, seq, recv_ts FROM stg_l2 WHERE asset_id IS NOT NULL
+  SELECT asset_id, seq, recv_ts FROM stg_l2 l WHERE asset_id IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM stg_incidents d WHERE d.kind = 'duplicate' AND d.asset_id = l.asset_id AND d.seq = l.seq)
   UNION ALL
   SELECT asset_id, seq, recv_ts FROM _cov_l2_stored
 );
