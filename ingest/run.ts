@@ -24,10 +24,11 @@ import { compactLake, type CompactReport } from './compact.js';
 import { currentVersion } from '../src/lake/versions.js';
 
 /**
- * The ingest orchestrator. One run: sweep temp files a killed run left, lock the lake, open a disk-backed
- * DuckDB (staging spills to disk, not RAM), hash every input and skip what the ledger already holds, detect
- * each file's format, stage it, and flush in bounded batches: derive books and candles, merge every data set
- * into its partitions (atomic renames), rebuild the catalogue, then record the batch's files in the ledger.
+ * The ingest orchestrator. One run: sweep temp files a killed run left, lock the lake, open the scratch
+ * DuckDB (in memory, spilling to the scratch directory), hash every input and skip what the ledger already holds,
+ * detect each file's format, stage it, and flush in bounded batches: derive books and candles (while a second
+ * connection merges the data sets nothing derived touches), merge every data set into the batch's draft version,
+ * rebuild the catalogue, publish the draft, then record the batch's files in the ledger.
  */
 
 export type IngestOptions = {
