@@ -150,15 +150,34 @@ function takerCents(rng: Rng): number {
   return rng.chance(0.5) ? Math.round(shares) * 100 : Math.max(100, Math.round(shares * 100));
 }
 
+/** A market's Yes book as the next day's subscription draws it (see `openingBooks`). */
+export type OpeningBook = { lvl: [Float64Array, Float64Array]; tick: number };
+
+/** Writes nothing: the opening of a day replayed only to learn its books (same draws as the real run). */
+const NO_WRITE = { write(): void {}, close(): void {}, bytes: 0 };
+
+/**
+ * The books a day's subscription frame will show, by market index: the day's own stream replayed up to its
+ * opening books (nothing written). The previous day ends by moving every book there, so the tape is continuous
+ * across midnight while each day is still generated on its own.
+ */
+export function openingBooks(plan: Plan, day: number): Map<number, OpeningBook> {
+  return simulate(plan, day, true).opening!;
+}
+
 export function runDay(plan: Plan, day: number): DayResult {
+  return simulate(plan, day, false).result!;
+}
+
+function simulate(plan: Plan, day: number, peek: boolean): { result?: DayResult; opening?: Map<number, OpeningBook> } {
   const dayStart = plan.dayStarts[day]!;
   const dayEnd = dayStart + DAY_MS;
   const date = isoDate(dayStart);
   const newShape = date >= NEW_SHAPE_FROM;
   const rng = new Rng(plan.opts.seed, `day:${day}`);
   const out = plan.opts.out;
-  const ws = new ChunkWriter(path.join(out, 'ws', `${date}.jsonl`));
-  const fills = new ChunkWriter(path.join(out, 'fills', `${date}.jsonl`));
+  const ws = peek ? NO_WRITE : new ChunkWriter(path.join(out, 'ws', `${date}.jsonl`));
+  const fills = peek ? NO_WRITE : new ChunkWriter(path.join(out, 'fills', `${date}.jsonl`));
   const c = emptyCounts();
   const ratePerMs = plan.baseRatePerHour / 3_600_000;
   // Maker fills per match: 1 + geometric(p), mean 1 + (1 − p) / p, capped at 3.5× the mean (10 at the default,
@@ -344,27 +363,25 @@ export function runDay(plan: Plan, day: number): DayResult {
     s.lastYes = P;
     s.lastTradeMs = ts;
 
-    // The taken level shrinks or disappears; an emptied side is refilled further out.
+    // The taken level shrinks or disappears. The venue answers a trade with a fresh `book` for the traded token;
+    // the mirrored level of the other token arrives as a price_change.
     const left = avail - size;
-    const ch = [side, P, left];
-    if (left === 0 && s.n[side] === 1) {
+    const emptied = left === 0 && s.n[side] === 1;
+    // An emptied side is refilled by a new order: drawn now (same draws as before), placed after the trade.
+    let refill: number[] = [];
+    if (emptied) {
       const step = (1 + rng.geometric(0.5)) * s.tick;
       const Q = side === ASK ? P + step : P - step;
-      if (Q >= s.tick && Q <= 1000 - s.tick) {
-        s.set(side, Q, restingCents(rng, false));
-        ch.push(side, Q, a[Q]!);
-        s.set(side, P, 0);
-      } else {
-        ch[2] = restingCents(rng, false);
-        s.set(side, P, ch[2]);
-      }
-    } else {
-      s.set(side, P, left);
+      refill = Q >= s.tick && Q <= 1000 - s.tick ? [side, Q, restingCents(rng, false)] : [side, P, restingCents(rng, false)];
     }
-    // The venue answers a trade with a fresh `book` for the traded token; the mirrored level of the other
-    // token arrives as a price_change.
+    s.set(side, P, left);
     book(s, token, ts);
-    changes(s, ts, ch, 1 - token);
+    changes(s, ts, [side, P, left], 1 - token);
+    // A new order is a price_change on the venue (both tokens), never folded into the trade's book.
+    if (emptied) {
+      s.set(side, refill[1]!, refill[2]!);
+      changes(s, ts, refill);
+    }
   };
 
   const add = (s: Sim, ts: number, side: number, fair: number): void => {
@@ -465,6 +482,26 @@ export function runDay(plan: Plan, day: number): DayResult {
     s.inited = true;
   };
 
+  /** Moves the book to `nb` with one price_change (per token, old shape) holding every level that differs. */
+  const moveTo = (s: Sim, nb: OpeningBook, ts: number): void => {
+    if (nb.tick !== s.tick && !s.tickChanged) {
+      s.tickChanged = true;
+      s.tick = nb.tick;
+      tickChange(s, ts);
+    }
+    const ch: number[] = [];
+    for (let side = 0; side < 2; side++) {
+      const a = s.lvl[side]!;
+      const b = nb.lvl[side]!;
+      for (let p = 1; p < 1000; p++) {
+        if (a[p] === b[p]) continue;
+        s.set(side, p, b[p]!);
+        ch.push(side, p, b[p]!);
+      }
+    }
+    if (ch.length) changes(s, ts, ch);
+  };
+
   // ---- event loop -----------------------------------------------------------------------------------------
   const step = (s: Sim, ts: number): void => {
     if (!s.tickChanged && s.m.tickChangeMs > 0 && ts >= s.m.tickChangeMs) {
@@ -555,6 +592,7 @@ export function runDay(plan: Plan, day: number): DayResult {
     book(s, 0, ts);
     book(s, 1, ts);
   }
+  if (peek) return { opening: new Map(atOpen.map((s) => [s.m.idx, { lvl: [s.lvl[BID]!, s.lvl[ASK]!], tick: s.tick }])) };
   for (const s of sims) {
     if (s.inited) schedule(s, dayStart + 1500);
     else s.next = s.m.tradeFromMs;
@@ -574,6 +612,15 @@ export function runDay(plan: Plan, day: number): DayResult {
     schedule(s, t);
     push(s);
   }
+  // The venue's books do not jump at midnight: in the day's last millisecond every book still open moves to the
+  // one the next day's subscription shows (price_changes, as the orders that did it would have been sent).
+  if (day + 1 < plan.opts.days) {
+    const next = openingBooks(plan, day + 1);
+    for (const s of sims) {
+      const nb = next.get(s.m.idx);
+      if (s.inited && nb) moveTo(s, nb, dayEnd - 1);
+    }
+  }
   ws.close();
   fills.close();
 
@@ -583,7 +630,7 @@ export function runDay(plan: Plan, day: number): DayResult {
     optionsBytes = o.bytes;
     c.options_trades = o.trades;
   }
-  return {
+  const result: DayResult = {
     day,
     date,
     counts: c,
@@ -598,4 +645,5 @@ export function runDay(plan: Plan, day: number): DayResult {
       bestAsk: s.ba,
     })),
   };
+  return { result };
 }

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Rng } from './prng.js';
-import { sizeStr } from './format.js';
-import { DAY_MS, NEW_SHAPE_FROM, isoDate, type FaultOptions } from './plan.js';
+import { DAY_MS, isoDate, type FaultOptions } from './plan.js';
 
 /**
  * Capture faults injected into a generated websocket tape on request (issue 15), so tests and bench lakes
@@ -16,12 +15,9 @@ import { DAY_MS, NEW_SHAPE_FROM, isoDate, type FaultOptions } from './plan.js';
  * Draws come from their own seeded stream per day ("faults:<day>"), so the clean lines are the same with any
  * fault options; without fault options nothing here runs and every file is as generated.
  *
- * The generated venue is not continuous in two places (day.ts): every day starts from freshly drawn books, and
- * a trade that empties the last level of a side refills it inside the trade's `book` only. Whenever fault
- * options are given (even all zero: a clean tape with its truth), a `book` that differs from the clean replay
- * before it first gets a price_change of its token carrying the difference (what the venue would have sent;
- * hashes from the stream "bridge:<day>"), so on the clean tape every book equals the replay before it and any
- * failing checkpoint is an injected fault's. `bridged` in the truth counts them.
+ * The generated venue is continuous (day.ts: each day ends by moving its books to the next day's opening ones,
+ * and a trade's `book` shows the trade only), so on the clean tape every book equals the replay before it and
+ * every failing checkpoint is an injected fault's.
  *
  * The truth (`faults.json`) is computed here by replaying both tapes per token: the clean one (the venue's
  * book) and the faulty one (what a subscriber captured). Replay rules are the venue's: `book` replaces the
@@ -180,8 +176,6 @@ export type TruthCoverage = {
 export type Truth = {
   generator: 'pmlake-generate/faults/1';
   options: FaultOptions;
-  /** price_change messages added to make the tape continuous (not faults): at day starts and trade refills. */
-  bridged: { day_start: number; trade_refill: number };
   faults: Fault[];
   /** Every failing book checkpoint (passing ones are every other book of a known token). */
   failed_checkpoints: TruthCheckpoint[];
@@ -215,7 +209,6 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
   const stretches = new Map<string, [number, number, boolean][]>(); // (since, ts] of every book checkpoint, ok
   const breaks = new Map<string, number[]>(); // receive times of top mismatches and crossed books
   const lastMsg = new Map<string, number>();
-  const bridged = { day_start: 0, trade_refill: 0 };
   let nextId = 0;
 
   wsFiles.forEach((file, day) => {
@@ -225,9 +218,6 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
     if (lines[lines.length - 1] === '') lines.pop();
     const msgs = lines.map((l) => JSON.parse(l) as Msg);
     const rng = new Rng(seed, `faults:${day}`);
-    // Hashes of the bridging messages: their own stream, so they are the same with any fault options.
-    const bridgeRng = new Rng(seed, `bridge:${day}`);
-    const newShape = date >= NEW_SHAPE_FROM;
 
     // 1. Silences: every line whose venue time falls in the window is lost.
     const lost = new Array<boolean>(lines.length).fill(false);
@@ -360,52 +350,8 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
       const s = faults.find((x) => x.kind === 'silence' && x.date === date && t >= x.from_ms && t < x.to_ms);
       return s ? s.id : -1;
     };
-    // The generated venue is not continuous in two places: every day starts from freshly drawn books, and a
-    // trade that empties the last level of a side refills it inside the trade's `book` only. With faults on, the
-    // tape is made continuous: before such a book, a price_change of the token carries the difference (what the
-    // venue would have sent), so every book of the clean tape equals the replay before it.
-    const bridge = (m: Msg, write: boolean): void => {
-      const t = m.asset_id!;
-      const known = clean.get(t);
-      if (!known) return;
-      const incoming = bookOf(m);
-      if (sameBook(known, incoming)) return;
-      const ch: Entry[] = [];
-      for (const [side, a, b] of [
-        ['BUY', incoming.bids, known.bids],
-        ['SELL', incoming.asks, known.asks],
-      ] as const) {
-        for (const [p, c] of a) if (b.get(p) !== c) ch.push({ asset_id: t, price: MILLI_STR(p), size: sizeStr(c), side });
-        for (const p of b.keys()) if (!a.has(p)) ch.push({ asset_id: t, price: MILLI_STR(p), size: '0', side });
-      }
-      const [bb, ba] = touch(incoming);
-      const text = newShape
-        ? JSON.stringify({
-            market: m.market,
-            price_changes: ch.map((e) => ({ ...e, hash: bridgeRng.hex(40), best_bid: MILLI_STR(bb), best_ask: MILLI_STR(ba) })),
-            timestamp: m.timestamp,
-            event_type: 'price_change',
-          })
-        : JSON.stringify({
-            asset_id: t,
-            changes: ch.map((e) => ({ price: e.price, side: e.side, size: e.size })),
-            event_type: 'price_change',
-            hash: bridgeRng.hex(40),
-            market: m.market,
-            timestamp: m.timestamp,
-          });
-      const bm = JSON.parse(text) as Msg;
-      apply(clean, bm);
-      // A bridge is part of its book's moment: lost with it in a silence (its hashes drawn all the same, so the
-      // bridges after it are the same bytes with any faults).
-      if (!write) return;
-      bridged[lastMsgDay.has(t) && lastMsgDay.get(t) !== isoDate(Math.max(recv, Number(m.timestamp))) ? 'day_start' : 'trade_refill']++;
-      outLines.push(text);
-      note(bm, outLines.length);
-    };
     msgs.forEach((m, i) => {
       if (lost[i]) {
-        if (m.event_type === 'book') bridge(m, false);
         apply(clean, m);
         // A lost book or price_change leaves the token's book in doubt until its next checkpoint.
         if (m.event_type === 'book' || m.event_type === 'price_change') {
@@ -423,7 +369,6 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
         for (const t of tokensOf(m)) push(open, t, drop[i]!);
         return;
       }
-      if (m.event_type === 'book') bridge(m, true);
       outLines.push(lines[i]!);
       note(m, outLines.length);
       apply(clean, m);
@@ -513,7 +458,6 @@ export function injectFaults(out: string, seed: number, wsFiles: string[], daySt
   const truth: Truth = {
     generator: 'pmlake-generate/faults/1',
     options: f,
-    bridged,
     faults: faults.sort((a, b) => a.id - b.id),
     failed_checkpoints: failed,
     checkpoints: counts,
