@@ -1,5 +1,5 @@
 -- Websocket / REST captures in any JSON layout → flat messages (_ws_m) and element bookkeeping (_ws_fr).
--- Input: _ws_el(el, j JSON), one row per top-level element in file order (a JSONL line, an element of a
+-- Input: _ws_el(el, j JSON, obj BOOLEAN: j is an object), one row per top-level element in file order (a JSONL line, an element of a
 -- top-level array, or the single object of a one-object file).
 -- An element is a frame: a JSON array of messages, a bare message object, a capture wrapper
 -- {timestamp, asset_id, message} (timestamp = the capturing program's receive time), or a REST envelope
@@ -30,7 +30,7 @@ CREATE OR REPLACE TEMP MACRO _ws_flat(el, mi, wrap_ms, multi, jt, s) AS STRUCT_P
 
 CREATE OR REPLACE TEMP TABLE _ws_m AS
 SELECT unnest(_ws_flat(el, 0, NULL, false, 'OBJECT', _ws_msg(j)))
-FROM _ws_el WHERE left(ltrim(CAST(j AS VARCHAR)), 1) = '{';
+FROM _ws_el WHERE obj;
 
 -- Frames whose stored text is not the element itself: a wrapped message, a REST book. Array elements are
 -- listed too (they may hold several messages, or none).
@@ -40,7 +40,7 @@ SELECT el, CASE WHEN message IS NOT NULL THEN 'wrap' ELSE 'rest' END AS kind,
        coalesce(message, rest_book) AS frame
 FROM _ws_m WHERE message IS NOT NULL OR rest_book IS NOT NULL
 UNION ALL
-SELECT el, 'frame', NULL, NULL FROM _ws_el WHERE left(ltrim(CAST(j AS VARCHAR)), 1) <> '{';
+SELECT el, 'frame', NULL, NULL FROM _ws_el WHERE NOT obj;
 
 DELETE FROM _ws_m WHERE message IS NOT NULL OR rest_book IS NOT NULL;
 
@@ -50,7 +50,7 @@ WITH nested AS (
   UNION ALL
   SELECT el, NULL, unnest(l), unnest(range(len(l))), true FROM (
     SELECT el, CASE WHEN json_type(j) = 'ARRAY' THEN CAST(j AS JSON[]) ELSE [j] END AS l
-    FROM _ws_el WHERE left(ltrim(CAST(j AS VARCHAR)), 1) <> '{')
+    FROM _ws_el WHERE NOT obj)
 )
 SELECT unnest(_ws_flat(el, mi, wrap_ms, multi, json_type(m), CASE WHEN json_type(m) = 'OBJECT' THEN _ws_msg(m) END))
 FROM nested;
