@@ -441,8 +441,9 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     );
     lap('book_snapshots insert');
     await stageIntegrity(conn, ctx.lake, dir);
+    lap('integrity staging');
     await deriveCoverage(conn, ctx.lake);
-    lap('integrity staging and coverage');
+    lap('coverage');
     for (const [key, v] of Object.entries(checks.counts)) ctx.counts[key] = (ctx.counts[key] ?? 0) + v;
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -98,6 +98,18 @@ export async function mergeIntoPartitions(conn: DuckDBConnection, draft: Version
            WHERE NOT EXISTS (SELECT 1 FROM (${candidates(key)}) e WHERE ${match}) ${dedupe}`,
           params,
         );
+      } else if (def.replaceColumns) {
+        // Only these columns of a re-derived row can change (book_snapshots' verified flag): compare the key and
+        // them — narrow columns, not the whole stored rows — and keep the staged rows whose key is new or differs.
+        const cmp = [...new Set([...def.naturalKey, ...def.replaceColumns])].map(sqlIdent).join(', ');
+        await conn.run(
+          `CREATE TEMP TABLE _pmlake_fresh AS
+           WITH s AS (SELECT ${cols} FROM ${staging} ${where} ${dedupe}),
+                e AS (SELECT ${cmp} FROM s EXCEPT SELECT ${cmp} FROM (${candidates(cmp)}))
+           SELECT ${cols} FROM s WHERE EXISTS (SELECT 1 FROM e WHERE ${match})`,
+          params,
+        );
+        await retireReplaced(conn, draft, name, def, candidates, match, params);
       } else {
         // Staged rows that are new or differ from the stored row with their key.
         await conn.run(
@@ -160,7 +172,8 @@ async function retireReplaced(
   const cols = Object.keys(def.columns).map(sqlIdent).join(', ');
   const hit = (
     await conn.runAndReadAll(
-      `SELECT DISTINCT e.filename AS f FROM (${candidates(`${cols}, filename`)}) e WHERE EXISTS (SELECT 1 FROM _pmlake_fresh s WHERE ${match})`,
+      `SELECT DISTINCT e.filename AS f FROM (${candidates(`${def.naturalKey.map(sqlIdent).join(', ')}, filename`)}) e
+       WHERE EXISTS (SELECT 1 FROM _pmlake_fresh s WHERE ${match})`,
       params,
     )
   )

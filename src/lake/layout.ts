@@ -32,6 +32,11 @@ export type DatasetDef = Readonly<{
    */
   onConflict?: 'keep' | 'replace';
   /**
+   * With 'replace': the only columns a re-derived row can change (default: any). The merge then compares the
+   * natural key and these, not whole stored rows (book_snapshots would otherwise read every stored bids/asks list).
+   */
+  replaceColumns?: readonly string[];
+  /**
    * Rows per Parquet row group (default 122,880). Smaller for wide rows read one at a time: a point lookup
    * decodes a whole row group's column chunk.
    */
@@ -248,6 +253,7 @@ export const DATASETS = {
     dir: 'book_snapshots',
     // `verified` turns true when a later batch's `book` checkpoint closes the row's stretch (ingest/integrity/).
     onConflict: 'replace',
+    replaceColumns: ['verified'],
     // A book-at-instant lookup reads one snapshot's bids/asks lists; 2,048-row groups cut it ~3× (measured).
     rowGroupSize: 2048,
     partition: 'date',
@@ -273,6 +279,7 @@ export const DATASETS = {
   top_of_book: {
     dir: 'top_of_book',
     onConflict: 'replace',
+    replaceColumns: ['verified'],
     partition: 'date',
     partitionColumn: 'ts',
     sortBy: ['asset_id', 'ts', 'seq'],
