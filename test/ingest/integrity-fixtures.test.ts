@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
 import { lakeRows, tempDir } from './oracle.js';
-import { fileIntegrity, micro, type Integrity } from './integrity-oracle.js';
+import { fileIntegrity, micro, replayIntegrity, tapeMessages, type Integrity } from './integrity-oracle.js';
 import { files } from '../helpers/lake-files.js';
 
 /**
@@ -33,6 +33,14 @@ const PINNED: Record<string, { book: { passed: number; failed: number }; top: { 
   '2025-03-02_last_trade_price_wrapped.json': { book: { passed: 0, failed: 0 }, top: { passed: 0, failed: 0 }, firstBooks: 0 },
   '2026-08-14_frames_price_change_v2.jsonl': { book: { passed: 0, failed: 0 }, top: { passed: 0, failed: 0 }, firstBooks: 1 },
 };
+
+/**
+ * The same real captures across files: the 2025-02-27 subscription books, then (a separate batch) the 2025-03-02
+ * capture of 12 of those tokens. Every 2025-03-02 book is now compared with the replay carried over from
+ * 2025-02-27 (the capture missed the 2.5 days between: all 12 differ), plus the in-file one: 13 failing, 0 passing.
+ */
+const ACROSS = ['2025-02-27_initial_books.json', '2025-03-02_book_price_change_v1.json'];
+const ACROSS_PINNED = { passed: 0, failed: 13 };
 
 const WS = path.resolve('test/fixtures/venue/ws');
 const captures = fs.readdirSync(WS).sort();
@@ -114,4 +122,22 @@ describe('book checkpoints on the real captures equal an independent replay', ()
       expect(Number(tops[0]?.n ?? 0)).toBe(oracle.top.failed);
     });
   }
+
+  it(`across batches: ${ACROSS.join(' then ')}`, async () => {
+    const books = new Map();
+    const want = ACROSS.flatMap((f) => replayIntegrity(tapeMessages(path.join(WS, f)), books, { trades: true }).checkpoints).filter((c) => c.kind === 'book');
+    expect({ passed: want.filter((c) => c.ok).length, failed: want.filter((c) => !c.ok).length }).toEqual(ACROSS_PINNED);
+    const lake = path.join(tmp.dir, 'across');
+    for (const f of ACROSS) expect((await runIngest([path.join(WS, f)], { lakeDir: lake, derived: false })).failed).toBe(0);
+    const got = await rowsOf(
+      lake,
+      'checkpoints',
+      (from) => `SELECT asset_id, seq::VARCHAR AS seq, ok, epoch_ms(since_ts)::DOUBLE AS since FROM ${from} WHERE kind = 'book' ORDER BY asset_id, seq`,
+    );
+    expect(got).toEqual(
+      want
+        .map((c) => ({ asset_id: c.asset_id, seq: String(c.seq), ok: c.ok, since: c.sinceMs }))
+        .sort((a, b) => (a.asset_id + a.seq < b.asset_id + b.seq ? -1 : 1)),
+    );
+  });
 });

@@ -11,14 +11,16 @@ import { csvMessages, type Msg } from './oracle.js';
  * - `book` replaces the token's book (bids and asks; a level of size 0 is no level).
  * - `price_change` (old shape `changes[]` for `asset_id`, new shape `price_changes[]` each with its own
  *   `asset_id`) sets the level's new total; size 0 removes it. BUY → bid, SELL → ask.
- * - A `book` checkpoint is a `book` message of a token whose book is known (a `book` of that token was seen
- *   before): ok when the message's levels equal the replayed book just before it. A token's first `book` has
- *   nothing to compare with and is no checkpoint (it starts the first stretch).
+ * - A `book` checkpoint is a `book` message of a token with an earlier level message (book or price_change):
+ *   ok when the message's levels equal the replayed book just before it; its stretch starts at the token's
+ *   previous book, else at its first message (integrity-design.md). A `book` that is the token's first message
+ *   has nothing to compare with and is no checkpoint. (Agreed with core's ingest/integrity/tracker.ts: a token
+ *   whose first messages are price_changes on an unknown book fails its first book — the base was missed.)
  * - A trade reaches the tape only as the traded token's next `book` (the venue sends `book` "when there is a
  *   trade that affects the book"; no price_change carries the level it took). With `{ trades: true }` each
  *   `last_trade_price` takes its size off the maker's level (taker BUY → the ask at that price, SELL → the bid;
  *   ≤ 0 removes it) before the next book is compared; without it the comparison is the strict one.
- * - A `top` checkpoint is, per new-shape price_change message and token whose book is known, the entry's
+ * - A `top` checkpoint is, per new-shape price_change message and token with an earlier level message, the entry's
  *   best_bid/best_ask (the venue's touch after the message: every entry of one token in one message carries
  *   the same touch) compared with the replayed touch after applying all of the message's entries. An empty
  *   side is the venue's "0" bid / "1" ask.
@@ -163,19 +165,11 @@ export function entriesOf(m: Msg): (Entry & { asset_id: string })[] {
 }
 
 /**
- * Replays messages in arrival order and returns every checkpoint. `books` may carry the state of earlier
- * tape (a token in it counts as known); it is updated in place.
+ * Replays messages in arrival order and returns every checkpoint. `books` carries the replayed book of every
+ * token with a level message so far (from earlier tape too); it is updated in place.
  */
 export function replayIntegrity(messages: TapeMessage[], books: Map<string, OracleBook> = new Map(), opts: { trades?: boolean } = {}): Integrity {
   const res: Integrity = { book: { passed: 0, failed: 0 }, top: { passed: 0, failed: 0 }, checkpoints: [], firstBooks: 0 };
-  const partial = new Map<string, OracleBook>(); // tokens seen only in price_changes: no known book
-  const target = (t: string): OracleBook => {
-    const known = books.get(t);
-    if (known) return known;
-    let p = partial.get(t);
-    if (!p) partial.set(t, (p = { bids: new Map(), asks: new Map() }));
-    return p;
-  };
   for (const { msg: m, recvMs, seq } of messages) {
     if (m.event_type === 'book') {
       const t = String(m.asset_id);
@@ -198,7 +192,6 @@ export function replayIntegrity(messages: TapeMessage[], books: Map<string, Orac
         res.book[d === 0 ? 'passed' : 'failed']++;
       } else res.firstBooks++;
       books.set(t, { ...next, ms: recvMs, seq });
-      partial.delete(t);
     } else if (opts.trades && m.event_type === 'last_trade_price') {
       const b = books.get(String(m.asset_id));
       if (!b) continue;
@@ -209,8 +202,11 @@ export function replayIntegrity(messages: TapeMessage[], books: Map<string, Orac
       else side.delete(p);
     } else if (m.event_type === 'price_change') {
       const entries = entriesOf(m);
+      const had = new Set(entries.map((e) => e.asset_id).filter((t) => books.has(t)));
       for (const e of entries) {
-        const b = target(e.asset_id);
+        let b = books.get(e.asset_id);
+        // A token's first message: its stretch starts here (design: since_ts = the token's first message).
+        if (!b) books.set(e.asset_id, (b = { bids: new Map(), asks: new Map(), ms: recvMs, seq }));
         const side = String(e.side).toUpperCase();
         setLevel(side === 'BUY' ? b.bids : b.asks, e.price, e.size);
       }
@@ -218,8 +214,8 @@ export function replayIntegrity(messages: TapeMessage[], books: Map<string, Orac
       const last = new Map<string, Entry>();
       for (const e of entries) last.set(e.asset_id, e);
       for (const [t, e] of last) {
-        const b = books.get(t);
-        if (!b) continue;
+        if (!had.has(t)) continue;
+        const b = books.get(t)!;
         const [bb, ba] = touch(b);
         const ok = micro(e.best_bid) === bb && micro(e.best_ask) === ba;
         res.checkpoints.push({ asset_id: t, seq, recvMs, kind: 'top', ok });
