@@ -335,3 +335,65 @@ describe('the ingest finds the injected faults', () => {
     expect(new Set(faulty.truth.coverage.map((c) => c.status))).toContain('degraded');
   });
 });
+
+describe('trades between books (hand-built tape)', () => {
+  it('a price_change after a trade sets the level’s new total: the trade is not taken off it again', async () => {
+    const asset = '4242424242424242424242424242424242424242424242424242424242424242424242424242';
+    const m = '0x' + 'ab'.repeat(32);
+    const t0 = Date.parse('2025-03-03T10:00:00Z');
+    const lines = [
+      {
+        event_type: 'book',
+        asset_id: asset,
+        market: m,
+        timestamp: String(t0),
+        hash: 'h1',
+        bids: [{ price: '0.5', size: '100' }],
+        asks: [{ price: '0.52', size: '40' }],
+      },
+      // A taker sells 10 into the 0.50 bid (the venue would send the book after it) ...
+      { event_type: 'last_trade_price', asset_id: asset, market: m, timestamp: String(t0 + 1000), price: '0.5', size: '10', side: 'SELL', fee_rate_bps: '0' },
+      // ... then a new order of 5 at 0.50: the level's new total is 95 (100 − 10 + 5).
+      {
+        event_type: 'price_change',
+        asset_id: asset,
+        market: m,
+        timestamp: String(t0 + 2000),
+        hash: 'h2',
+        changes: [{ price: '0.5', side: 'BUY', size: '95' }],
+      },
+      {
+        event_type: 'book',
+        asset_id: asset,
+        market: m,
+        timestamp: String(t0 + 3000),
+        hash: 'h3',
+        bids: [{ price: '0.5', size: '95' }],
+        asks: [{ price: '0.52', size: '40' }],
+      },
+      // A plain trade followed by its book: 95 − 20 = 75.
+      { event_type: 'last_trade_price', asset_id: asset, market: m, timestamp: String(t0 + 4000), price: '0.5', size: '20', side: 'SELL', fee_rate_bps: '0' },
+      {
+        event_type: 'book',
+        asset_id: asset,
+        market: m,
+        timestamp: String(t0 + 4000),
+        hash: 'h4',
+        bids: [{ price: '0.5', size: '75' }],
+        asks: [{ price: '0.52', size: '40' }],
+      },
+    ];
+    const dir = path.join(tmp.dir, 'hand');
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, 'trades.jsonl');
+    fs.writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const oracle = replayIntegrity(tapeMessages(file), new Map(), { trades: true });
+    expect(oracle.book).toEqual({ passed: 2, failed: 0 });
+    const lake = path.join(dir, 'lake');
+    expect((await runIngest([file], { lakeDir: lake, derived: false })).failed).toBe(0);
+    const cps = await lakeRows(`SELECT seq::VARCHAR AS seq, ok FROM read_parquet(${files(lake, 'checkpoints')}) WHERE kind = 'book' ORDER BY seq`);
+    expect(cps).toEqual(oracle.checkpoints.map((c) => ({ seq: String(c.seq), ok: c.ok })));
+    // No incident at all (the lake has no incidents file).
+    expect(files(lake, 'incidents')).toBe('[]');
+  });
+});
