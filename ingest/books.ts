@@ -191,6 +191,24 @@ class Side {
   }
 }
 
+/** Takes each traded size off its level (never below 0; 0 removes the level). */
+function takeTrades(side: Side, traded: ReadonlyMap<number, number>): void {
+  for (const [p, sz] of traded) {
+    const resting = side.sizes.get(p);
+    if (resting !== undefined) side.set(p, Math.max(0, resting - sz));
+  }
+}
+
+/** The best price of a side once the traded sizes are taken off (-1 when nothing is left), without changing it. */
+function bestAfterTrades(side: Side, traded: ReadonlyMap<number, number>, descending: boolean): number {
+  const p = side.prices;
+  for (let j = 0; j < p.length; j += 1) {
+    const price = descending ? p[p.length - 1 - j]! : p[j]!;
+    if (side.sizes.get(price)! - (traded.get(price) ?? 0) > 0) return price;
+  }
+  return -1;
+}
+
 export type BookStats = { replayedRows: number; snapshots: number; topChanges: number; seededTokens: number };
 
 export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
@@ -220,6 +238,11 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     let oldAsks = new Side();
     const checks = new IntegrityTracker(dir, seeds, snapOut, topOut);
     let tick = -1;
+    // Trades taken since the token's last `book`, per price (see the trade rows below). Kept apart from the book
+    // itself: the stored books are the l2 replay exactly (lake/README.md's rule, and what the API replays at query
+    // time), while a checkpoint must compare the venue's book with the replayed book *after* those trades.
+    const tradedBids = new Map<number, number>();
+    const tradedAsks = new Map<number, number>();
 
     let tok = -1;
     // current message
@@ -274,7 +297,11 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
       const bidSz = bid >= 0 ? bids.sizes.get(bid)! : 0;
       const askSz = ask >= 0 ? asks.sizes.get(ask)! : 0;
       if (mSrc === 2) {
-        if (!mSnap) checks.priceChange(mMs, mK, bid, ask, mChkBid, mChkAsk, mOffTick);
+        if (!mSnap) {
+          const tBid = tradedBids.size > 0 ? bestAfterTrades(bids, tradedBids, true) : bid;
+          const tAsk = tradedAsks.size > 0 ? bestAfterTrades(asks, tradedAsks, false) : ask;
+          checks.priceChange(mMs, mK, tBid, tAsk, mChkBid, mChkAsk, mOffTick);
+        }
         checks.top(mMs, mK, bid, ask);
       }
       if (bid !== pBid || ask !== pAsk || bidSz !== pBidSz || askSz !== pAskSz) {
@@ -315,6 +342,8 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
       pBidSz = 0;
       pAskSz = 0;
       tick = -1;
+      tradedBids.clear();
+      tradedAsks.clear();
       checks.startToken(t);
     };
     const result = await conn.stream('SELECT tok, src, ms, k, side, snap, price, size, chk_a, chk_b FROM _bk_in ORDER BY tok, seq, src, level_idx');
@@ -350,17 +379,17 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
         const side = cSide[r]!;
         if (side >= 3) {
           // Not a level update and no message of the book: a tick_size_change sets the token's tick (3); a trade
-          // takes its size from the resting bids (4) or asks (5), as the venue's next `book` will show.
-          // The message before it ends first (its top of book is its own).
+          // takes its size from the resting bids (4) or asks (5), as the venue's next `book` will show — for the
+          // checks only (tradedBids/tradedAsks). The message before it ends first (its top of book is its own).
           endMessage();
           if (t !== tok) startToken(t);
           if (side === 3) {
             tick = cPrice[r]!;
             checks.tick = tick;
           } else {
-            const book = side === 4 ? bids : asks;
-            const resting = book.sizes.get(cPrice[r]!);
-            if (resting !== undefined) book.set(cPrice[r]!, Math.max(0, resting - cSize[r]!));
+            const p = cPrice[r]!;
+            const traded = side === 4 ? tradedBids : tradedAsks;
+            if ((side === 4 ? bids : asks).sizes.has(p)) traded.set(p, (traded.get(p) ?? 0) + cSize[r]!);
           }
           continue;
         }
@@ -386,7 +415,12 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
             if (src === 2 && checks.hasHistory) {
               [bids, oldBids] = [oldBids, bids];
               [asks, oldAsks] = [oldAsks, asks];
+              // The replayed book the checkpoint compares: the trades since the last book taken off it.
+              takeTrades(oldBids, tradedBids);
+              takeTrades(oldAsks, tradedAsks);
             }
+            tradedBids.clear();
+            tradedAsks.clear();
             bids.clear();
             asks.clear();
             // A new-shape book carries its tick_size (chk_a on its rows).
@@ -404,8 +438,14 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
           }
           if (tick > 0 && price > 0 && mOffTick < 0 && price % tick !== 0 && cSize[r]! > 0) mOffTick = price;
         }
-        if (side === 0) mChanged = bids.set(price, cSize[r]!) || mChanged;
-        else if (side === 1) mChanged = asks.set(price, cSize[r]!) || mChanged;
+        // A price_change states the level's new total: a trade taken there before it is part of that total.
+        if (side === 0) {
+          mChanged = bids.set(price, cSize[r]!) || mChanged;
+          if (tradedBids.size > 0) tradedBids.delete(price);
+        } else if (side === 1) {
+          mChanged = asks.set(price, cSize[r]!) || mChanged;
+          if (tradedAsks.size > 0) tradedAsks.delete(price);
+        }
       }
       stats.replayedRows += rows;
     }
