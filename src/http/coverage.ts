@@ -20,7 +20,7 @@ const VenueCoverageQuery = z.object({
 
 export const VenueCoverageResponse = z
   .object({
-    date: z.string(),
+    date: z.string().meta({ format: 'date' }),
     markets: z.array(
       z.object({
         market_id: z.string().nullable().describe('Null for a token the catalogue does not list (then condition_id names it)'),

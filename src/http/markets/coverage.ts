@@ -30,7 +30,7 @@ const MarketCoverageQuery = z
   });
 
 const Day = z.object({
-  date: z.string(),
+  date: z.string().meta({ format: 'date' }),
   outcome: z.number().int(),
   outcome_label: z.string().nullable(),
   token_id: z.string(),
@@ -41,16 +41,16 @@ const Day = z.object({
   checkpoints_passed: z.number().int(),
   checkpoints_failed: z.number().int(),
   messages: z.number().int(),
-  first_recv_ts: z.string().nullable(),
-  last_recv_ts: z.string().nullable(),
+  first_recv_ts: z.string().meta({ format: 'date-time' }).nullable(),
+  last_recv_ts: z.string().meta({ format: 'date-time' }).nullable(),
 });
 
 const Incident = z.object({
   token_id: z.string(),
   outcome: z.number().int(),
   kind: z.string().describe('gap, top_mismatch, off_tick, crossed, silence, disconnect, duplicate, recv_backwards'),
-  from: z.string(),
-  to: z.string(),
+  from: z.string().meta({ format: 'date-time' }),
+  to: z.string().meta({ format: 'date-time' }),
   seq: z.union([z.number(), z.string()]).nullable().describe('The message that revealed it (text beyond 2^53)'),
   detail: z.record(z.string(), z.unknown()).describe('Levels that differed, expected vs replayed best bid/ask, silence length (lake/README.md)'),
 });
@@ -58,8 +58,8 @@ const Incident = z.object({
 export const MarketCoverageResponse = z
   .object({
     market_id: z.string(),
-    start: z.string().nullable(),
-    end: z.string().nullable(),
+    start: z.string().meta({ format: 'date' }).nullable(),
+    end: z.string().meta({ format: 'date' }).nullable(),
     days: z.array(Day),
     incidents: z.array(Incident),
     incidents_truncated: z.boolean().describe(`More than ${MAX_INCIDENTS} incidents in the window: the first ones, oldest first`),
