@@ -22,7 +22,7 @@ const RawQuery = z
       .enum(['raw', 'normalized'])
       .default('raw')
       .describe(
-        "'raw' = verbatim venue frames {recv_ts (epoch ms), frame}. 'normalized' (polymarket_l2_deltas, polymarket_trades) = flat rows; for the L2 tape the anchor's per-level depth rows (recv_ts in epoch ms, coin = token id, side, level = position in its message, price, size, n_orders = null: not given by the venue) then timestamp, market_id (condition id), is_snapshot, hash, seq",
+        "'raw' = verbatim venue frames {recv_ts (epoch ms), frame}. 'normalized' (polymarket_l2_deltas, polymarket_trades) = flat rows; for the L2 tape the anchor's per-level depth rows (recv_ts in epoch ms, coin = token id, side, level = position in its message, price, size, n_orders = null: not given by the venue) then timestamp, market_id (condition id), is_snapshot, after_gap (first rows after a detected gap), hash, seq",
       ),
     limit: rowLimit(2_000_000, 500_000),
   })

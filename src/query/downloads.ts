@@ -238,13 +238,15 @@ function tapeFrom(
  * not a depth rank — ranking needs each message's whole side, a blocking sort over the pull), `price`, `size`
  * (the new total at that price; 0 removes it), `n_orders` (always NULL: the venue aggregates a level and never
  * says how many orders rest there) — then pmlake's own: the venue `timestamp`, `market_id` (condition id),
- * `is_snapshot`, `hash`, `seq`. In file order (date, token, sequence, level): constant memory.
+ * `is_snapshot` (the rows of a venue `book`), `after_gap` (the first rows after a gap the tape's checks found:
+ * lake/README.md, tape integrity; false in a lake ingested before the checks), `hash`, `seq`. In file order (date, token, sequence, level): constant memory.
  */
 export function l2LevelsDownload(lake: Lake, conditionId: string | null, w: Window, limit: number | null, format: CopyFormat): Query {
   const params: Params = {};
   const from = tapeFrom(lake, 'l2', 'recv_ts', conditionId, w, limit, params);
   const sql = `SELECT epoch_ms(recv_ts) AS recv_ts, asset_id AS coin, side, level_idx AS level, CAST(price AS DOUBLE) AS price,
-    CAST(size AS DOUBLE) AS size, NULL::INTEGER AS n_orders, ${ts('ts', format)} AS "timestamp", condition_id AS market_id, is_snapshot, hash, seq
+    CAST(size AS DOUBLE) AS size, NULL::INTEGER AS n_orders, ${ts('ts', format)} AS "timestamp", condition_id AS market_id, is_snapshot,
+    coalesce(after_gap, false) AS after_gap, hash, seq
   ${from}`;
   return query(sql, params);
 }

@@ -268,9 +268,23 @@ describe('raw tape', () => {
       await (await L.fetch(`/v1/download/raw?data_type=polymarket_l2_deltas&shape=normalized&format=csv&market_id=${market.id}&limit=2000000`)).text(),
     );
     // The anchor's columns under its names first (recv_ts in epoch ms, coin = token, n_orders unknown), pmlake's after.
-    expect(csv[0]).toEqual(['recv_ts', 'coin', 'side', 'level', 'price', 'size', 'n_orders', 'timestamp', 'market_id', 'is_snapshot', 'hash', 'seq']);
+    expect(csv[0]).toEqual([
+      'recv_ts',
+      'coin',
+      'side',
+      'level',
+      'price',
+      'size',
+      'n_orders',
+      'timestamp',
+      'market_id',
+      'is_snapshot',
+      'after_gap',
+      'hash',
+      'seq',
+    ]);
     const want = await L.rows(
-      `SELECT recv_ts, asset_id, side, level_idx, price::DOUBLE AS price, size::DOUBLE AS size, seq FROM read_parquet(${lakeGlob('l2')})
+      `SELECT recv_ts, asset_id, side, level_idx, price::DOUBLE AS price, size::DOUBLE AS size, is_snapshot, after_gap, seq FROM read_parquet(${lakeGlob('l2')})
        WHERE condition_id = '${market.condition_id}'`,
     );
     expect(want.length).toBeGreaterThan(0);
@@ -279,7 +293,7 @@ describe('raw tape', () => {
     const byKey = new Map(want.map((r) => [key({ seq: r.seq, level: r.level_idx, coin: r.asset_id }), r]));
     expect(byKey.size).toBe(want.length);
     for (const row of csv.slice(1)) {
-      const [recv, coin, side, level, price, size, nOrders, , , , , seq] = row;
+      const [recv, coin, side, level, price, size, nOrders, , , isSnapshot, afterGap, , seq] = row;
       const w = byKey.get(key({ seq, level, coin }));
       expect(w, `${seq}/${level}`).toBeDefined();
       expect(Number(recv)).toBe((w!.recv_ts as Date).getTime());
@@ -288,6 +302,8 @@ describe('raw tape', () => {
       expect(price === '' ? null : Number(price)).toBe(w!.price);
       expect(size === '' ? null : Number(size)).toBe(w!.size);
       expect(nOrders).toBe('');
+      expect(isSnapshot).toBe(String(w!.is_snapshot));
+      expect(afterGap).toBe(String(w!.after_gap));
     }
     const pq = await parquetRows(
       Buffer.from(await (await L.fetch(`/v1/download/raw?data_type=polymarket_l2_deltas&shape=normalized&format=parquet&limit=100`)).arrayBuffer()),
