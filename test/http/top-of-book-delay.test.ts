@@ -62,7 +62,7 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
       // seq: receive ms × 1e6 + rank, as ingest numbers the tape.
       const seq = (BigInt(ms) * 1_000_000n + BigInt(i)).toString();
       if (token === TOKEN_YES) seqOf.set(age, seq);
-      await conn.run(`INSERT INTO stg_tob VALUES (make_timestamp($us::BIGINT), $cid, $token, $seq::BIGINT, 0.41, 100, 0.43, 120, 0.42, 0.02)`, {
+      await conn.run(`INSERT INTO stg_tob VALUES (make_timestamp($us::BIGINT), $cid, $token, $seq::BIGINT, 0.41, 100, 0.43, 120, 0.42, 0.02, true)`, {
         us: BigInt(ms) * 1000n,
         cid: CONDITION,
         token,
@@ -80,7 +80,7 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
       const ms = nowMs - age * 60_000;
       await conn.run(
         `INSERT INTO stg_books VALUES (make_timestamp($us::BIGINT), $cid, $token, 'book', $seq::BIGINT, $bid::DECIMAL(10,6), 0.6,
-           1, 1, [{'price': $bid::DECIMAL(10,6), 'size': 10::DECIMAL(18,6)}], [{'price': 0.6::DECIMAL(10,6), 'size': 10::DECIMAL(18,6)}])`,
+           1, 1, [{'price': $bid::DECIMAL(10,6), 'size': 10::DECIMAL(18,6)}], [{'price': 0.6::DECIMAL(10,6), 'size': 10::DECIMAL(18,6)}], true)`,
         { us: BigInt(ms) * 1000n, cid: CONDITION, token: TOKEN_YES, seq: (BigInt(ms) * 1_000_000n).toString(), bid },
       );
     }
