@@ -1,5 +1,4 @@
-import fs from 'node:fs';
-import { csvMessages, type Msg } from './oracle.js';
+import { csvMessages, jsonElements, type Msg } from './oracle.js';
 
 /**
  * Independent replay of a venue websocket capture for the tape-integrity checks (issue 15), in plain
@@ -55,17 +54,7 @@ const num = (x: unknown): number | null => {
 
 /** Elements of a JSON capture, each with the wrapper's receive time when a capturing program recorded one. */
 function elementsOf(file: string): { msgs: Msg[]; wrapMs: number | null }[] {
-  const text = fs.readFileSync(file, 'utf8');
-  const elements: unknown[] = /\.(jsonl|ndjson)$/.test(file)
-    ? text
-        .split('\n')
-        .filter((l) => l.trim())
-        .map((l) => JSON.parse(l) as unknown)
-    : ((): unknown[] => {
-        const doc = JSON.parse(text) as unknown;
-        return Array.isArray(doc) ? doc : [doc];
-      })();
-  return elements.map((el) => {
+  return jsonElements(file).map((el) => {
     if (Array.isArray(el)) return { msgs: el as Msg[], wrapMs: null };
     const o = el as Record<string, unknown>;
     if (o.message && o.timestamp) return { msgs: [o.message as Msg], wrapMs: num(o.timestamp) };

@@ -10,19 +10,22 @@ import { DuckDBInstance } from '@duckdb/node-api';
 
 export type Msg = Record<string, unknown> & { event_type?: string };
 
+/** The JSON elements of a capture, in file order: one per line of JSON lines, else the document's array (or itself). */
+export function jsonElements(file: string): unknown[] {
+  const text = fs.readFileSync(file, 'utf8');
+  if (/\.(jsonl|ndjson)$/.test(file)) {
+    return text
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as unknown);
+  }
+  const doc = JSON.parse(text) as unknown;
+  return Array.isArray(doc) ? doc : [doc];
+}
+
 /** Frames (each a list of messages) of a fixture, in file order. */
 export function framesOf(file: string): Msg[][] {
-  const text = fs.readFileSync(file, 'utf8');
-  const elements: unknown[] = file.endsWith('.jsonl')
-    ? text
-        .split('\n')
-        .filter((l) => l.trim())
-        .map((l) => JSON.parse(l) as unknown)
-    : ((): unknown[] => {
-        const doc = JSON.parse(text) as unknown;
-        return Array.isArray(doc) ? doc : [doc];
-      })();
-  return elements.map((el) => {
+  return jsonElements(file).map((el) => {
     if (Array.isArray(el)) return el as Msg[];
     const o = el as Record<string, unknown>;
     if (o.message && o.timestamp) return [o.message as Msg];
