@@ -5,7 +5,7 @@ import { selectTokens } from '../../markets/resolver.js';
 import { isoDateTime, marketIdParam, outcomeParam, queryInt } from '../params.js';
 import { bookAt } from './book-at.js';
 import { delayCap, nowMicros } from './delay.js';
-import { verifiedAt } from './verified.js';
+import { verifiedAt } from '../../lake/book-verified.js';
 
 /** GET /v1/orderbook/snapshot: the book of one outcome at any instant (src/http/orderbook/book-at.ts). */
 

@@ -1,8 +1,8 @@
 import type { DuckDBInstance } from '@duckdb/node-api';
-import { isoFromMicros, lakeSources, runOne, runQuery, type Row } from '../../lake/runner.js';
-import { StampedCache } from '../../lake/stamp.js';
-import { dayCheckpointsQuery, nextDayCheckpointQuery } from '../../query/coverage.js';
-import { dateOf } from '../../query/common.js';
+import { isoFromMicros, lakeSources, runOne, runQuery, type Row } from './runner.js';
+import { StampedCache } from './stamp.js';
+import { dayCheckpointsQuery, nextDayCheckpointQuery } from '../query/coverage.js';
+import { dateOf } from '../query/common.js';
 
 /**
  * Whether the book of a token at `at` lies inside a stretch the venue proved: the first `book` checkpoint at or
