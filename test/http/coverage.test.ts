@@ -9,6 +9,7 @@ import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/
 import { catalog, glob } from '../helpers/query-lake.js';
 import { readZip } from '../helpers/zip.js';
 import type { RunningServer } from '../../src/server.js';
+import { seededRandom } from '../../bench/stats.js';
 
 /**
  * The tape's coverage in the API (issue 15) on a real server over a real lake: a small generated tape through the
@@ -44,18 +45,6 @@ const iso = (ms: number) => {
   return s.endsWith('.000Z') ? `${s.slice(0, 19)}Z` : s;
 };
 const worst = (ss: Status[]): Status | null => ss.reduce<Status | null>((w, s) => (w === null || RANK[s] > RANK[w] ? s : w), null);
-
-/** A small deterministic generator (mulberry32): the rows vary, and any seed gives the same rows every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Writes rows of a data set as the lake holds them: one sorted file per partition, added to a draft version. */
 async function writeSet(conn: DuckDBConnection, draft: VersionDraft, name: DatasetName, rows: Record<string, unknown>[]): Promise<void> {
@@ -142,7 +131,7 @@ describe('tape coverage in the API', () => {
     busy = { token: String(b.asset_id), condition: String(b.c), firstMs: Number(b.f), lastMs: Number(b.l) };
 
     // Five days around the tape, every token of every market, statuses drawn so that every one occurs.
-    const r = rng(15);
+    const r = seededRandom(15);
     const d0 = Date.parse(`${day(busy.firstMs)}T00:00:00Z`) - DAY;
     days = Array.from({ length: 5 }, (_, i) => day(d0 + i * DAY));
     const statuses: Status[] = ['verified', 'unverified', 'degraded', 'missing'];

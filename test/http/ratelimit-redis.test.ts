@@ -1,17 +1,15 @@
 import fs from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import type { Principal } from '../../src/accounts/principal.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import type { Route } from '../../src/http/route.js';
-import { routes } from '../../src/http/routes.js';
 import { openLimits, type Limits } from '../../src/limits/index.js';
 import { createLogger } from '../../src/log.js';
 import type { RunningServer } from '../../src/server.js';
 import { insertPull, listPulls, type PullRow } from '../../src/state/pulls.js';
 import { StateStore } from '../../src/state/store.js';
 import { call, startWithTable, type Reply } from '../helpers/accounts.js';
+import { limitTestRoutes as testRoutes } from '../helpers/limit-routes.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { tempDir, testConfig } from '../helpers/server.js';
 
@@ -20,48 +18,6 @@ import { tempDir, testConfig } from '../helpers/server.js';
  * loopback ports, each with its OWN state file holding the same accounts (copied before either starts), so
  * the only thing they share is Redis. Without it each replica would allow its own 60 requests and 10 downloads.
  */
-const PullQuery = z.object({
-  dataset: z.string().default('trades'),
-  bytes: z.coerce.number().default(1000),
-  fail: z.coerce.number().default(0),
-});
-const testRoutes: Route[] = [
-  { method: 'get', path: '/test/ok', cost: 'cheap', auth: 'key', tag: 't', summary: 'ok', handler: async () => ({ ok: true }) },
-  {
-    method: 'get',
-    path: '/test/boom',
-    cost: 'cheap',
-    auth: 'key',
-    tag: 't',
-    summary: 'fails',
-    handler: async () => {
-      throw new Error('simulated failure');
-    },
-  },
-  { method: 'post', path: '/test/order', cost: 'cheap', auth: 'key', limit: 'orders', tag: 't', summary: 'order', handler: async () => ({ ok: true }) },
-  {
-    method: 'get',
-    path: '/test/pull',
-    cost: 'cheap',
-    auth: 'key',
-    scope: 'download',
-    limit: 'download',
-    tag: 't',
-    summary: 'pull',
-    query: PullQuery,
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof PullQuery>;
-      const ticket = await ctx.meter.begin(req.principal!, { kind: 'download', dataset: q.dataset, description: 'test', estimatedBytes: q.bytes });
-      if (q.fail) {
-        ticket.refund('simulated failure');
-        throw new Error('simulated pull failure');
-      }
-      ticket.commit({ bytes: q.bytes, rows: 1 });
-      return { ticket: ticket.id };
-    },
-  },
-  ...routes,
-];
 
 const GB = 1024 ** 3;
 // The spec's numbers: 60 requests a minute, 5 orders a minute, Free 10 downloads an hour, Professional 20 a minute.
