@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NPM ?= npm
 PMLAKE := $(NPM) run -s pmlake --
 
-.PHONY: install test demo bench lint build serve ingest generate clean
+.PHONY: install test demo cluster bench lint build serve ingest generate clean
 
 # npm install (not `npm ci`: npm 11 rejects this lockfile's optional per-platform DuckDB bindings) when the lockfile changed or nothing is installed yet; a no-op otherwise.
 node_modules/.installed: package.json package-lock.json
@@ -19,6 +19,11 @@ test: install
 
 demo: install
 	$(PMLAKE) demo
+
+# Two API replicas and one export worker on PostgreSQL, Redis and the embedded S3 server over the demo lake,
+# behind a round-robin front on :8000 (scripts/cluster.ts; everything under cluster/, on loopback).
+cluster: install
+	node --max-semi-space-size=64 --import tsx scripts/cluster.ts
 
 # The bench is its own entry point (bench/cli.ts); `pmlake bench` runs the same file as a child. Options: make bench ARGS='--scale small'.
 bench: install
@@ -39,4 +44,4 @@ generate: install
 	$(PMLAKE) generate $(ARGS)
 
 clean:
-	rm -rf demo-data state lake/catalog lake/trades lake/candles_1m lake/l2 lake/raw lake/last_trades lake/book_snapshots lake/top_of_book lake/options lake/_ingest
+	rm -rf cluster demo-data state lake/catalog lake/trades lake/candles_1m lake/l2 lake/raw lake/last_trades lake/book_snapshots lake/top_of_book lake/options lake/_ingest

@@ -237,7 +237,7 @@ export async function benchCommand(args: string[]): Promise<number> {
     server = await start();
     let keyNo = 0;
     // pmlake allows 60 requests a minute per key: query scenarios take the next key of a pool on every request.
-    const pool = createBenchKeys(store, 'main', 200);
+    const pool = await createBenchKeys(store, 'main', 200);
     let next = 0;
     const ctx: BenchContext = {
       lake,
@@ -250,7 +250,7 @@ export async function benchCommand(args: string[]): Promise<number> {
       get key() {
         return pool[next++ % pool.length]!;
       },
-      newKey: (label) => createBenchKeys(store, `${label}-${++keyNo}`, 1)[0]!,
+      newKey: async (label) => (await createBenchKeys(store, `${label}-${++keyNo}`, 1))[0]!,
       newKeys: (label, n) => createBenchKeys(store, `${label}-${++keyNo}`, n),
       baselineDb: freshDuckDb,
       reps,

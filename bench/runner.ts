@@ -58,9 +58,9 @@ export type BenchContext = {
   restartServer(): Promise<void>;
   /** A professional key — the next of a pool on every read, so no key reaches the per-key request limit. */
   readonly key: string;
-  newKey(label: string): string;
+  newKey(label: string): Promise<string>;
   /** Several keys of one fresh user (polling an export without hitting the per-key request limit). */
-  newKeys(label: string, n: number): string[];
+  newKeys(label: string, n: number): Promise<string[]>;
   /** A fresh plain DuckDB instance (threads=2) for a baseline; closed by the caller. */
   baselineDb(): Promise<DuckDBInstance>;
   reps: number;

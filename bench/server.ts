@@ -139,17 +139,15 @@ export async function startPmlakeServer(opts: ServerOptions): Promise<ChildServe
  * journal mode before it sets busy_timeout, so opening it while the server writes can fail at once with
  * "database is locked" — an open handle waits its turn instead.
  */
-export function createBenchKeys(store: StateStore, label: string, n: number): string[] {
-  const make = store.db.transaction(() => {
-    const user = store.upsertUser(`bench-${label}@example.com`, 'professional');
-    return Array.from(
-      { length: n },
-      (_, k) => store.createApiKey({ userId: user.id, name: `bench ${label} ${k}`, prefix: process.env.PMLAKE_KEY_PREFIX ?? 'pm_' }).plaintext,
-    );
+export async function createBenchKeys(store: StateStore, label: string, n: number): Promise<string[]> {
+  const user = await store.upsertUser(`bench-${label}@example.com`, 'professional');
+  return store.tx(async (t) => {
+    const keys: string[] = [];
+    for (let k = 0; k < n; k += 1) {
+      keys.push((await store.createApiKey({ userId: user.id, name: `bench ${label} ${k}`, prefix: process.env.PMLAKE_KEY_PREFIX ?? 'pm_' }, t)).plaintext);
+    }
+    return keys;
   });
-  // IMMEDIATE takes the write lock up front (waiting up to busy_timeout): a deferred transaction that read
-  // first fails at once with SQLITE_BUSY when the server commits between its read and its write.
-  return make.immediate();
 }
 
 /** Runs a TS script to completion as a child process; rejects on a non-zero exit with the log's tail. */

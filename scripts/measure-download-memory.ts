@@ -76,11 +76,9 @@ const config = loadConfig({
 });
 const srv = await startServer(config, createLogger('silent'));
 const store = srv.ctx.state;
-const user = store.upsertUser('mem@example.com', 'professional');
-store.db.transaction(() =>
-  activateSubscriptionTx(store, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }),
-)();
-const key = store.createApiKey({ userId: user.id, name: 'mem', prefix: config.keyPrefix }).plaintext;
+const user = await store.upsertUser('mem@example.com', 'professional');
+await store.tx((t) => activateSubscriptionTx(t, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }));
+const key = (await store.createApiKey({ userId: user.id, name: 'mem', prefix: config.keyPrefix })).plaintext;
 
 let peak = 0;
 const sampler = setInterval(() => {

@@ -8,7 +8,9 @@ import { createLogger } from './log.js';
 const USAGE = `usage: pmlake <command> [options]
 
 commands:
-  serve                         start the HTTP API on $HOST:$PORT over $PMLAKE_LAKE
+  serve                         start the HTTP API on $HOST:$PORT over $PMLAKE_LAKE (and an export worker unless
+                                PMLAKE_EMBEDDED_WORKER=off)
+  worker                        build export jobs from the queue in the state database (no HTTP)
   ingest <file-or-dir>...       detect each input's format and land it in the lake (one new version per batch)
   compact                       merge each partition's files into one sorted file (a new lake version)
   lake versions [--json]        the lake's published versions and the current one
@@ -24,6 +26,7 @@ type Command = (args: string[]) => Promise<number>;
 
 const commands: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./commands/serve.js')).serveCommand,
+  worker: async () => (await import('./commands/worker.js')).workerCommand,
   ingest: async () => (await import('../ingest/cli.js')).ingestCommand,
   compact: async () => (await import('../ingest/lake-cli.js')).compactCommand,
   lake: async () => (await import('../ingest/lake-cli.js')).lakeCommand,

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { DuckDBInstance } from '@duckdb/node-api';
 import type { UsageMeter } from './accounts/meter.js';
-import { sqliteMeter } from './accounts/usage.js';
+import { downloadIdPrefix, sqliteMeter } from './accounts/usage.js';
 import type { Config } from './config.js';
 import { ExportService } from './exports/service.js';
 import { openLakeDb } from './lake/duckdb.js';
@@ -16,13 +17,17 @@ import { StateStore } from './state/store.js';
  * The core services of a pmlake process, whatever its role: the lake database, the state store, the usage
  * meter, market resolution and the export service. Each is built once, here, in dependency order, from the
  * configuration; nothing in them knows of HTTP. A role adds its own on top: `serve` (src/server.ts) the
- * authenticator and the Express app; a future `worker` would only start the export jobs.
+ * authenticator, the Express app and (unless PMLAKE_EMBEDDED_WORKER=off) an export worker; `worker`
+ * (src/worker.ts) only the export worker.
  */
 export type Core = {
   readonly config: Config;
   readonly log: Logger;
   readonly db: DuckDBInstance;
+  /** The state database: the embedded SQLite file, or PostgreSQL shared by every replica (PMLAKE_DATABASE_URL). */
   readonly state: StateStore;
+  /** The replica's name: PMLAKE_REPLICA_ID, else host and port (src/accounts/usage.ts downloadIdPrefix). */
+  readonly replica: string;
   readonly meter: UsageMeter;
   /** Where limits count (src/limits/): this process's memory, or Redis shared by every replica (PMLAKE_REDIS_URL). */
   readonly limits: Limits;
@@ -37,7 +42,7 @@ export type Core = {
   close(): Promise<void>;
 };
 
-export async function buildCore(config: Config, log: Logger): Promise<Core> {
+export async function buildCore(config: Config, log: Logger, role: 'serve' | 'worker' = 'serve'): Promise<Core> {
   fs.mkdirSync(config.lakeDir, { recursive: true });
   fs.mkdirSync(config.stateDir, { recursive: true });
   if (isWithin(config.stateDir, config.lakeDir)) {
@@ -60,11 +65,14 @@ export async function buildCore(config: Config, log: Logger): Promise<Core> {
   let state: StateStore | null = null;
   let limits: Limits | null = null;
   try {
-    state = StateStore.open(config.stateDir);
+    // PostgreSQL unreachable at start: the process does not start (migrations must be applied first).
+    state = await StateStore.connect({ stateDir: config.stateDir, databaseUrl: config.databaseUrl, log, role });
+    log.info({ state: state.dialect }, 'state database');
     // Never fails on an unreachable Redis: the service starts and limited routes answer 503 until it is back.
     limits = await openLimits(config.redisUrl, log);
     log.info({ limits: limits.where }, 'limits');
-    const meter = sqliteMeter(state, { log, downloadRate: limits.downloadRate });
+    const replica = config.replicaId ?? `${os.hostname()}:${config.port}`;
+    const meter = sqliteMeter(state, { log, downloadRate: limits.downloadRate, downloadIdPrefix: downloadIdPrefix(replica) });
     const markets = new MarketResolver({ db, lakeDir: config.lakeDir });
     const exports = new ExportService({ db, lakeDir: config.lakeDir, markets, state, meter, log, config });
     const opened = state;
@@ -74,6 +82,7 @@ export async function buildCore(config: Config, log: Logger): Promise<Core> {
       log,
       db,
       state,
+      replica,
       meter,
       limits,
       markets,
@@ -81,14 +90,14 @@ export async function buildCore(config: Config, log: Logger): Promise<Core> {
       async close() {
         await exports.close();
         db.closeSync();
-        opened.close();
+        await opened.close();
         await openedLimits.close();
         fifos.release();
       },
     };
   } catch (err) {
     // A half-built core (unreadable state, a bad link secret) must not keep the lake database open.
-    state?.close();
+    await state?.close();
     await limits?.close();
     db.closeSync();
     fifos.release();

@@ -52,6 +52,11 @@ const EnvSchema = z
       .min(1)
       .max(24 * 365)
       .default(24 * 7),
+    /**
+     * How long a worker's claim on a running export holds without renewal (renewed every third of it while it
+     * builds): a worker that dies (kill -9, a machine lost) hands its job to another one after at most this long.
+     */
+    PMLAKE_EXPORT_LEASE_SECONDS: z.coerce.number().int().min(2).max(3600).default(30),
     /** Unfinished export uploads untouched this long are swept (parts of interrupted exports). */
     PMLAKE_EXPORT_STALE_UPLOAD_HOURS: z.coerce
       .number()
@@ -101,14 +106,25 @@ const EnvSchema = z
       .refine((u) => /^rediss?:\/\//i.test(u), 'a redis:// or rediss:// URL')
       .optional(),
     /**
-     * PostgreSQL shared by every machine, e.g. postgresql://pmlake:secret@db:5432/pmlake. Today it holds the
-     * ingest's single-writer lock across machines (an advisory lock, ingest/ledger.ts); unset → the lock file alone.
+     * PostgreSQL shared by every machine, e.g. postgresql://pmlake:secret@db:5432/pmlake: the state (accounts,
+     * money, usage, the export queue: src/state/pg-db.ts) of every replica and worker, and the ingest's
+     * single-writer lock across machines (an advisory lock); unset → the embedded SQLite file and the lock file.
      */
     PMLAKE_DATABASE_URL: z
       .string()
       .url()
       .refine((u) => /^postgres(ql)?:\/\//i.test(u), 'a postgres:// or postgresql:// URL')
       .optional(),
+    /**
+     * This API process's name among the replicas sharing one database (stable across its restarts): at start-up
+     * it refunds the downloads its own crash cut off, no other replica's. Default: host name and port.
+     */
+    PMLAKE_REPLICA_ID: z
+      .string()
+      .regex(/^[A-Za-z0-9._:-]{1,100}$/, 'letters, digits and . _ : - (at most 100)')
+      .optional(),
+    /** Whether `pmlake serve` also builds exports ('off': only `pmlake worker` processes do). */
+    PMLAKE_EMBEDDED_WORKER: z.enum(['on', 'off']).default('on'),
     /** Request rate limiting (60/min per key, 5/min orders). 'off' only for load tests on a private host. */
     PMLAKE_RATE_LIMITS: z.enum(['on', 'off']).default('on'),
     /**
@@ -152,6 +168,9 @@ export type Config = {
   exportConcurrency: number;
   exportRetentionHours: number;
   exportStaleUploadHours: number;
+  exportLeaseSeconds: number;
+  replicaId: string | undefined;
+  embeddedWorker: boolean;
   linkSecret: string | undefined;
   webhookSecret: string;
   jwtSecret: string | undefined;
@@ -204,6 +223,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportConcurrency: e.PMLAKE_EXPORT_CONCURRENCY,
     exportRetentionHours: e.PMLAKE_EXPORT_RETENTION_HOURS,
     exportStaleUploadHours: e.PMLAKE_EXPORT_STALE_UPLOAD_HOURS,
+    exportLeaseSeconds: e.PMLAKE_EXPORT_LEASE_SECONDS,
+    replicaId: e.PMLAKE_REPLICA_ID,
+    embeddedWorker: e.PMLAKE_EMBEDDED_WORKER === 'on',
     linkSecret: e.PMLAKE_LINK_SECRET,
     webhookSecret: e.PMLAKE_WEBHOOK_SECRET,
     jwtSecret: e.PMLAKE_JWT_SECRET,

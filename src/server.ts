@@ -7,6 +7,7 @@ import { createApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
 import type { Logger } from './log.js';
 import { failInterruptedDownloads, pendingDownloads } from './state/pulls.js';
+import { downloadIdPrefix } from './accounts/usage.js';
 
 /**
  * The `serve` role: the core services (src/compose.ts), the authenticator and the Express app on top. The
@@ -15,9 +16,11 @@ import { failInterruptedDownloads, pendingDownloads } from './state/pulls.js';
 async function buildServe(config: Config, log: Logger): Promise<{ core: Core; ctx: AppContext }> {
   const core = await buildCore(config, log);
   // Downloads cut off by this API process's crash or restart are refunded (fair-use bytes and rate-limit slot
-  // released): a download lives and dies with the process that streams it.
-  const cutOff = pendingDownloads(core.state);
-  failInterruptedDownloads(core.state, new Date());
+  // released): a download lives and dies with the process that streams it. On a shared database only this
+  // replica's own (their ids carry its name); the embedded file has one API process.
+  const own = core.state.dialect === 'postgres' ? downloadIdPrefix(core.replica) : null;
+  const cutOff = await pendingDownloads(core.state, own);
+  await failInterruptedDownloads(core.state, new Date(), own);
   // With the download rate in Redis their slots are there: give them back too (best effort; if Redis is away
   // they age out of their window).
   const shared = core.limits.downloadRate;
@@ -28,14 +31,15 @@ async function buildServe(config: Config, log: Logger): Promise<{ core: Core; ct
     log: core.log,
     db: core.db,
     state: core.state,
+    replica: core.replica,
     auth,
     meter: core.meter,
     limits: core.limits,
     markets: core.markets,
     exports: core.exports,
   };
-  // Resumes persisted jobs (re-queues interrupted ones) and starts the expiry and sweep timers.
-  core.exports.start();
+  // The expiry and sweep timers, and the embedded export worker (it resumes jobs this process's restart cut off).
+  core.exports.start({ worker: config.embeddedWorker });
   return { core, ctx };
 }
 

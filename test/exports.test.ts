@@ -8,6 +8,7 @@ import { makeS3Client } from '../src/s3/client.js';
 import { startLocalS3 } from '../src/s3/local.js';
 import { buildDownloadsLake, type DlLake } from './helpers/downloads-lake.js';
 import { files } from './helpers/lake-files.js';
+import { sqliteOf } from './helpers/state.js';
 
 /**
  * Exports end to end against a real s3rver on loopback: submit, poll, fetch the presigned link twice without
@@ -22,7 +23,7 @@ const post = (body: unknown, key?: string) =>
 
 /** The job's status straight from the state store: polling over HTTP every few ms would hit the 60/min limit. */
 const statusOf = (id: string, lake: DlLake = L) =>
-  (lake.srv.ctx.state.db.prepare('SELECT status FROM export_jobs WHERE id = ?').get(id) as { status: string } | undefined)?.status;
+  (sqliteOf(lake.srv.ctx.state).prepare('SELECT status FROM export_jobs WHERE id = ?').get(id) as { status: string } | undefined)?.status;
 
 async function poll(id: string, lake: DlLake = L): Promise<Record<string, any>> {
   while (['queued', 'running'].includes(statusOf(id, lake) ?? 'queued')) await new Promise((r) => setTimeout(r, 50));
@@ -32,7 +33,7 @@ async function poll(id: string, lake: DlLake = L): Promise<Record<string, any>> 
 }
 
 function pulls(userId: string): { kind: string; status: string; bytes: number | null }[] {
-  return L.srv.ctx.state.db.prepare(`SELECT kind, status, bytes FROM pulls WHERE user_id = ? AND kind = 'export'`).all(userId) as never;
+  return sqliteOf(L.srv.ctx.state).prepare(`SELECT kind, status, bytes FROM pulls WHERE user_id = ? AND kind = 'export'`).all(userId) as never;
 }
 
 beforeAll(async () => {
@@ -112,20 +113,22 @@ describe('exports', () => {
     expect((await L.fetch(`/v1/exports/${job.id}/url`, { key: L.otherKey })).status).toBe(404);
     const done = await poll(job.id);
     expect(done.status).toBe('succeeded');
-    L.srv.ctx.state.db.prepare(`UPDATE export_jobs SET expires_at = ? WHERE id = ?`).run(new Date(Date.now() - 1000).toISOString(), job.id);
+    sqliteOf(L.srv.ctx.state)
+      .prepare(`UPDATE export_jobs SET expires_at = ? WHERE id = ?`)
+      .run(new Date(Date.now() - 1000).toISOString(), job.id);
     expect((await L.fetch(`/v1/exports/${job.id}/url`)).status).toBe(410);
     expect(((await (await L.fetch(`/v1/exports/${job.id}`)).json()) as { status: string }).status).toBe('expired');
   });
 
   it('409 while queued', async () => {
-    // Fill the queue's slots with a job whose id is created but not yet run: pause the queue.
-    const svc = L.srv.ctx.exports as unknown as { queue: { pause(): void; start(): void } };
-    svc.queue.pause();
+    // A job whose id is created but not yet run: pause this process's export worker.
+    const svc = L.srv.ctx.exports;
+    svc.pause();
     const job = (await (await post({ kind: 'trades', market_id: marketId, idempotency_key: 'k-queued' })).json()) as Record<string, any>;
     expect(job.status).toBe('queued');
     const r = await L.fetch(`/v1/exports/${job.id}/url`);
     expect(r.status).toBe(409);
-    svc.queue.start();
+    svc.resume();
     expect((await poll(job.id)).status).toBe('succeeded');
   });
 
@@ -197,7 +200,7 @@ describe('exports: S3 stopped mid-upload', () => {
   }
 
   it('S3 stopped mid-export → failed saying what failed (not where), no object, nothing charged; the sweep removes the parts', async () => {
-    const exportPulls = () => B.srv.ctx.state.db.prepare(`SELECT id, status FROM pulls WHERE user_id = ? AND kind = 'export'`).all(B.userId);
+    const exportPulls = () => sqliteOf(B.srv.ctx.state).prepare(`SELECT id, status FROM pulls WHERE user_id = ? AND kind = 'export'`).all(B.userId);
     const usage = async () => (await (await B.fetch('/v1/user/usage')).json()) as { total_bytes: number; total_downloads: number };
     const history = async () => (await (await B.fetch('/v1/user/downloads')).json()) as unknown[];
     const usageBefore = await usage();
@@ -211,7 +214,8 @@ describe('exports: S3 stopped mid-upload', () => {
     });
     expect(res.status).toBe(202);
     const job = (await res.json()) as { id: string };
-    const keyOf = () => (B.srv.ctx.state.db.prepare('SELECT object_key FROM export_jobs WHERE id = ?').get(job.id) as { object_key: string | null }).object_key;
+    const keyOf = () =>
+      (sqliteOf(B.srv.ctx.state).prepare('SELECT object_key FROM export_jobs WHERE id = ?').get(job.id) as { object_key: string | null }).object_key;
 
     // Wait until the store holds at least one complete part of this job's multipart upload.
     let key: string | null = null;
@@ -263,7 +267,7 @@ describe('exports: S3 stopped mid-upload', () => {
 
     // Orphaned parts (issue 11 item 5). The store was down when the job failed, so the job keeps its upload
     // id; the parts it had acknowledged are still on s3rver's disk, never completed into an object.
-    const row = () => B.srv.ctx.state.db.prepare('SELECT upload_id FROM export_jobs WHERE id = ?').get(job.id) as { upload_id: string | null };
+    const row = () => sqliteOf(B.srv.ctx.state).prepare('SELECT upload_id FROM export_jobs WHERE id = ?').get(job.id) as { upload_id: string | null };
     const leftovers = uploadsFor(key!);
     expect(leftovers).toHaveLength(1);
     // At least one acknowledged part; which ones depends on the moment the store stopped (parts upload

@@ -131,7 +131,9 @@ describe.each(Object.keys(targets))('MultipartUpload into %s', (name) => {
     await up.run(
       src.copy,
       (b) => seen.push(b.length),
-      (id) => created.push(id),
+      (id) => {
+        created.push(id);
+      },
     );
     expect(up.uploadId).toBeTruthy();
     expect(created).toEqual([up.uploadId]);

@@ -67,7 +67,7 @@ function scenario(name: string, format: 'csv' | 'parquet'): Scenario {
       await ctx.restartServer();
       const pmlakeGet = async (it: Item): Promise<Sample> => {
         const url = `${ctx.server.url}/v1/download/trades?${qs({ market_id: it.marketId, format, limit: it.limit })}`;
-        const key = ctx.newKey(`dl-${format}`);
+        const key = await ctx.newKey(`dl-${format}`);
         const peak = peakTracker(ctx.server.pid);
         const { seconds, value } = await timed(() => request(url, { headers: { 'x-api-key': key } }));
         checkStatus(url, value);
@@ -75,7 +75,7 @@ function scenario(name: string, format: 'csv' | 'parquet'): Scenario {
       };
       const pmlakeBulk = async (items: Item[]): Promise<Sample> => {
         const url = `${ctx.server.url}/v1/download/bulk`;
-        const key = ctx.newKey(`bulk-${format}`);
+        const key = await ctx.newKey(`bulk-${format}`);
         const body = { items: items.map((it) => ({ kind: 'trades', market_id: it.marketId, format, limit: it.limit })) };
         const peak = peakTracker(ctx.server.pid);
         const { seconds, value } = await timed(() => request(url, { method: 'POST', headers: { 'x-api-key': key }, body }));

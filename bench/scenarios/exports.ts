@@ -38,7 +38,7 @@ export const exportL2Month: Scenario = {
     let round = 0;
 
     const pmlake = async (): Promise<Sample> => {
-      const keys = ctx.newKeys('export', 40);
+      const keys = await ctx.newKeys('export', 40);
       let k = 0;
       const key = (): string => keys[k++ % keys.length]!;
       const peak = peakTracker(ctx.server.pid);

@@ -45,8 +45,8 @@ export function httpSmallRedis(seconds: number): Scenario {
         await requestJson(memUrl, ctx.key);
         await requestJson(redisUrl, ctx.key);
         // Warm-up of both (JIT, connections, the script cache), which also sizes the key pool as http-small does.
-        const warm = await cannon(redisUrl, Math.min(3, seconds), ctx.newKeys('redis-warm', 400));
-        await cannon(memUrl, Math.min(3, seconds), ctx.newKeys('mem-warm', 400));
+        const warm = await cannon(redisUrl, Math.min(3, seconds), await ctx.newKeys('redis-warm', 400));
+        await cannon(memUrl, Math.min(3, seconds), await ctx.newKeys('mem-warm', 400));
         const perRound = Math.ceil((Math.max(warm.rps * 3, 3000) * seconds) / 45);
         const p: Sample[] = [];
         const b: Sample[] = [];
@@ -57,10 +57,10 @@ export function httpSmallRedis(seconds: number): Scenario {
             { url: memUrl, pid: ctx.server.pid, out: b },
           ];
           for (const side of rep % 2 ? sides.reverse() : sides) {
-            const seq = await sequential(agent, side.url, ctx.newKeys(`seq-${rep}`, Math.ceil(SEQUENTIAL / 40)));
+            const seq = await sequential(agent, side.url, await ctx.newKeys(`seq-${rep}`, Math.ceil(SEQUENTIAL / 40)));
             const peak = peakTracker(side.pid);
             const redisCpu0 = cpuMs(redis.pid);
-            const load = await cannon(side.url, seconds, ctx.newKeys(`load-${rep}`, perRound));
+            const load = await cannon(side.url, seconds, await ctx.newKeys(`load-${rep}`, perRound));
             const redisCpuUs = ((cpuMs(redis.pid) - redisCpu0) * 1000) / Math.max(1, load.requests);
             refused += seq.bad + load.non2xx + load.errors;
             side.out.push({

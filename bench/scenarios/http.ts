@@ -67,7 +67,7 @@ export function httpSmall(seconds: number): Scenario {
       const bareUrl = `${bare.match[1]!}/v1/markets/${marketId}`;
       try {
         // Warm-up of both (JIT, connection setup), which also gives the rate the key pool must cover.
-        const warm = await cannon(url, Math.min(3, seconds), ctx.newKeys('http-warm', 400));
+        const warm = await cannon(url, Math.min(3, seconds), await ctx.newKeys('http-warm', 400));
         await cannon(bareUrl, Math.min(3, seconds), null);
         // 60 requests per key per minute: plan for 3× the warm-up's rate (later rounds run faster, warmer) and
         // at most 45 requests per key. Keys are cheap; a refused request would spoil the round.
@@ -76,7 +76,7 @@ export function httpSmall(seconds: number): Scenario {
         const b: Sample[] = [];
         let refused = 0;
         for (let rep = 0; rep < ctx.reps; rep++) {
-          const keys = ctx.newKeys(`http-r${rep}`, perRound);
+          const keys = await ctx.newKeys(`http-r${rep}`, perRound);
           const peak = peakTracker(ctx.server.pid);
           const pr = await cannon(url, seconds, keys);
           const pPeak = peak.stop();

@@ -88,7 +88,7 @@ export function mixedLoad(seconds: number): Scenario {
         { name: 'raw-datasets', connections: 20, paths: ['/v1/download/raw/datasets'] },
         { name: 'ohlcv', connections: 30, paths: [ohlcv] },
       ];
-      const keys = ctx.newKeys(
+      const keys = await ctx.newKeys(
         'mixed',
         kinds.reduce((s, k) => s + k.connections, 0),
       );

@@ -10,10 +10,10 @@ import type { UserRow } from '../state/store.js';
 const TOUCH_EVERY_MS = 60_000;
 
 /** The plan in force at `at` and until when that answer holds without a write (a subscription's period end). */
-function planInForceUntil(store: StateStore, user: UserRow, at: Date): { plan: string; until: number } {
+async function planInForceUntil(store: StateStore, user: UserRow, at: Date): Promise<{ plan: string; until: number }> {
   const plan = planOf(user.plan);
   if (!plan.requires_subscription) return { plan: plan.id, until: Number.POSITIVE_INFINITY };
-  const sub = activeSubscription(store, user.id, at);
+  const sub = await activeSubscription(store, user.id, at);
   return sub ? { plan: planOf(sub.tier).id, until: Date.parse(sub.current_period_end) } : { plan: PLANS.free.id, until: Number.POSITIVE_INFINITY };
 }
 
@@ -21,17 +21,19 @@ function planInForceUntil(store: StateStore, user: UserRow, at: Date): { plan: s
  * The plan a principal carries: the plan in force now (a paid plan whose subscription lapsed counts as Free).
  * The meter re-checks inside its own transaction; this is for plan-aware answers and request limits.
  */
-function planInForce(store: StateStore, user: UserRow): string {
-  return planInForceUntil(store, user, new Date()).plan;
+async function planInForce(store: StateStore, user: UserRow): Promise<string> {
+  return (await planInForceUntil(store, user, new Date())).plan;
 }
 
 /**
- * Resolved keys are kept in process: three SQLite reads and a SHA-256 per request were about a fifth of the
- * server's busy time under load. An entry is used only while
- * - the store's changeStamp is the one seen when the cache was filled: any commit by another process (an
- *   operator's tool, another server on the same file) or any write of this one outside
- *   StateStore.benignWrite (DELETE /v1/user/keys, rotation, plan and subscription changes) empties the
- *   cache, so a revoked or deleted key fails on the next request;
+ * Resolved keys are kept in process: three state reads and a SHA-256 per request were about a fifth of the
+ * server's busy time under load (and would be three round trips to PostgreSQL). An entry is used only while
+ * - the store's changeStamp is the one seen when the cache was filled. SQLite: any commit by another process
+ *   (an operator's tool, another server on the same file) or any non-benign write of this one. PostgreSQL:
+ *   any commit, by any replica or tool, that changes users, subscriptions or a key's owner, scopes, expiry or
+ *   revocation (a trigger notifies every replica's listener at commit; the revoking replica answers only once
+ *   its own listener has it, src/state/pg-db.ts publishChanges), or this replica's own writes; and never
+ *   while the listener is disconnected. So a revoked or deleted key fails on the next request, on any replica;
  * - the clock is before its validUntil: the key's expiry or scheduled revocation, the end of the
  *   subscription its plan comes from, and at most CACHE_TTL_MS after it was read.
  * Only live keys are cached (a flood of wrong keys cannot fill it). Keyed by the plaintext: hashing it
@@ -42,12 +44,12 @@ const CACHE_TTL_MS = 60_000;
 
 type CachedKey = { principal: Principal; keyId: string; validUntil: number; touchedAt: number };
 
-function resolveKey(store: StateStore, key: string, at: Date): CachedKey | null {
-  const row = store.findLiveKey(key, at);
+async function resolveKey(store: StateStore, key: string, at: Date): Promise<CachedKey | null> {
+  const row = await store.findLiveKey(key, at);
   if (!row) return null;
-  const user = store.getUser(row.user_id);
+  const user = await store.getUser(row.user_id);
   if (!user) return null;
-  const { plan, until } = planInForceUntil(store, user, at);
+  const { plan, until } = await planInForceUntil(store, user, at);
   let validUntil = Math.min(at.getTime() + CACHE_TTL_MS, until);
   for (const end of [row.expires_at, row.scheduled_revoke_at]) if (end) validUntil = Math.min(validUntil, Date.parse(end));
   const scopes = row.scopes.split(',').filter((s): s is 'read' | 'download' => s === 'read' || s === 'download');
@@ -79,7 +81,7 @@ export function keyAuthenticator(store: StateStore): Authenticator {
       let hit = cache.get(key);
       if (!hit || t >= hit.validUntil) {
         cache.delete(key);
-        const fresh = resolveKey(store, key, new Date(t));
+        const fresh = await resolveKey(store, key, new Date(t));
         if (!fresh) return null;
         if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
         cache.set(key, fresh);
@@ -117,15 +119,17 @@ export function jwtAuthenticator(store: StateStore, opts: { secret?: string | un
       const header = creds.authorization ?? '';
       const m = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/.exec(header);
       if (!m || header.length > 8192) return null;
+      let email: string;
       try {
         const { payload } = await jwtVerify(m[1]!, key as Uint8Array, { algorithms, requiredClaims: ['exp'] });
-        const email = typeof payload.email === 'string' ? payload.email.trim() : '';
-        if (!email || email.length > 320 || !email.includes('@')) return null;
-        const user = userForEmail(store, email);
-        return { userId: user.id, email: user.email, keyId: null, plan: planInForce(store, user), scopes: ['read', 'download'], authMethod: 'jwt' };
+        email = typeof payload.email === 'string' ? payload.email.trim() : '';
       } catch {
         return null;
       }
+      if (!email || email.length > 320 || !email.includes('@')) return null;
+      // Outside the try: a state database out of reach is a 503 (Unavailable), not a bad token.
+      const user = await userForEmail(store, email);
+      return { userId: user.id, email: user.email, keyId: null, plan: await planInForce(store, user), scopes: ['read', 'download'], authMethod: 'jwt' };
     },
   };
 }

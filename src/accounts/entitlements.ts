@@ -1,5 +1,6 @@
 import { activeSubscription, type SubscriptionRow } from '../state/accounts.js';
-import type { StateStore, UserRow } from '../state/store.js';
+import type { Db } from '../state/db.js';
+import type { UserRow } from '../state/store.js';
 import { planOf, PLANS, type PlanDef } from './plans.js';
 
 /**
@@ -18,9 +19,9 @@ export type Entitlement = {
   period: { start: Date; end: Date };
 };
 
-export function entitlementOf(store: StateStore, user: UserRow, at: Date = new Date()): Entitlement {
+export async function entitlementOf(t: Db, user: UserRow, at: Date = new Date()): Promise<Entitlement> {
   const assigned = planOf(user.plan);
-  const subscription = activeSubscription(store, user.id, at);
+  const subscription = await activeSubscription(t, user.id, at);
   const plan = subscription ? planOf(subscription.tier) : assigned.requires_subscription ? PLANS.free : assigned;
   return { user, plan, assigned, subscription, period: fairUsePeriod(subscription, at) };
 }

@@ -14,12 +14,12 @@ export type FairUseStatus = {
 };
 
 /** The caller's fair-use position now: the same numbers the meter checks (pending reservations included). */
-export function fairUseStatus(store: StateStore, userId: string, at: Date = new Date()): FairUseStatus | undefined {
-  const user = store.getUser(userId);
+export async function fairUseStatus(store: StateStore, userId: string, at: Date = new Date()): Promise<FairUseStatus | undefined> {
+  const user = await store.getUser(userId);
   if (!user) return undefined;
-  const ent = entitlementOf(store, user, at);
+  const ent = await entitlementOf(store, user, at);
   const allowance = ent.plan.fair_use_bytes_month;
-  const used = fairUseUsedBytes(store, user.id, ent.period.start, ent.period.end);
+  const used = await fairUseUsedBytes(store, user.id, ent.period.start, ent.period.end);
   return {
     plan: ent.plan.id,
     allowance_bytes: allowance,
@@ -36,10 +36,10 @@ export function fairUseStatus(store: StateStore, userId: string, at: Date = new 
  * the meter checks, so a share above 1 means the pull would be refused with `fair_use_cap`. Anonymous
  * callers get the share of a whole Free allowance.
  */
-export function fairUseShare(store: StateStore, principal: Principal | undefined, estimatedBytes: number, at: Date = new Date()): number {
+export async function fairUseShare(store: StateStore, principal: Principal | undefined, estimatedBytes: number, at: Date = new Date()): Promise<number> {
   let left = PLANS.free.fair_use_bytes_month;
   if (principal) {
-    const status = fairUseStatus(store, principal.userId, at);
+    const status = await fairUseStatus(store, principal.userId, at);
     left = status ? status.remaining_bytes : planOf(principal.plan).fair_use_bytes_month;
   }
   const share = Math.max(0, estimatedBytes) / Math.max(1, left);
@@ -47,6 +47,6 @@ export function fairUseShare(store: StateStore, principal: Principal | undefined
 }
 
 /** Bytes already counted against the caller's allowance this period. */
-export function fairUseUsedBytesOf(store: StateStore, principal: Principal, at: Date = new Date()): number {
-  return fairUseStatus(store, principal.userId, at)?.used_bytes ?? 0;
+export async function fairUseUsedBytesOf(store: StateStore, principal: Principal, at: Date = new Date()): Promise<number> {
+  return (await fairUseStatus(store, principal.userId, at))?.used_bytes ?? 0;
 }

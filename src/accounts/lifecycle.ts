@@ -59,10 +59,10 @@ export function privacyEventView(e: PrivacyEventRow) {
 }
 
 /** Everything about the user, as JSON. Secrets never leave: no key hash, no deletion token hash. */
-export function exportMyData(store: StateStore, userId: string, origin: Origin, at: Date = new Date()) {
+export async function exportMyData(store: StateStore, userId: string, origin: Origin, at: Date = new Date()) {
   // Request counts are buffered in memory: write them so the export holds this process's latest.
-  requestCounterFor(store).flush();
-  const r = exportUserRecords(store, userId, origin, at);
+  await requestCounterFor(store).flush();
+  const r = await exportUserRecords(store, userId, origin, at);
   const items = new Map<string, Record<string, unknown>[]>();
   for (const it of r.order_items) {
     const list = items.get(it.order_id as string) ?? [];
@@ -103,14 +103,14 @@ export function exportMyData(store: StateStore, userId: string, origin: Origin, 
   };
 }
 
-export function privacyEvents(store: StateStore, userId: string, limit: number, offset: number) {
-  return listPrivacyEvents(store, userId, limit, offset).map(privacyEventView);
+export async function privacyEvents(store: StateStore, userId: string, limit: number, offset: number) {
+  return (await listPrivacyEvents(store, userId, limit, offset)).map(privacyEventView);
 }
 
 /** Opens a deletion request and returns its token: shown once, only its SHA-256 is stored. */
-export function requestDeletion(store: StateStore, userId: string, reason: string | null, origin: Origin, at: Date = new Date()) {
+export async function requestDeletion(store: StateStore, userId: string, reason: string | null, origin: Origin, at: Date = new Date()) {
   const token = `pmdel_${crypto.randomBytes(32).toString('base64url')}`;
-  const row = openDeletionRequest(store, {
+  const row = await openDeletionRequest(store, {
     userId,
     tokenHash: hashToken(token),
     reason,
@@ -134,20 +134,20 @@ function refuse(found: TokenLookup): never {
   throw new Conflict(`Deletion token already used: the request was ${found.outcome === 'used' ? found.row.status : 'resolved'}`);
 }
 
-export function confirmDeletion(
+export async function confirmDeletion(
   store: StateStore,
   token: string,
   at: Date = new Date(),
-): { status: 'deleted'; request_id: string; deleted_at: string } & DeletionSummary {
+): Promise<{ status: 'deleted'; request_id: string; deleted_at: string } & DeletionSummary> {
   // Buffered request counts first, so the erasure removes them too rather than a later flush bringing them back.
-  requestCounterFor(store).flush();
-  const out = confirmDeletionTx(store, hashToken(token), at);
+  await requestCounterFor(store).flush();
+  const out = await confirmDeletionTx(store, hashToken(token), at);
   if (out.outcome !== 'pending' || !out.summary) refuse(out);
   return { status: 'deleted', request_id: out.row.id, deleted_at: at.toISOString(), ...out.summary };
 }
 
-export function cancelDeletion(store: StateStore, token: string, origin: Origin, at: Date = new Date()) {
-  const out = cancelDeletionRequest(store, hashToken(token), origin, at);
+export async function cancelDeletion(store: StateStore, token: string, origin: Origin, at: Date = new Date()) {
+  const out = await cancelDeletionRequest(store, hashToken(token), origin, at);
   if (out.outcome !== 'pending') refuse(out);
   return { status: 'cancelled', request_id: out.row.id, cancelled_at: at.toISOString() };
 }

@@ -23,12 +23,19 @@ export type PullRequest = {
   timeframe?: string;
   start?: string | null;
   end?: string | null;
+  /**
+   * The ticket's id, given by the caller: an export's charge is named after its job, so the job is charged at
+   * most once whichever worker builds it (a second begin with the id fails on the history's primary key).
+   */
+  chargeId?: string;
 };
 
 export interface UsageTicket {
   readonly id: string;
-  commit(result: { bytes: number; rows: number }): void;
-  refund(reason: string): void;
+  /** Records the delivered bytes; never throws (a failure is logged, the reservation stays). */
+  commit(result: { bytes: number; rows: number }): Promise<void>;
+  /** Releases the reservation and the rate slot; never throws. */
+  refund(reason: string): Promise<void>;
 }
 
 export interface UsageMeter {
@@ -38,6 +45,6 @@ export interface UsageMeter {
 /** Accepts everything and records nothing: used until the accounts module provides the real meter. */
 export const openMeter: UsageMeter = {
   async begin() {
-    return { id: 'untracked', commit() {}, refund() {} };
+    return { id: 'untracked', async commit() {}, async refund() {} };
   },
 };

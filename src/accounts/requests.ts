@@ -3,8 +3,8 @@ import type { StateStore } from '../state/store.js';
 
 /**
  * Counts requests per key and day for GET /v1/user/usage. Counts are summed in memory and written every
- * `flushMs` in one transaction (and when the store closes): a synchronous=FULL commit per request would cost an
- * fsync each. A kill -9 can lose at most the last interval of request counts — never money or fair-use bytes,
+ * `flushMs` in one transaction (and when the store closes): a durable commit per request would cost an fsync
+ * (or a PostgreSQL round trip) each. A kill -9 can lose at most the last interval of request counts — never money or fair-use bytes,
  * which the meter writes transactionally.
  */
 export class RequestCounter {
@@ -15,11 +15,11 @@ export class RequestCounter {
     private readonly store: StateStore,
     flushMs = 2000,
   ) {
-    this.timer = setInterval(() => this.flush(), flushMs);
+    this.timer = setInterval(() => void this.flush(), flushMs);
     this.timer.unref();
-    store.onClose(() => {
+    store.onClose(async () => {
       clearInterval(this.timer);
-      this.flush();
+      await this.flush();
     });
   }
 
@@ -40,17 +40,16 @@ export class RequestCounter {
     else this.pending.set(k, { userId, keyId: keyId ?? '', day, n });
   }
 
-  flush(): void {
-    if (this.pending.size === 0) return;
+  /** Writes the counts so far (a benign write: it cannot change what a key may do, so the principal cache stays). */
+  async flush(): Promise<void> {
+    if (this.pending.size === 0 || this.store.isClosed) return;
     const batch = [...this.pending.values()];
     this.pending = new Map();
     try {
-      // Counters cannot change what a key may do: the write must not empty the principal cache (src/accounts/auth.ts).
-      this.store.writeBehind(() => addRequestCounts(this.store, batch));
-    } catch (err) {
-      // Busy past busy_timeout (another process holds the write lock): keep the counts for the next flush
-      // instead of throwing from a timer. A closed store cannot take them any more.
-      if (!this.store.db.open) throw err;
+      await addRequestCounts(this.store, batch);
+    } catch {
+      // Busy past busy_timeout (another process holds the write lock) or the database away: keep the counts for
+      // the next flush instead of throwing from a timer.
       for (const c of batch) this.count(c.userId, c.keyId || null, Date.parse(`${c.day}T12:00:00Z`), c.n);
     }
   }

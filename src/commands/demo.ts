@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type Config } from '../config.js';
-import { createLogger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { startServer } from '../server.js';
 import { runIngest } from '../../ingest/run.js';
 import { generate } from '../../ingest/generate/index.js';
@@ -43,19 +43,7 @@ export async function demoCommand(_args: string[]): Promise<number> {
   const log = createLogger(base.logLevel);
   const out = process.stdout;
 
-  const dataDir = path.join(ROOT, 'demo-data');
-  if (!fs.existsSync(path.join(dataDir, 'manifest.json'))) {
-    out.write(`generating demo history into ${dataDir} ...\n`);
-    await generate({ ...DEMO_GENERATOR, out: dataDir });
-  }
-  out.write(`ingesting real venue captures and demo history into ${base.lakeDir} ...\n`);
-  const report = await runIngest([path.join(ROOT, 'test', 'fixtures', 'venue'), dataDir], {
-    lakeDir: base.lakeDir,
-    snapshotSeconds: base.snapshotSeconds,
-    log,
-    progress: true,
-  });
-  out.write(`ingest: ${report.ingested} files landed, ${report.skipped} already in the lake, ${report.issues.length} issues, ${report.seconds.toFixed(1)} s\n`);
+  await buildDemoLake(base, log, out);
 
   // The demo sells credits through the local test provider unless the operator chose one explicitly.
   const config: Config = process.env.PMLAKE_PAYMENT_PROVIDER
@@ -65,10 +53,10 @@ export async function demoCommand(_args: string[]): Promise<number> {
 
   const running = await startServer(config, log);
   const store = running.ctx.state;
-  const proUser = store.upsertUser('demo-pro@pmlake.local', 'professional');
-  const freeUser = store.upsertUser('demo-free@pmlake.local', 'free');
-  const proKey = store.createApiKey({ userId: proUser.id, name: 'demo professional', prefix: config.keyPrefix }).plaintext;
-  const freeKey = store.createApiKey({ userId: freeUser.id, name: 'demo free', prefix: config.keyPrefix }).plaintext;
+  const proUser = await store.upsertUser('demo-pro@pmlake.local', 'professional');
+  const freeUser = await store.upsertUser('demo-free@pmlake.local', 'free');
+  const proKey = (await store.createApiKey({ userId: proUser.id, name: 'demo professional', prefix: config.keyPrefix })).plaintext;
+  const freeKey = (await store.createApiKey({ userId: freeUser.id, name: 'demo free', prefix: config.keyPrefix })).plaintext;
   const market = await busiestMarket(running.ctx.db, config.lakeDir);
 
   out.write(`\npmlake listening on ${running.url}\n`);
@@ -93,8 +81,28 @@ export async function demoCommand(_args: string[]): Promise<number> {
   return 0;
 }
 
+/**
+ * The demo lake: the real venue captures plus the generated history (kept in demo-data/ once generated; the
+ * ingest ledger skips what is already landed). Also `make cluster`'s lake (scripts/cluster.ts).
+ */
+export async function buildDemoLake(config: Pick<Config, 'lakeDir' | 'snapshotSeconds'>, log: Logger, out: NodeJS.WritableStream): Promise<void> {
+  const dataDir = path.join(ROOT, 'demo-data');
+  if (!fs.existsSync(path.join(dataDir, 'manifest.json'))) {
+    out.write(`generating demo history into ${dataDir} ...\n`);
+    await generate({ ...DEMO_GENERATOR, out: dataDir });
+  }
+  out.write(`ingesting real venue captures and demo history into ${config.lakeDir} ...\n`);
+  const report = await runIngest([path.join(ROOT, 'test', 'fixtures', 'venue'), dataDir], {
+    lakeDir: config.lakeDir,
+    snapshotSeconds: config.snapshotSeconds,
+    log,
+    progress: true,
+  });
+  out.write(`ingest: ${report.ingested} files landed, ${report.skipped} already in the lake, ${report.issues.length} issues, ${report.seconds.toFixed(1)} s\n`);
+}
+
 /** The market with the most trades, so the printed curl line returns candles. */
-async function busiestMarket(db: DuckDBInstance, lakeDir: string): Promise<string | null> {
+export async function busiestMarket(db: DuckDBInstance, lakeDir: string): Promise<string | null> {
   const row = await runOne(db, busiestMarketQuery(lakeSources(lakeDir)));
   return row ? String(row.id) : null;
 }

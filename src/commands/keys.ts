@@ -29,8 +29,8 @@ export async function keysCommand(args: string[]): Promise<number> {
   const config = loadConfig();
   const store = StateStore.open(config.stateDir);
   try {
-    const user = store.upsertUser(parsed.data.email, parsed.data.plan);
-    const { plaintext } = store.createApiKey({ userId: user.id, name: parsed.data.name, prefix: config.keyPrefix });
+    const user = await store.upsertUser(parsed.data.email, parsed.data.plan);
+    const { plaintext } = await store.createApiKey({ userId: user.id, name: parsed.data.name, prefix: config.keyPrefix });
     process.stdout.write(`${plaintext}\n`);
   } finally {
     store.close();

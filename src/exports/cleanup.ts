@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import type { StateStore } from '../state/store.js';
+import type { Db } from '../state/db.js';
 import { clearUploadId, jobsWithStatus } from '../state/exports.js';
 import type { Slot } from './run.js';
 import type { ObjectStore } from './store.js';
@@ -17,14 +17,14 @@ import type { ObjectStore } from './store.js';
  */
 type Job = { id: string; object_key: string | null; upload_id: string | null };
 /** What the cleanup uses: the job records and the log (nothing of the HTTP layer). */
-type Deps = { state: StateStore; log: Logger };
+type Deps = { state: Db; log: Logger };
 
 export async function discardRecordedUpload(deps: Deps, store: () => Promise<ObjectStore>, job: Job): Promise<boolean> {
   if (!job.upload_id) return true;
   try {
     // Without a key (never the case for a claimed job) there is nothing to address; the age sweep remains.
     if (job.object_key) await (await store()).discardUpload(job.object_key, job.upload_id);
-    clearUploadId(deps.state, job.id, job.upload_id);
+    await clearUploadId(deps.state, job.id, job.upload_id);
     return true;
   } catch (err) {
     deps.log.warn({ err, job: job.id, upload_id: job.upload_id }, 'upload of an export not discarded yet; the sweep retries');
@@ -34,13 +34,13 @@ export async function discardRecordedUpload(deps: Deps, store: () => Promise<Obj
 
 export async function sweepExports(deps: Deps, store: () => Promise<ObjectStore>, running: Map<string, Slot>, olderThanHours: number): Promise<void> {
   let recorded = 0;
-  for (const job of jobsWithStatus(deps.state, 'failed')) {
+  for (const job of await jobsWithStatus(deps.state, 'failed')) {
     if (job.upload_id && (await discardRecordedUpload(deps, store, job))) recorded += 1;
   }
   // In progress here, or (another process on this state) recorded on a running job: never swept.
   const keep = new Set<string>();
   for (const slot of running.values()) if (slot.upload?.uploadId) keep.add(slot.upload.uploadId);
-  for (const job of jobsWithStatus(deps.state, 'running')) if (job.upload_id) keep.add(job.upload_id);
+  for (const job of await jobsWithStatus(deps.state, 'running')) if (job.upload_id) keep.add(job.upload_id);
   let stale: number | null = null;
   try {
     stale = await (await store()).sweepUploads('exports/', new Date(Date.now() - olderThanHours * 3_600_000), keep);

@@ -5,7 +5,10 @@ import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
 
 /** The configuration export jobs read: queue width, retention, the sweep's bound, the store, link signing. */
-export type ExportConfig = Pick<Config, 'exportConcurrency' | 'exportRetentionHours' | 'exportStaleUploadHours' | 's3' | 'linkSecret' | 'stateDir'>;
+export type ExportConfig = Pick<
+  Config,
+  'exportConcurrency' | 'exportRetentionHours' | 'exportStaleUploadHours' | 'exportLeaseSeconds' | 's3' | 'linkSecret' | 'stateDir'
+>;
 
 /**
  * What the export service and its jobs use, and nothing else: the lake (planning, the COPY), the job records

@@ -73,10 +73,15 @@ export class MultipartUpload {
    * as the store gave it (the job records it, so even a crash leaves a discardable id behind); `onChunk` sees
    * each chunk before it is copied (progress counters); the chunk is released to the FIFO pool right after.
    */
-  async run(copy: Pick<CopyStream, 'stream' | 'release'>, onChunk: (b: Buffer) => void, onCreated: (uploadId: string) => void = () => {}): Promise<void> {
+  async run(
+    copy: Pick<CopyStream, 'stream' | 'release'>,
+    onChunk: (b: Buffer) => void,
+    onCreated: (uploadId: string) => void | Promise<void> = () => {},
+  ): Promise<void> {
     this.uploadId = await this.store.createUpload(this.params.key, this.params.contentType);
-    onCreated(this.uploadId);
     try {
+      // Recorded before the first part is sent; if it cannot be recorded, the upload is discarded right away.
+      await onCreated(this.uploadId);
       if (this.stopped) throw new FeedStopped('upload aborted');
       const parts = await this.feed(copy, onChunk);
       await this.store.completeUpload(this.params.key, this.uploadId, parts);

@@ -2,7 +2,8 @@ import type { Principal } from '../accounts/principal.js';
 import { CONTENT_TYPES, startCopy, type CopyFormat, type CopyStream } from '../lake/stream.js';
 import { planDownload } from '../downloads/plan.js';
 import { loadSpec } from '../downloads/spec.js';
-import { claimExport, failExport, getExport, recordProgress, succeedExport } from '../state/exports.js';
+import { failExport, recordProgress, requeueExport, startAttempt, succeedExport, type ExportJobRow } from '../state/exports.js';
+import { completePull, getPull } from '../state/pulls.js';
 import type { ExportDeps } from './deps.js';
 import { AccountGone, failureMessage, failureReason, StorageError } from './failure.js';
 import { FeedStopped, MultipartUpload, settleWithin } from './multipart.js';
@@ -20,6 +21,8 @@ export type RunDeps = ExportDeps & {
   store(): Promise<ObjectStore>;
   running: Map<string, Slot>;
   isClosed(): boolean;
+  /** Attempts before a job that keeps dying with its worker is failed. */
+  maxAttempts: number;
   /** Discards a previous attempt's upload recorded on the job; false when the store could not do it now. */
   discardOrphan(job: { id: string; object_key: string | null; upload_id: string | null }): Promise<boolean>;
   deleteObject(key: string): Promise<void>;
@@ -27,9 +30,9 @@ export type RunDeps = ExportDeps & {
 
 const PART_SIZE = 8 * 1024 * 1024;
 /**
- * Progress goes to the state store 1 s into a job (a client polling early sees it move), then every 5 s. Each
- * write is a synchronous SQLite commit with an fsync on the event loop — while it waits, nobody drains the
- * FIFO and DuckDB stalls (recordProgress was ~0.4 s of main-thread time across a bench run's exports).
+ * Progress goes to the state store 1 s into a job (a client polling early sees it move), then every 5 s. On
+ * SQLite each write is a commit with an fsync on the event loop — while it waits, nobody drains the FIFO and
+ * DuckDB stalls (recordProgress was ~0.4 s of main-thread time across a bench run's exports).
  */
 const PROGRESS_FIRST_MS = 1000;
 const PROGRESS_MS = 5000;
@@ -55,29 +58,45 @@ class Progress {
   }
 }
 
-function principalOf(d: ExportDeps, userId: string): Principal | null {
-  const u = d.state.getUser(userId);
+async function principalOf(d: ExportDeps, userId: string): Promise<Principal | null> {
+  const u = await d.state.getUser(userId);
   return u ? { userId: u.id, email: u.email, keyId: null, plan: u.plan, scopes: ['read', 'download'] } : null;
 }
 
-export async function runExport(d: RunDeps, id: string): Promise<void> {
-  if (d.isClosed()) return;
-  const job = getExport(d.state, id);
-  if (!job || job.status !== 'queued') return;
-  const log = d.log.child({ export_job: id });
-  // A previous attempt's parts (a crash, or a failure while the store was down) go first: the claim below
-  // gives the job a new key, and with it the last record of where they are.
+/** The charge of a job is named after it: whichever worker builds it, it is charged at most once. */
+export const chargeIdOf = (jobId: string): string => `chg_${jobId}`;
+
+/**
+ * Builds a job this worker has just claimed (`job` is the row as it was before the claim: a previous attempt's
+ * object key and upload id are still on it). Every write is guarded by `worker`: a worker that lost the job
+ * (its lease ran out) changes nothing, and `leaseLost` stops its build.
+ */
+export async function runExport(d: RunDeps, job: ExportJobRow, worker: string, leaseLost: AbortSignal): Promise<void> {
+  const id = job.id;
+  const log = d.log.child({ export_job: id, worker });
+  const attempt = job.attempts + 1;
+  // What an earlier attempt left (it died, or failed while the store was down) goes first: its upload's parts,
+  // and an object it may have completed before dying unmarked. This attempt gets a key of its own.
   if (job.upload_id && !(await d.discardOrphan(job))) {
-    failExport(d.state, id, failureMessage(new StorageError(null), false), job.upload_id);
+    await failExport(d.state, id, failureMessage(new StorageError(null), false), job.upload_id, worker);
     log.warn({ upload_id: job.upload_id }, "export failed: the previous attempt's upload could not be discarded");
     return;
   }
-  // One key per attempt: discarding or deleting what an earlier attempt left can never touch this one.
-  const key = `exports/${job.user_id}/${job.id}/${job.attempts + 1}/${job.file_name}`;
-  if (!claimExport(d.state, id, key)) return;
-  const principal = principalOf(d, job.user_id);
+  if (job.object_key) await d.deleteObject(job.object_key);
+  if (job.status === 'running' && attempt > d.maxAttempts) {
+    await failExport(d.state, id, `interrupted ${job.attempts} times (its worker stopped); nothing was charged`, null, worker);
+    log.warn({ attempts: job.attempts }, 'export failed: interrupted too often');
+    return;
+  }
+  const key = `exports/${job.user_id}/${job.id}/${attempt}/${job.file_name}`;
+  if (!(await startAttempt(d.state, id, worker, key))) return;
+  const principal = await principalOf(d, job.user_id);
   const slot: Slot = { copy: null, upload: null };
   d.running.set(id, slot);
+  const stop = (): void => {
+    slot.copy?.cancel('the export worker lost its lease');
+  };
+  leaseLost.addEventListener('abort', stop);
   let timer: NodeJS.Timeout | null = null;
   let progress: Progress | null = null;
   const started = Date.now();
@@ -95,7 +114,10 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
     progress = counted;
     const up = new MultipartUpload(store, { key, contentType: CONTENT_TYPES[format] }, PART_SIZE, 2);
     slot.upload = up;
-    const tick = (): void => recordProgress(d.state, id, counted.rows(), counted.bytes, up.uploadId);
+    const tick = (): void =>
+      void recordProgress(d.state, id, worker, counted.rows(), counted.bytes, up.uploadId).catch((err: unknown) =>
+        log.warn({ err }, 'export progress not recorded'),
+      );
     timer = setTimeout(() => {
       tick();
       timer = setInterval(tick, PROGRESS_MS);
@@ -106,7 +128,8 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
       .run(
         copy,
         (b) => counted.add(b),
-        (uploadId) => recordProgress(d.state, id, 0, 0, uploadId),
+        // Awaited by the upload before its first part: the id is on the job before any part exists (crash-safe).
+        (uploadId) => recordProgress(d.state, id, worker, 0, 0, uploadId),
       )
       .catch((err: unknown) => {
         // Stopped by its input (the COPY failed first): not the store's fault.
@@ -126,37 +149,49 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
     timer = null;
     const rows = result.rows;
     const bytes = counted.bytes;
-    recordProgress(d.state, id, rows, bytes, null);
-    // The file is complete in object storage: now, and only now, the pull is charged.
+    await recordProgress(d.state, id, worker, rows, bytes, null);
+    if (leaseLost.aborted) throw leaseLost.reason;
+    // The file is complete in object storage: now, and only now, the pull is charged — once per job: a charge
+    // an earlier attempt made before its worker died is found by its id and kept (settled if left pending).
+    const chargeId = chargeIdOf(id);
+    const charged = await getPull(d.state, chargeId);
     let ticket;
     try {
-      ticket = await d.meter.begin(principal, {
-        kind: 'export',
-        dataset: plan.dataset,
-        description: `export ${job.id}: ${plan.description}`,
-        estimatedBytes: bytes,
-        format,
-        marketId: plan.marketId,
-        fileName: job.file_name,
-        timeframe: plan.timeframe,
-        start: plan.start,
-        end: plan.end,
-      });
+      if (charged) ticket = null;
+      else
+        ticket = await d.meter.begin(principal, {
+          chargeId,
+          kind: 'export',
+          dataset: plan.dataset,
+          description: `export ${job.id}: ${plan.description}`,
+          estimatedBytes: bytes,
+          format,
+          marketId: plan.marketId,
+          fileName: job.file_name,
+          timeframe: plan.timeframe,
+          start: plan.start,
+          end: plan.end,
+        });
     } catch (err) {
       await d.deleteObject(key);
-      failExport(d.state, id, `charge refused: ${failureReason(err, false)}; the file was deleted and nothing was charged`);
+      await failExport(d.state, id, `charge refused: ${failureReason(err, false)}; the file was deleted and nothing was charged`, null, worker);
       log.warn({ err }, 'export charge refused');
       return;
     }
-    ticket.commit({ bytes, rows });
+    if (ticket) await ticket.commit({ bytes, rows });
+    else if (charged?.status === 'pending') await completePull(d.state, chargeId, bytes, rows, new Date());
     const expiresAt = new Date(Date.now() + d.config.exportRetentionHours * 3_600_000).toISOString();
-    succeedExport(d.state, id, { rows, bytes, cost: 0, expiresAt });
-    log.info({ rows, bytes, ms: Date.now() - started, copy_ms: copyMs, upload_ms: uploadMs }, 'export succeeded');
+    if (await succeedExport(d.state, id, worker, { rows, bytes, cost: 0, expiresAt })) {
+      log.info({ rows, bytes, ms: Date.now() - started, copy_ms: copyMs, upload_ms: uploadMs }, 'export succeeded');
+    } else {
+      // Taken over meanwhile: the new holder deletes this attempt's object (its key is on the job) and keeps the charge.
+      log.warn('export finished after its lease was lost; the worker that took it over completes it');
+    }
   } catch (err) {
     if (timer) clearInterval(timer);
     slot.copy?.cancel('export failed');
     // The job shows how far it got (a failure often lands before the first progress tick).
-    if (progress) recordProgress(d.state, id, progress.rows(), progress.bytes, null);
+    if (progress) await recordProgress(d.state, id, worker, progress.rows(), progress.bytes, null).catch(() => {});
     // Stops sending and discards the parts (the upload already did when it failed itself: same answer).
     const gone = slot.upload ? await slot.upload.abort() : true;
     await d.deleteObject(key);
@@ -164,10 +199,20 @@ export async function runExport(d: RunDeps, id: string): Promise<void> {
     // failure must not find the query still running. Bounded, so a wedged COPY cannot keep the job running.
     if (slot.copy) await settleWithin(slot.copy.done, 10_000);
     const orphan = gone ? null : slot.upload!.uploadId;
-    failExport(d.state, id, failureMessage(err, d.isClosed()), orphan);
-    // The whole error (addresses, paths) stays here, in the log; the job's `error` names only what failed.
-    log.warn({ err, orphan_upload: orphan }, 'export failed');
+    if (leaseLost.aborted) {
+      // Not a failure of the job: another worker has it (or will, once the lease ends). Leave it alone.
+      log.warn({ err, orphan_upload: orphan }, 'export build stopped: lease lost');
+    } else if (d.isClosed()) {
+      // Shutting down: the job goes back to the queue for any worker (this attempt's upload was discarded).
+      await requeueExport(d.state, id, worker, 'interrupted by a service restart; re-queued').catch(() => {});
+      log.info('export interrupted by shutdown; re-queued');
+    } else {
+      await failExport(d.state, id, failureMessage(err, false), orphan, worker).catch((e: unknown) => log.error({ err: e }, 'export failure not recorded'));
+      // The whole error (addresses, paths) stays here, in the log; the job's `error` names only what failed.
+      log.warn({ err, orphan_upload: orphan }, 'export failed');
+    }
   } finally {
+    leaseLost.removeEventListener('abort', stop);
     d.running.delete(id);
   }
 }

@@ -1,24 +1,24 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
-import PQueue from 'p-queue';
 import type { Principal } from '../accounts/principal.js';
 import { storeSpec, type PullSpec } from '../downloads/spec.js';
 import { Forbidden, Gone, NotFound } from '../errors.js';
 import { S3ObjectStore } from '../s3/store.js';
-import { createOrGetExport, expireExport, failExport, getExport, jobsWithStatus, requeueExport, type ExportJobRow } from '../state/exports.js';
+import { createOrGetExport, expireExport, getExport, jobsWithStatus, type ExportJobRow } from '../state/exports.js';
 import { discardRecordedUpload, sweepExports } from './cleanup.js';
 import type { ExportDeps } from './deps.js';
 import { checkLink, loadLinkSecret, signLink } from './links.js';
 import { LocalObjectStore, type LocalObject } from './local-store.js';
-import { withLakeVersions } from '../lake/versions.js';
+import { ExportWorker } from './queue.js';
 import { runExport, type Slot } from './run.js';
 import type { ObjectStore } from './store.js';
 
 /**
  * Asynchronous exports: a job is a DuckDB COPY whose bytes go through a FIFO straight into a multipart upload
- * (./run.ts, ./multipart.ts) — no extra copy; the only buffers are the upload's reused parts. Jobs run in a
- * p-queue (PMLAKE_EXPORT_CONCURRENCY at a time); their state lives in the state store, so a restart re-queues
- * interrupted jobs (up to MAX_ATTEMPTS) or fails them with a reason.
+ * (./run.ts, ./multipart.ts) — no extra copy; the only buffers are the upload's reused parts. Jobs live in the
+ * state database, which is the queue: any replica accepts a job (one idempotency key, one job), and the export
+ * workers of every process sharing the database take them, PMLAKE_EXPORT_CONCURRENCY at a time each, under a
+ * lease (./queue.ts): a job whose worker died is taken over by another (up to MAX_ATTEMPTS attempts).
  *
  * Where the bytes go: PMLAKE_S3_ENDPOINT (links are that store's presigned GETs), or by default the local
  * store under PMLAKE_STATE/exports, whose bytes only pmlake serves, behind its own signed links (./links.ts).
@@ -34,7 +34,8 @@ const EXPIRE_EVERY_MS = 60_000;
 const SWEEP_EVERY_MS = 15 * 60_000;
 
 export class ExportService {
-  private readonly queue: PQueue;
+  /** This process's worker, when it builds exports (`pmlake worker`, or `pmlake serve` with the embedded one). */
+  private worker: ExportWorker | null = null;
   private opened: Promise<ObjectStore> | null = null;
   readonly running = new Map<string, Slot>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -43,7 +44,6 @@ export class ExportService {
   private readonly secret: Buffer;
 
   constructor(private readonly deps: ExportDeps) {
-    this.queue = new PQueue({ concurrency: deps.config.exportConcurrency });
     this.secret = loadLinkSecret(deps.config.linkSecret, deps.config.stateDir);
   }
 
@@ -61,47 +61,61 @@ export class ExportService {
     return this.opened;
   }
 
-  /** Start-up: interrupted jobs are re-queued (or failed after MAX_ATTEMPTS), queued ones resume, leftovers are swept. */
-  start(): void {
-    for (const job of jobsWithStatus(this.deps.state, 'running')) {
-      // The upload id stays on the job: its next attempt discards those parts first, the sweep otherwise.
-      if (job.attempts >= MAX_ATTEMPTS) {
-        failExport(this.deps.state, job.id, `interrupted by a service restart ${job.attempts} times; nothing was charged`, job.upload_id);
-      } else {
-        requeueExport(this.deps.state, job.id, 'interrupted by a service restart; re-queued');
-      }
+  /**
+   * Start-up: the expiry and sweep timers (any role), and with `worker` this process's export worker, which
+   * takes queued jobs and those whose worker died (a job interrupted by this process's own restart included).
+   */
+  start(opts: { worker: boolean } = { worker: true }): void {
+    if (opts.worker) {
+      const deps = {
+        ...this.deps,
+        store: () => this.store(),
+        running: this.running,
+        isClosed: () => this.closed,
+        maxAttempts: MAX_ATTEMPTS,
+        discardOrphan: (job: { id: string; object_key: string | null; upload_id: string | null }) => this.discardOrphan(job),
+        deleteObject: (key: string) => this.deleteObject(key),
+      };
+      this.worker = new ExportWorker({
+        state: this.deps.state,
+        log: this.deps.log,
+        concurrency: this.deps.config.exportConcurrency,
+        leaseMs: this.deps.config.exportLeaseSeconds * 1000,
+        build: (job, worker, leaseLost) => runExport(deps, job, worker, leaseLost),
+      });
+      this.worker.start();
     }
-    for (const job of jobsWithStatus(this.deps.state, 'queued')) this.enqueue(job.id);
     void this.sweep();
     this.timers.push(
-      setInterval(() => this.expireDue(), EXPIRE_EVERY_MS),
+      setInterval(() => void this.expireDue().catch(() => {}), EXPIRE_EVERY_MS),
       setInterval(() => void this.sweep(), SWEEP_EVERY_MS),
     );
     for (const t of this.timers) t.unref();
   }
 
   /** Persists a job for `spec` (stored as text, src/downloads/spec.ts) and queues it; a known key returns its job. */
-  submit(principal: Principal, spec: PullSpec, idempotencyKey: string | undefined): ExportJobRow {
+  async submit(principal: Principal, spec: PullSpec, idempotencyKey: string | undefined): Promise<ExportJobRow> {
     const key = idempotencyKey ?? crypto.randomUUID().replaceAll('-', '');
     const id = spec.market_id ?? spec.series_id ?? 'all';
     const fileName = `${spec.kind}_${id.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100)}.${spec.format}`;
-    const { row, created } = createOrGetExport(this.deps.state, {
+    const { row, created } = await createOrGetExport(this.deps.state, {
       userId: principal.userId,
       idempotencyKey: key,
       spec: storeSpec(spec),
       format: spec.format,
       fileName,
     });
-    if (created) this.enqueue(row.id);
+    // Built here when this process has a worker with a free slot, else by whichever worker polls first.
+    if (created) this.worker?.kick();
     return row;
   }
 
   /** A job as shown now: a finished file past its retention is expired (and its object deleted). */
-  refresh(job: ExportJobRow): ExportJobRow {
+  async refresh(job: ExportJobRow): Promise<ExportJobRow> {
     if (job.status === 'succeeded' && job.expires_at && Date.parse(job.expires_at) <= Date.now()) {
-      expireExport(this.deps.state, job.id);
+      await expireExport(this.deps.state, job.id);
       if (job.object_key) void this.deleteObject(job.object_key);
-      return getExport(this.deps.state, job.id) ?? job;
+      return (await getExport(this.deps.state, job.id)) ?? job;
     }
     return job;
   }
@@ -120,14 +134,14 @@ export class ExportService {
 
   /** The file behind one of pmlake's links, after checking the link: 403 forged/expired, 410 past retention. */
   async openLinked(jobId: string, expires: unknown, signature: unknown): Promise<{ job: ExportJobRow; object: LocalObject }> {
-    const found = getExport(this.deps.state, jobId);
+    const found = await getExport(this.deps.state, jobId);
     // Unknown job, bad signature, another job's or user's signature: one answer, nothing to tell them apart.
     const check = found?.object_key
       ? checkLink(this.secret, { jobId: found.id, userId: found.user_id, objectKey: found.object_key }, expires, signature)
       : 'invalid';
     if (check === 'invalid') throw new Forbidden('Invalid download link');
     if (check === 'expired') throw new Forbidden('Download link expired; GET /v1/exports/{job_id}/url gives a new one');
-    const job = this.refresh(found!);
+    const job = await this.refresh(found!);
     if (job.status === 'expired') throw new Gone('Export has expired; submit it again');
     const store = await this.store();
     const object = job.status === 'succeeded' && store instanceof LocalObjectStore ? await store.open(job.object_key!) : null;
@@ -146,40 +160,41 @@ export class ExportService {
     return this.sweeping;
   }
 
-  /** Waits for queued and running jobs (tests, shutdown). */
+  /** Waits until this process's worker has nothing running and nothing to take (tests). No worker: at once. */
   async idle(): Promise<void> {
-    await this.queue.onIdle();
+    await this.worker?.idle();
+  }
+
+  /** This process's worker stops taking jobs / takes them again (tests, draining a machine). */
+  pause(): void {
+    this.worker?.pause();
+  }
+
+  resume(): void {
+    this.worker?.resume();
+  }
+
+  /** This process's export worker id (host:pid:random), or null when it builds no exports. */
+  get workerId(): string | null {
+    return this.worker?.id ?? null;
   }
 
   async close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
-    this.queue.clear();
+    this.worker?.pause();
     for (const r of this.running.values()) {
       r.copy?.cancel('service shutting down');
       void r.upload?.abort();
     }
-    await this.queue.onIdle().catch(() => {});
+    await this.worker?.close();
     // A sweep still running would otherwise outlive the state store it reads.
     await this.sweeping;
     await (await this.opened?.catch(() => null))?.close();
   }
 
-  private enqueue(id: string): void {
-    const deps = {
-      ...this.deps,
-      store: () => this.store(),
-      running: this.running,
-      isClosed: () => this.closed,
-      discardOrphan: (job: { id: string; object_key: string | null; upload_id: string | null }) => this.discardOrphan(job),
-      deleteObject: (key: string) => this.deleteObject(key),
-    };
-    // One lake version per job, resolved when it starts (src/lake/versions.ts).
-    void this.queue.add(() => withLakeVersions(() => runExport(deps, id))).catch((err: unknown) => this.deps.log.error({ err, job: id }, 'export job crashed'));
-  }
-
-  private expireDue(): void {
-    for (const job of jobsWithStatus(this.deps.state, 'succeeded')) this.refresh(job);
+  private async expireDue(): Promise<void> {
+    for (const job of await jobsWithStatus(this.deps.state, 'succeeded')) await this.refresh(job);
   }
 
   private discardOrphan(job: { id: string; object_key: string | null; upload_id: string | null }): Promise<boolean> {

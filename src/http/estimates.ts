@@ -77,14 +77,14 @@ export async function bytesFor(ctx: AppContext, t: SeriesEstimateDataType, rows:
  */
 export async function pricingFor(ctx: AppContext, t: SeriesEstimateDataType, bytes: number, principal: Principal | undefined): Promise<Pricing> {
   const key = DATASET_KEY[t];
-  const user = principal ? ctx.state.getUser(principal.userId) : undefined;
-  const ent = user ? entitlementOf(ctx.state, user) : undefined;
+  const user = principal ? await ctx.state.getUser(principal.userId) : undefined;
+  const ent = user ? await entitlementOf(ctx.state, user) : undefined;
   const cov = ent ? coverage(ent, key, 'download') : undefined;
   const cheapest = (Object.values(PLANS) as PlanDef[]).filter((p) => p.datasets.includes(key)).sort((a, b) => a.price_usd_month - b.price_usd_month)[0];
   const covering: PlanDef | undefined = !ent || !cov ? cheapest : cov.ok ? ent.plan : planOf(cov.required_plan);
   const mb = bytes / (1024 * 1024);
   const rate = REFERENCE_RATE_PER_MB[key] ?? 0;
-  const share = fairUseShare(ctx.state, principal, bytes);
+  const share = await fairUseShare(ctx.state, principal, bytes);
   const allowancePlan = ent ? ent.plan : PLANS.free;
   const pct = ` It would use about ${(share * 100).toFixed(share < 0.001 ? 4 : 2)}% of what is left of the ${allowancePlan.name} plan's monthly fair-use allowance.`;
   const head = cov ? (cov.ok ? `Included in your ${ent!.plan.name} plan.` : `${cov.message}.`) : covering ? `Needs the ${covering.name} plan.` : '';

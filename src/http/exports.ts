@@ -61,8 +61,8 @@ export function exportSpec(b: z.infer<typeof CreateExport>): PullSpec {
   };
 }
 
-function ownJob(ctx: AppContext, userId: string, id: string): ExportJobRow {
-  const job = getOwnExport(ctx.state, userId, id);
+async function ownJob(ctx: AppContext, userId: string, id: string): Promise<ExportJobRow> {
+  const job = await getOwnExport(ctx.state, userId, id);
   if (!job) throw new NotFound('Export job not found');
   return service(ctx).refresh(job);
 }
@@ -87,7 +87,7 @@ export const exportRoutes: Route[] = [
           ]);
         }
       }
-      return jobView(service(ctx).submit(req.principal!, exportSpec(b), b.idempotency_key ?? undefined));
+      return jobView(await service(ctx).submit(req.principal!, exportSpec(b), b.idempotency_key ?? undefined));
     },
   },
   {
@@ -100,7 +100,7 @@ export const exportRoutes: Route[] = [
     query: ListQuery,
     handler: async (req, res, ctx) => {
       const { limit } = res.locals.query as z.infer<typeof ListQuery>;
-      const data = listExports(ctx.state, req.principal!.userId, limit).map((j) => jobView(service(ctx).refresh(j)));
+      const data = await Promise.all((await listExports(ctx.state, req.principal!.userId, limit)).map(async (j) => jobView(await service(ctx).refresh(j))));
       return { data, meta: { count: data.length } };
     },
   },
@@ -112,7 +112,7 @@ export const exportRoutes: Route[] = [
     tag: 'Exports',
     summary: 'One export job: status, progress, record_count, size_bytes, error, timestamps',
     params: JobParams,
-    handler: async (req, res, ctx) => jobView(ownJob(ctx, req.principal!.userId, (res.locals.params as z.infer<typeof JobParams>).job_id)),
+    handler: async (req, res, ctx) => jobView(await ownJob(ctx, req.principal!.userId, (res.locals.params as z.infer<typeof JobParams>).job_id)),
   },
   {
     method: 'get',
@@ -124,7 +124,7 @@ export const exportRoutes: Route[] = [
     params: JobParams,
     query: UrlQuery,
     handler: async (req, res, ctx) => {
-      const job = ownJob(ctx, req.principal!.userId, (res.locals.params as z.infer<typeof JobParams>).job_id);
+      const job = await ownJob(ctx, req.principal!.userId, (res.locals.params as z.infer<typeof JobParams>).job_id);
       const { ttl } = res.locals.query as z.infer<typeof UrlQuery>;
       if (job.status === 'expired') throw new Gone('Export has expired; submit it again');
       if (job.status !== 'succeeded') throw new Conflict(`Export is not ready (status: ${job.status})`);

@@ -1,8 +1,10 @@
+import { lockUser, type Db } from './db.js';
+import { list, sql } from './sql.js';
 import { newId, now, type ApiKeyRow, type Scope, type StateStore, type UserRow } from './store.js';
 
 /**
- * Keys and subscriptions: the account-side SQL, as functions over the store (a PostgreSQL implementation
- * replaces this file). Every change that must be atomic is one `transaction()` call.
+ * Keys and subscriptions: the account-side SQL, once for both backends (./db.ts). Every change that must be
+ * atomic is one `tx()` call.
  */
 
 export type SubscriptionRow = {
@@ -23,58 +25,72 @@ export const ROTATION_GRACE_DAYS = 7;
 const DAY_MS = 86_400_000;
 
 /** Keys a user can still see: not revoked (expired and rotated keys stay listed until revoked). */
-export function listKeys(store: StateStore, userId: string): ApiKeyRow[] {
+export async function listKeys(store: StateStore, userId: string): Promise<ApiKeyRow[]> {
   // last_used_at is buffered in memory (StateStore.touchKey): show this process's latest.
-  store.flushTouches();
-  return store.db
-    .prepare('SELECT * FROM api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at DESC, id')
-    .all(userId) as ApiKeyRow[];
+  await store.flushTouches().catch(() => {});
+  return store.all<ApiKeyRow>(sql`SELECT * FROM api_keys WHERE user_id = ${userId} AND revoked_at IS NULL ORDER BY created_at DESC, id`);
 }
 
-export function getKey(store: StateStore, userId: string, keyId: string): ApiKeyRow | undefined {
-  store.flushTouches();
-  return store.db.prepare('SELECT * FROM api_keys WHERE id = ? AND user_id = ?').get(keyId, userId) as ApiKeyRow | undefined;
+export async function getKey(store: StateStore, userId: string, keyId: string): Promise<ApiKeyRow | undefined> {
+  await store.flushTouches().catch(() => {});
+  return keyOf(store, userId, keyId);
 }
 
-/** Revokes a key of this user; returns the row as it is now, or undefined when the user has no such key. */
-export function revokeKey(store: StateStore, userId: string, keyId: string, at: Date = new Date()): ApiKeyRow | undefined {
-  return store.db.transaction(() => {
-    const row = getKey(store, userId, keyId);
+function keyOf(t: Db, userId: string, keyId: string): Promise<ApiKeyRow | undefined> {
+  return t.get<ApiKeyRow>(sql`SELECT * FROM api_keys WHERE id = ${keyId} AND user_id = ${userId}`);
+}
+
+/**
+ * Revokes a key of this user; returns the row as it is now, or undefined when the user has no such key. Returns
+ * once every replica's key cache has let the key go (StateStore.publishChanges): its next request fails anywhere.
+ */
+export async function revokeKey(store: StateStore, userId: string, keyId: string, at: Date = new Date()): Promise<ApiKeyRow | undefined> {
+  await store.flushTouches().catch(() => {});
+  const row = await store.tx(async (t) => {
+    const row = await keyOf(t, userId, keyId);
     if (!row) return undefined;
-    if (!row.revoked_at) store.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(at.toISOString(), keyId);
-    return getKey(store, userId, keyId);
-  })();
+    if (!row.revoked_at) await t.run(sql`UPDATE api_keys SET revoked_at = ${at.toISOString()} WHERE id = ${keyId}`);
+    return keyOf(t, userId, keyId);
+  });
+  await store.publishChanges();
+  return row;
 }
 
 /**
  * Issues a new key with the old one's name and scopes and schedules the old key's revocation in 7 days, so
  * scripts can move over. One transaction: either both happen or neither.
  */
-export function rotateKey(
+export async function rotateKey(
   store: StateStore,
   userId: string,
   keyId: string,
   prefix: string,
   at: Date = new Date(),
-): { row: ApiKeyRow; plaintext: string; old: ApiKeyRow } | undefined {
-  return store.db.transaction(() => {
-    const old = getKey(store, userId, keyId);
+): Promise<{ row: ApiKeyRow; plaintext: string; old: ApiKeyRow } | undefined> {
+  await store.flushTouches().catch(() => {});
+  const rotated = await store.tx(async (t) => {
+    const old = await keyOf(t, userId, keyId);
     if (!old || old.revoked_at) return undefined;
     if (old.expires_at && Date.parse(old.expires_at) <= at.getTime()) return undefined;
     const graceEnd = new Date(at.getTime() + ROTATION_GRACE_DAYS * DAY_MS).toISOString();
     const scheduled = old.scheduled_revoke_at && old.scheduled_revoke_at < graceEnd ? old.scheduled_revoke_at : graceEnd;
-    store.db.prepare('UPDATE api_keys SET scheduled_revoke_at = ? WHERE id = ?').run(scheduled, keyId);
+    await t.run(sql`UPDATE api_keys SET scheduled_revoke_at = ${scheduled} WHERE id = ${keyId}`);
     // The new key keeps the old key's lifetime length, if it had one.
     const lifetime = old.expires_at ? Date.parse(old.expires_at) - Date.parse(old.created_at) : null;
-    const created = store.createApiKey({
-      userId,
-      name: old.name,
-      prefix,
-      scopes: old.scopes.split(',').filter((s): s is Scope => s === 'read' || s === 'download'),
-      expiresAt: lifetime ? new Date(at.getTime() + lifetime).toISOString() : null,
-    });
+    const created = await store.createApiKey(
+      {
+        userId,
+        name: old.name,
+        prefix,
+        scopes: old.scopes.split(',').filter((s): s is Scope => s === 'read' || s === 'download'),
+        expiresAt: lifetime ? new Date(at.getTime() + lifetime).toISOString() : null,
+      },
+      t,
+    );
     return { ...created, old: { ...old, scheduled_revoke_at: scheduled } };
-  })();
+  });
+  await store.publishChanges();
+  return rotated;
 }
 
 /** Names the dashboard gives the key it provisions at login; only these are rotated by a new login. */
@@ -84,31 +100,29 @@ export const PROVISIONED_KEY_NAMES = ['Default', 'Auto-provisioned'];
  * The dashboard's login key: revokes the user's earlier auto-provisioned keys and issues a new one, in one
  * transaction. Keys the user named themselves are left alone.
  */
-export function provisionKey(store: StateStore, userId: string, name: string, prefix: string, at: Date = new Date()): { row: ApiKeyRow; plaintext: string } {
-  return store.db.transaction(() => {
+export async function provisionKey(store: StateStore, userId: string, name: string, prefix: string, at: Date = new Date()): Promise<{ row: ApiKeyRow; plaintext: string }> {
+  const created = await store.tx(async (t) => {
     const names = [...new Set([...PROVISIONED_KEY_NAMES, name])];
-    store.db
-      .prepare(`UPDATE api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND name IN (${names.map(() => '?').join(', ')})`)
-      .run(at.toISOString(), userId, ...names);
-    return store.createApiKey({ userId, name, prefix });
-  })();
+    await t.run(sql`UPDATE api_keys SET revoked_at = ${at.toISOString()} WHERE user_id = ${userId} AND revoked_at IS NULL AND name IN (${list(names)})`);
+    return store.createApiKey({ userId, name, prefix }, t);
+  });
+  await store.publishChanges();
+  return created;
 }
 
 /** Creates (or finds) the user a dashboard JWT names; a first login gets the Free plan. */
-export function userForEmail(store: StateStore, email: string): UserRow {
-  return store.getUserByEmail(email) ?? store.upsertUser(email, 'free');
+export async function userForEmail(store: StateStore, email: string): Promise<UserRow> {
+  return (await store.getUserByEmail(email)) ?? store.upsertUser(email, 'free');
 }
 
 // ---- subscriptions ----
 
 /** The subscription that entitles the user at `at`: status active and the period not yet over. */
-export function activeSubscription(store: StateStore, userId: string, at: Date = new Date()): SubscriptionRow | undefined {
-  return store.db
-    .prepare(
-      `SELECT * FROM subscriptions WHERE user_id = ? AND status = 'active' AND current_period_end > ?
-       ORDER BY current_period_end DESC LIMIT 1`,
-    )
-    .get(userId, at.toISOString()) as SubscriptionRow | undefined;
+export function activeSubscription(t: Db, userId: string, at: Date = new Date()): Promise<SubscriptionRow | undefined> {
+  return t.get<SubscriptionRow>(
+    sql`SELECT * FROM subscriptions WHERE user_id = ${userId} AND status = 'active' AND current_period_end > ${at.toISOString()}
+        ORDER BY current_period_end DESC LIMIT 1`,
+  );
 }
 
 export function periodDays(billingPeriod: 'monthly' | 'annual'): number {
@@ -119,44 +133,41 @@ export function periodDays(billingPeriod: 'monthly' | 'annual'): number {
  * Activates (or, when one is already active, extends) a subscription. Runs inside the caller's transaction:
  * the webhook and the redeem path both need it atomic with their money movement.
  */
-export function activateSubscriptionTx(
-  store: StateStore,
+export async function activateSubscriptionTx(
+  t: Db,
   opts: { userId: string; tier: string; billingPeriod: 'monthly' | 'annual'; fundedBy: SubscriptionRow['funded_by']; at: Date },
-): SubscriptionRow {
+): Promise<SubscriptionRow> {
   const days = periodDays(opts.billingPeriod);
-  const existing = activeSubscription(store, opts.userId, opts.at);
+  const existing = await activeSubscription(t, opts.userId, opts.at);
   if (existing) {
     // A second payment while active is never lost: it extends the current period.
     const end = new Date(Date.parse(existing.current_period_end) + days * DAY_MS).toISOString();
-    store.db.prepare('UPDATE subscriptions SET current_period_end = ?, cancel_at_period_end = 0 WHERE id = ?').run(end, existing.id);
+    await t.run(sql`UPDATE subscriptions SET current_period_end = ${end}, cancel_at_period_end = 0 WHERE id = ${existing.id}`);
   } else {
-    const id = newId('sub');
     const start = opts.at.toISOString();
-    store.db
-      .prepare(
-        `INSERT INTO subscriptions (id, user_id, tier, billing_period, status, funded_by, current_period_start,
-           current_period_end, cancel_at_period_end, created_at)
-         VALUES (?, ?, ?, ?, 'active', ?, ?, ?, 0, ?)`,
-      )
-      .run(id, opts.userId, opts.tier, opts.billingPeriod, opts.fundedBy, start, new Date(opts.at.getTime() + days * DAY_MS).toISOString(), now());
+    const end = new Date(opts.at.getTime() + days * DAY_MS).toISOString();
+    await t.run(
+      sql`INSERT INTO subscriptions (id, user_id, tier, billing_period, status, funded_by, current_period_start,
+            current_period_end, cancel_at_period_end, created_at)
+          VALUES (${newId('sub')}, ${opts.userId}, ${opts.tier}, ${opts.billingPeriod}, 'active', ${opts.fundedBy}, ${start}, ${end}, 0, ${now()})`,
+    );
   }
-  store.db.prepare('UPDATE users SET plan = ? WHERE id = ?').run(opts.tier, opts.userId);
-  return activeSubscription(store, opts.userId, opts.at)!;
+  await t.run(sql`UPDATE users SET plan = ${opts.tier} WHERE id = ${opts.userId}`);
+  return (await activeSubscription(t, opts.userId, opts.at))!;
 }
 
 /** Cancel at period end: entitlement runs until current_period_end. Undefined when nothing is active. */
-export function cancelSubscription(store: StateStore, userId: string, at: Date = new Date()): SubscriptionRow | undefined {
-  return store.db.transaction(() => {
-    const sub = activeSubscription(store, userId, at);
+export function cancelSubscription(store: Db, userId: string, at: Date = new Date()): Promise<SubscriptionRow | undefined> {
+  return store.tx(async (t) => {
+    await lockUser(t, userId);
+    const sub = await activeSubscription(t, userId, at);
     if (!sub) return undefined;
-    store.db.prepare('UPDATE subscriptions SET cancel_at_period_end = 1, canceled_at = ? WHERE id = ?').run(at.toISOString(), sub.id);
-    return activeSubscription(store, userId, at);
-  })();
+    await t.run(sql`UPDATE subscriptions SET cancel_at_period_end = 1, canceled_at = ${at.toISOString()} WHERE id = ${sub.id}`);
+    return activeSubscription(t, userId, at);
+  });
 }
 
 /** Test and operator helper: ends a subscription now (as if its period had run out). */
-export function expireSubscriptions(store: StateStore, userId: string, at: Date = new Date()): void {
-  store.db
-    .prepare(`UPDATE subscriptions SET current_period_end = ? WHERE user_id = ? AND current_period_end > ?`)
-    .run(at.toISOString(), userId, at.toISOString());
+export async function expireSubscriptions(store: Db, userId: string, at: Date = new Date()): Promise<void> {
+  await store.run(sql`UPDATE subscriptions SET current_period_end = ${at.toISOString()} WHERE user_id = ${userId} AND current_period_end > ${at.toISOString()}`);
 }

@@ -1,11 +1,15 @@
-import type { StateStore } from './store.js';
+import { lockUser, type Db } from './db.js';
+import { raw, sql } from './sql.js';
 import { newId, now } from './store.js';
 
 /**
- * Export jobs in the state store (migration 200). Status: queued → running → succeeded | failed | expired.
- * Each transition is one UPDATE guarded by the current status, so a job never moves backwards and two
- * workers cannot both claim it. The (user_id, idempotency_key) unique index makes a replayed submit return
- * the first job, also across processes.
+ * Export jobs in the state store (migrations 200, 400): the shared queue every worker takes jobs from. Status:
+ * queued → running → succeeded | failed | expired. A worker claims the oldest job that is queued or whose
+ * running lease has ended (its worker died) in one statement — `FOR UPDATE SKIP LOCKED` on PostgreSQL, so
+ * workers on other machines skip the row one of them is taking; SQLite's write lock does the same on one
+ * machine — and renews its lease while it builds. Every later write of the build is guarded by the worker's id
+ * and the status, so a worker that lost its lease can change nothing. The (user_id, idempotency_key) unique
+ * index makes a replayed submit return the first job, on any replica.
  */
 export type ExportStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'expired';
 
@@ -32,98 +36,140 @@ export type ExportJobRow = {
   started_at: string | null;
   completed_at: string | null;
   expires_at: string | null;
+  /** The worker holding a running job (src/exports/queue.ts), and until when its lease holds. */
+  worker: string | null;
+  lease_until: string | null;
 };
 
 /** Returns the caller's job for the key, creating it (queued) when there is none. */
 export function createOrGetExport(
-  store: StateStore,
+  store: Db,
   job: { userId: string; idempotencyKey: string; spec: string; format: string; fileName: string },
-): { row: ExportJobRow; created: boolean } {
-  return store.db.transaction(() => {
-    const existing = store.db
-      .prepare('SELECT * FROM export_jobs WHERE user_id = ? AND idempotency_key = ?')
-      .get(job.userId, job.idempotencyKey) as ExportJobRow | undefined;
+): Promise<{ row: ExportJobRow; created: boolean }> {
+  return store.tx(async (t) => {
+    // The same key submitted on two replicas at once: the user's row lock makes the second wait and find the
+    // first's job (and a unique-key conflict would re-run the transaction, which finds it too).
+    await lockUser(t, job.userId);
+    const existing = await t.get<ExportJobRow>(sql`SELECT * FROM export_jobs WHERE user_id = ${job.userId} AND idempotency_key = ${job.idempotencyKey}`);
     if (existing) return { row: existing, created: false };
     const id = newId('exp');
-    store.db
-      .prepare(
-        `INSERT INTO export_jobs (id, user_id, idempotency_key, status, spec, format, file_name, created_at)
-         VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
-      )
-      .run(id, job.userId, job.idempotencyKey, job.spec, job.format, job.fileName, now());
-    return { row: getExport(store, id)!, created: true };
-  })();
+    await t.run(
+      sql`INSERT INTO export_jobs (id, user_id, idempotency_key, status, spec, format, file_name, created_at)
+          VALUES (${id}, ${job.userId}, ${job.idempotencyKey}, 'queued', ${job.spec}, ${job.format}, ${job.fileName}, ${now()})`,
+    );
+    return { row: (await getExport(t, id))!, created: true };
+  });
 }
 
-export function getExport(store: StateStore, id: string): ExportJobRow | undefined {
-  return store.db.prepare('SELECT * FROM export_jobs WHERE id = ?').get(id) as ExportJobRow | undefined;
+export function getExport(t: Db, id: string): Promise<ExportJobRow | undefined> {
+  return t.get<ExportJobRow>(sql`SELECT * FROM export_jobs WHERE id = ${id}`);
 }
 
 /** A job as its owner sees it: another caller's id is indistinguishable from an unknown one. */
-export function getOwnExport(store: StateStore, userId: string, id: string): ExportJobRow | undefined {
-  return store.db.prepare('SELECT * FROM export_jobs WHERE id = ? AND user_id = ?').get(id, userId) as ExportJobRow | undefined;
+export function getOwnExport(t: Db, userId: string, id: string): Promise<ExportJobRow | undefined> {
+  return t.get<ExportJobRow>(sql`SELECT * FROM export_jobs WHERE id = ${id} AND user_id = ${userId}`);
 }
 
-export function listExports(store: StateStore, userId: string, limit: number): ExportJobRow[] {
-  return store.db
-    .prepare('SELECT * FROM export_jobs WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ?')
-    .all(userId, limit) as ExportJobRow[];
+export function listExports(t: Db, userId: string, limit: number): Promise<ExportJobRow[]> {
+  return t.all<ExportJobRow>(sql`SELECT * FROM export_jobs WHERE user_id = ${userId} ORDER BY created_at DESC, id DESC LIMIT ${limit}`);
 }
 
-export function jobsWithStatus(store: StateStore, status: ExportStatus): ExportJobRow[] {
-  return store.db.prepare('SELECT * FROM export_jobs WHERE status = ? ORDER BY created_at').all(status) as ExportJobRow[];
+export function jobsWithStatus(t: Db, status: ExportStatus): Promise<ExportJobRow[]> {
+  return t.all<ExportJobRow>(sql`SELECT * FROM export_jobs WHERE status = ${status} ORDER BY created_at`);
 }
 
-/** queued → running; false when another worker got there first or the job is no longer queued. */
-export function claimExport(store: StateStore, id: string, objectKey: string): boolean {
-  const r = store.db
-    .prepare(
-      `UPDATE export_jobs SET status = 'running', started_at = ?, attempts = attempts + 1, object_key = ?,
-         rows_written = 0, bytes_written = 0, error = NULL WHERE id = ? AND status = 'queued'`,
-    )
-    .run(now(), objectKey, id);
-  return r.changes === 1;
+/**
+ * Takes the oldest job that is queued, or running under a lease that ended before `at` (its worker died), for
+ * `worker` until `leaseUntil`: status running, one more attempt, progress reset. The row as it was before
+ * (its previous attempt's object key and upload id tell the worker what to discard), or undefined when there
+ * is nothing to take.
+ */
+export function claimNextExport(store: Db, worker: string, at: Date, leaseUntil: Date): Promise<ExportJobRow | undefined> {
+  const iso = at.toISOString();
+  // Only PostgreSQL has row locks to skip; SQLite's transaction holds the file's write lock already.
+  const skipLocked = raw(store.dialect === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : '');
+  return store.tx(async (t) => {
+    const job = await t.get<ExportJobRow>(
+      sql`SELECT * FROM export_jobs WHERE status = 'queued' OR (status = 'running' AND (lease_until IS NULL OR lease_until < ${iso}))
+          ORDER BY created_at, id LIMIT 1 ${skipLocked}`,
+    );
+    if (!job) return undefined;
+    await t.run(
+      sql`UPDATE export_jobs SET status = 'running', worker = ${worker}, lease_until = ${leaseUntil.toISOString()}, started_at = ${iso},
+            attempts = attempts + 1, rows_written = 0, bytes_written = 0, error = NULL
+          WHERE id = ${job.id}`,
+    );
+    return job;
+  });
 }
 
-export function setTotalRows(store: StateStore, id: string, total: number): void {
-  store.db.prepare(`UPDATE export_jobs SET total_rows = ? WHERE id = ?`).run(total, id);
+/** Extends the lease; false when the job is no longer this worker's (taken over, or failed): it must stop. */
+export async function renewLease(t: Db, id: string, worker: string, leaseUntil: Date): Promise<boolean> {
+  return (
+    (await t.run(
+      sql`UPDATE export_jobs SET lease_until = ${leaseUntil.toISOString()} WHERE id = ${id} AND worker = ${worker} AND status = 'running'`,
+    )) === 1
+  );
 }
 
-export function recordProgress(store: StateStore, id: string, rows: number, bytes: number, uploadId: string | null): void {
-  store.db
-    .prepare(`UPDATE export_jobs SET rows_written = ?, bytes_written = ?, upload_id = coalesce(?, upload_id) WHERE id = ? AND status = 'running'`)
-    .run(rows, bytes, uploadId, id);
+/** Names this attempt's object key (after the previous attempt's leftovers are gone); false when no longer ours. */
+export async function startAttempt(t: Db, id: string, worker: string, objectKey: string): Promise<boolean> {
+  return (await t.run(sql`UPDATE export_jobs SET object_key = ${objectKey} WHERE id = ${id} AND worker = ${worker} AND status = 'running'`)) === 1;
 }
 
-export function succeedExport(store: StateStore, id: string, r: { rows: number; bytes: number; cost: number; expiresAt: string }): void {
-  store.db
-    .prepare(
-      `UPDATE export_jobs SET status = 'succeeded', record_count = ?, size_bytes = ?, rows_written = ?, bytes_written = ?,
-         cost = ?, completed_at = ?, expires_at = ?, upload_id = NULL, error = NULL WHERE id = ? AND status = 'running'`,
-    )
-    .run(r.rows, r.bytes, r.rows, r.bytes, r.cost, now(), r.expiresAt, id);
+export async function setTotalRows(t: Db, id: string, total: number): Promise<void> {
+  await t.run(sql`UPDATE export_jobs SET total_rows = ${total} WHERE id = ${id}`);
 }
 
-/** running/queued → failed, with the reason the caller will read; the orphaned upload id is kept if any. */
-export function failExport(store: StateStore, id: string, error: string, orphanUploadId: string | null = null): void {
-  store.db
-    .prepare(
-      `UPDATE export_jobs SET status = 'failed', error = ?, completed_at = ?, upload_id = ?
-       WHERE id = ? AND status IN ('queued', 'running')`,
-    )
-    .run(error.slice(0, 1000), now(), orphanUploadId, id);
+export async function recordProgress(t: Db, id: string, worker: string, rows: number, bytes: number, uploadId: string | null): Promise<void> {
+  await t.run(
+    sql`UPDATE export_jobs SET rows_written = ${rows}, bytes_written = ${bytes}, upload_id = coalesce(${uploadId}, upload_id)
+        WHERE id = ${id} AND worker = ${worker} AND status = 'running'`,
+  );
 }
 
-/** A job interrupted by a restart goes back to the queue (its partial upload was never completed). */
-export function requeueExport(store: StateStore, id: string, note: string): void {
-  store.db.prepare(`UPDATE export_jobs SET status = 'queued', error = ?, started_at = NULL WHERE id = ? AND status = 'running'`).run(note, id);
+/** running → succeeded, in the caller's transaction (the charge commits with it); false when no longer ours. */
+export async function succeedExport(
+  t: Db,
+  id: string,
+  worker: string,
+  r: { rows: number; bytes: number; cost: number; expiresAt: string },
+): Promise<boolean> {
+  return (
+    (await t.run(
+      sql`UPDATE export_jobs SET status = 'succeeded', record_count = ${r.rows}, size_bytes = ${r.bytes}, rows_written = ${r.rows},
+            bytes_written = ${r.bytes}, cost = ${r.cost}, completed_at = ${now()}, expires_at = ${r.expiresAt}, upload_id = NULL, error = NULL,
+            lease_until = NULL
+          WHERE id = ${id} AND worker = ${worker} AND status = 'running'`,
+    )) === 1
+  );
 }
 
-export function expireExport(store: StateStore, id: string): void {
-  store.db.prepare(`UPDATE export_jobs SET status = 'expired' WHERE id = ? AND status = 'succeeded'`).run(id);
+/**
+ * running/queued → failed, with the reason the caller will read; the orphaned upload id is kept if any. With
+ * `worker`, only while that worker holds the job.
+ */
+export async function failExport(t: Db, id: string, error: string, orphanUploadId: string | null = null, worker: string | null = null): Promise<void> {
+  await t.run(
+    sql`UPDATE export_jobs SET status = 'failed', error = ${error.slice(0, 1000)}, completed_at = ${now()}, upload_id = ${orphanUploadId},
+          lease_until = NULL
+        WHERE id = ${id} AND status IN ('queued', 'running') AND (CAST(${worker} AS TEXT) IS NULL OR worker = ${worker})`,
+  );
+}
+
+/** A job its worker gave up on while stopping goes back to the queue (its partial upload was never completed). */
+export async function requeueExport(t: Db, id: string, worker: string, note: string): Promise<void> {
+  await t.run(
+    sql`UPDATE export_jobs SET status = 'queued', error = ${note}, started_at = NULL, lease_until = NULL
+        WHERE id = ${id} AND worker = ${worker} AND status = 'running'`,
+  );
+}
+
+export async function expireExport(t: Db, id: string): Promise<void> {
+  await t.run(sql`UPDATE export_jobs SET status = 'expired' WHERE id = ${id} AND status = 'succeeded'`);
 }
 
 /** Forgets an upload once its parts are gone; guarded by the id, so a newer attempt's upload is never forgotten. */
-export function clearUploadId(store: StateStore, id: string, uploadId: string): void {
-  store.db.prepare('UPDATE export_jobs SET upload_id = NULL WHERE id = ? AND upload_id = ?').run(id, uploadId);
+export async function clearUploadId(t: Db, id: string, uploadId: string): Promise<void> {
+  await t.run(sql`UPDATE export_jobs SET upload_id = NULL WHERE id = ${id} AND upload_id = ${uploadId}`);
 }

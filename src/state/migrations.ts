@@ -1,7 +1,11 @@
 /**
- * Schema migrations, applied in order once each. Append new entries; never edit an applied one.
+ * Schema migrations, applied in order once each, per backend: SQLITE_MIGRATIONS for the embedded file,
+ * PG_MIGRATIONS for PostgreSQL (./pg-migrations.ts; the same ids, the same tables and columns, each dialect's
+ * types). Append new entries to both; never edit an applied one.
  */
-export const MIGRATIONS: { id: number; name: string; sql: string }[] = [
+export type Migration = { id: number; name: string; sql: string };
+
+export const SQLITE_MIGRATIONS: Migration[] = [
   {
     id: 1,
     name: 'users and api keys',
@@ -226,6 +230,17 @@ export const MIGRATIONS: { id: number; name: string; sql: string }[] = [
         resolved_at TEXT
       );
       CREATE INDEX account_deletion_requests_user ON account_deletion_requests(user_id, status);
+    `,
+  },
+  {
+    // Exports on a shared queue: a running job is held by one worker until its lease ends; a worker that dies
+    // (kill -9) stops renewing it and another one takes the job over (src/exports/queue.ts).
+    id: 400,
+    name: 'export jobs: worker leases',
+    sql: `
+      ALTER TABLE export_jobs ADD COLUMN worker TEXT;
+      ALTER TABLE export_jobs ADD COLUMN lease_until TEXT;
+      CREATE INDEX export_jobs_claim ON export_jobs(status, created_at);
     `,
   },
 ];

@@ -82,3 +82,17 @@ export function pgFailure(err: unknown): string {
   if (err instanceof TypeError) return 'invalid connection URL';
   return code ? `error ${code}` : 'unexpected error';
 }
+
+/**
+ * Whether a failure means the server is out of reach (no connection, connection lost, shutting down, too many
+ * connections, a timeout) rather than a fault of the statement: the caller then answers 503 and retries later.
+ */
+export function pgUnreachable(err: unknown): boolean {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : '';
+  if (NODE_CODES[code]) return true;
+  if (/^(08|57P|53)/.test(code)) return true;
+  // A SQLSTATE of any other class is the statement's own fault (a constraint, a syntax error): not unreachable.
+  if (/^[0-9A-Z]{5}$/.test(code)) return false;
+  const message = err instanceof Error ? err.message : '';
+  return /timeout|timed out|Connection terminated|connection error|not queryable|ECONN|EPIPE/i.test(message);
+}

@@ -1,4 +1,5 @@
-import type { StateStore } from './store.js';
+import type { Db } from './db.js';
+import { raw, sql } from './sql.js';
 
 /**
  * Download history: one row per download or export, written by the usage meter. A row is 'pending' while the
@@ -28,100 +29,100 @@ export type PullRow = {
 };
 
 /** Bytes counted against fair use in [start, end): delivered bytes of completed pulls plus pending reservations. */
-export function fairUseUsedBytes(store: StateStore, userId: string, start: Date, end: Date): number {
-  const r = store.db
-    .prepare(
-      `SELECT COALESCE(SUM(CASE status WHEN 'completed' THEN bytes WHEN 'pending' THEN reserved_bytes ELSE 0 END), 0) AS used
-       FROM pulls WHERE user_id = ? AND created_at >= ? AND created_at < ?`,
-    )
-    .get(userId, start.toISOString(), end.toISOString()) as { used: number };
-  return r.used;
+export async function fairUseUsedBytes(t: Db, userId: string, start: Date, end: Date): Promise<number> {
+  const r = await t.get<{ used: number }>(
+    sql`SELECT COALESCE(SUM(CASE status WHEN 'completed' THEN bytes WHEN 'pending' THEN reserved_bytes ELSE 0 END), 0) AS used
+        FROM pulls WHERE user_id = ${userId} AND created_at >= ${start.toISOString()} AND created_at < ${end.toISOString()}`,
+  );
+  return r!.used;
 }
 
 /** Downloads that hold a rate-limit slot since `since` (refunded ones do not), and the oldest of them. */
-export function downloadsSince(store: StateStore, userId: string, since: Date): { count: number; oldest: string | null } {
-  return store.db
-    .prepare(
-      `SELECT COUNT(*) AS count, MIN(created_at) AS oldest FROM pulls
-       WHERE user_id = ? AND kind = 'download' AND status != 'failed' AND created_at > ?`,
-    )
-    .get(userId, since.toISOString()) as { count: number; oldest: string | null };
+export async function downloadsSince(t: Db, userId: string, since: Date): Promise<{ count: number; oldest: string | null }> {
+  return (await t.get<{ count: number; oldest: string | null }>(
+    sql`SELECT COUNT(*) AS count, MIN(created_at) AS oldest FROM pulls
+        WHERE user_id = ${userId} AND kind = 'download' AND status != 'failed' AND created_at > ${since.toISOString()}`,
+  ))!;
 }
 
-export function insertPull(store: StateStore, row: PullRow): void {
-  store.db
-    .prepare(
-      `INSERT INTO pulls (id, user_id, key_id, kind, dataset, description, market_id, format, file_name, timeframe,
-         start_date, end_date, status, reserved_bytes, bytes, rows, reason, created_at, finished_at)
-       VALUES (@id, @user_id, @key_id, @kind, @dataset, @description, @market_id, @format, @file_name, @timeframe,
-         @start_date, @end_date, @status, @reserved_bytes, @bytes, @rows, @reason, @created_at, @finished_at)`,
-    )
-    .run(row);
+export async function insertPull(t: Db, row: PullRow): Promise<void> {
+  await t.run(
+    sql`INSERT INTO pulls (id, user_id, key_id, kind, dataset, description, market_id, format, file_name, timeframe,
+          start_date, end_date, status, reserved_bytes, bytes, rows, reason, created_at, finished_at)
+        VALUES (${row.id}, ${row.user_id}, ${row.key_id}, ${row.kind}, ${row.dataset}, ${row.description}, ${row.market_id}, ${row.format},
+          ${row.file_name}, ${row.timeframe}, ${row.start_date}, ${row.end_date}, ${row.status}, ${row.reserved_bytes}, ${row.bytes}, ${row.rows},
+          ${row.reason}, ${row.created_at}, ${row.finished_at})`,
+  );
 }
 
 /** Settles a pending pull; false when it was already settled (a ticket settles once). */
-export function completePull(store: StateStore, id: string, bytes: number, rows: number, at: Date): boolean {
+export async function completePull(t: Db, id: string, bytes: number, rows: number, at: Date): Promise<boolean> {
   return (
-    store.db
-      .prepare(`UPDATE pulls SET status = 'completed', bytes = ?, rows = ?, finished_at = ? WHERE id = ? AND status = 'pending'`)
-      .run(bytes, rows, at.toISOString(), id).changes === 1
+    (await t.run(
+      sql`UPDATE pulls SET status = 'completed', bytes = ${bytes}, rows = ${rows}, finished_at = ${at.toISOString()} WHERE id = ${id} AND status = 'pending'`,
+    )) === 1
   );
 }
 
-export function failPull(store: StateStore, id: string, reason: string, at: Date): boolean {
+export async function failPull(t: Db, id: string, reason: string, at: Date): Promise<boolean> {
   return (
-    store.db
-      .prepare(`UPDATE pulls SET status = 'failed', reason = ?, finished_at = ? WHERE id = ? AND status = 'pending'`)
-      .run(reason.slice(0, 500), at.toISOString(), id).changes === 1
+    (await t.run(
+      sql`UPDATE pulls SET status = 'failed', reason = ${reason.slice(0, 500)}, finished_at = ${at.toISOString()} WHERE id = ${id} AND status = 'pending'`,
+    )) === 1
   );
 }
 
-export function getPull(store: StateStore, id: string): PullRow | undefined {
-  return store.db.prepare('SELECT * FROM pulls WHERE id = ?').get(id) as PullRow | undefined;
+export function getPull(t: Db, id: string): Promise<PullRow | undefined> {
+  return t.get<PullRow>(sql`SELECT * FROM pulls WHERE id = ${id}`);
 }
 
-export function listPulls(
-  store: StateStore,
-  userId: string,
-  opts: { limit: number; offset: number; status?: string | undefined },
-): PullRow[] {
-  return store.db
-    .prepare(
-      `SELECT * FROM pulls WHERE user_id = @user AND (@status IS NULL OR status = @status)
-       ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`,
-    )
-    .all({ user: userId, status: opts.status ?? null, limit: opts.limit, offset: opts.offset }) as PullRow[];
+export function listPulls(t: Db, userId: string, opts: { limit: number; offset: number; status?: string | undefined }): Promise<PullRow[]> {
+  const status = opts.status ?? null;
+  return t.all<PullRow>(
+    sql`SELECT * FROM pulls WHERE user_id = ${userId} AND (CAST(${status} AS TEXT) IS NULL OR status = ${status})
+        ORDER BY created_at DESC, id DESC LIMIT ${opts.limit} OFFSET ${opts.offset}`,
+  );
+}
+
+/**
+ * Downloads a process cut off by its crash: pending, and (with `idPrefix`, see src/accounts/usage.ts
+ * downloadIdPrefix) started by this replica — on a shared database the others' pending downloads are still
+ * streaming. A download lives and dies with the process that streams it.
+ */
+function cutOffBy(idPrefix: string | null) {
+  return idPrefix === null ? sql`` : sql` AND id LIKE ${`${idPrefix}%`}`;
 }
 
 /** Downloads still pending: read at start-up, before failInterruptedDownloads, to give back their shared rate slots. */
-export function pendingDownloads(store: StateStore): { id: string; user_id: string }[] {
-  return store.db.prepare(`SELECT id, user_id FROM pulls WHERE kind = 'download' AND status = 'pending'`).all() as { id: string; user_id: string }[];
+export function pendingDownloads(t: Db, idPrefix: string | null = null): Promise<{ id: string; user_id: string }[]> {
+  return t.all<{ id: string; user_id: string }>(sql`SELECT id, user_id FROM pulls WHERE kind = 'download' AND status = 'pending'${cutOffBy(idPrefix)}`);
 }
 
 /**
  * A download cannot outlive the process that streamed it: at start-up, downloads still pending were cut off
- * by a crash and are refunded. Exports resume with their jobs and settle through the meter by ticket id.
+ * by a crash and are refunded. Exports settle through their jobs.
  */
-export function failInterruptedDownloads(store: StateStore, at: Date): number {
-  return store.db
-    .prepare(`UPDATE pulls SET status = 'failed', reason = 'interrupted by restart', finished_at = ? WHERE kind = 'download' AND status = 'pending'`)
-    .run(at.toISOString()).changes;
+export function failInterruptedDownloads(t: Db, at: Date, idPrefix: string | null = null): Promise<number> {
+  return t.run(
+    sql`UPDATE pulls SET status = 'failed', reason = 'interrupted by restart', finished_at = ${at.toISOString()}
+        WHERE kind = 'download' AND status = 'pending'${cutOffBy(idPrefix)}`,
+  );
 }
 
 /** Per-day delivered bytes and pull counts in [start, end), for the usage report. */
 export function dailyPullTotals(
-  store: StateStore,
+  t: Db,
   userId: string,
   start: Date,
   end: Date,
-): { day: string; bytes: number; downloads: number; dataset_bytes: string }[] {
-  return store.db
-    .prepare(
-      `SELECT day, COALESCE(SUM(bytes), 0) AS bytes, SUM(n) AS downloads, json_group_object(dataset, bytes) AS dataset_bytes
-       FROM (SELECT substr(created_at, 1, 10) AS day, dataset, SUM(bytes) AS bytes, COUNT(*) AS n FROM pulls
-             WHERE user_id = ? AND status = 'completed' AND created_at >= ? AND created_at < ?
-             GROUP BY 1, 2)
-       GROUP BY day ORDER BY day`,
-    )
-    .all(userId, start.toISOString(), end.toISOString()) as { day: string; bytes: number; downloads: number; dataset_bytes: string }[];
+): Promise<{ day: string; bytes: number; downloads: number; dataset_bytes: string }[]> {
+  // The one aggregate spelled differently: a JSON object of bytes per data set, as text in both.
+  const perDataset = raw(t.dialect === 'postgres' ? 'json_object_agg(dataset, bytes)::text' : 'json_group_object(dataset, bytes)');
+  return t.all(
+    sql`SELECT day, COALESCE(SUM(bytes), 0) AS bytes, SUM(n) AS downloads, ${perDataset} AS dataset_bytes
+        FROM (SELECT substr(created_at, 1, 10) AS day, dataset, SUM(bytes) AS bytes, COUNT(*) AS n FROM pulls
+              WHERE user_id = ${userId} AND status = 'completed' AND created_at >= ${start.toISOString()} AND created_at < ${end.toISOString()}
+              GROUP BY 1, 2) per_dataset
+        GROUP BY day ORDER BY day`,
+  );
 }

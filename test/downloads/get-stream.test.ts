@@ -2,6 +2,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activeCopies } from '../../src/lake/stream.js';
 import { buildDownloadsLake, type DlLake } from '../helpers/downloads-lake.js';
+import { sqliteOf } from '../helpers/state.js';
 
 /**
  * A single GET /v1/download/* file through the HTTP glue (src/http/download-send.ts) over the core stream
@@ -15,7 +16,7 @@ const BIG = '/v1/download/raw?data_type=polymarket_l2_deltas&shape=normalized&fo
 
 type Pull = { status: string; bytes: number | null; rows: number | null; reason: string | null };
 const pullsOf = (email: string): Pull[] =>
-  L.srv.ctx.state.db
+  sqliteOf(L.srv.ctx.state)
     .prepare(`SELECT p.status, p.bytes, p.rows, p.reason FROM pulls p JOIN users u ON u.id = p.user_id WHERE u.email = ? ORDER BY p.created_at, p.rowid`)
     .all(email) as Pull[];
 

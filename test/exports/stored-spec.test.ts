@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDownloadsLake, type DlLake } from '../helpers/downloads-lake.js';
 import { files } from '../helpers/lake-files.js';
+import { sqliteOf } from '../helpers/state.js';
 
 /**
  * Export jobs and their stored spec, through the real server and the default store: a new job stores the
@@ -12,13 +13,12 @@ let marketId: string;
 
 const post = (body: unknown) => L.fetch('/v1/exports', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const row = (id: string) =>
-  L.srv.ctx.state.db.prepare('SELECT status, spec, error, record_count FROM export_jobs WHERE id = ?').get(id) as {
+  sqliteOf(L.srv.ctx.state).prepare('SELECT status, spec, error, record_count FROM export_jobs WHERE id = ?').get(id) as {
     status: string;
     spec: string;
     error: string | null;
     record_count: number | null;
   };
-const queue = () => (L.srv.ctx.exports as unknown as { queue: { pause(): void; start(): void } }).queue;
 
 async function poll(id: string): Promise<Record<string, any>> {
   while (['queued', 'running'].includes(row(id).status)) await new Promise((r) => setTimeout(r, 50));
@@ -27,9 +27,9 @@ async function poll(id: string): Promise<Record<string, any>> {
   return (await res.json()) as Record<string, any>;
 }
 
-/** Submits with the queue paused, lets `edit` change the stored row, then lets the job run. */
+/** Submits with this process's export worker paused, lets `edit` change the stored row, then lets the job run. */
 async function submitEdited(body: unknown, edit: (id: string) => void): Promise<Record<string, any>> {
-  queue().pause();
+  L.srv.ctx.exports.pause();
   try {
     const res = await post(body);
     expect(res.status).toBe(202);
@@ -38,7 +38,7 @@ async function submitEdited(body: unknown, edit: (id: string) => void): Promise<
     edit(job.id);
     return job;
   } finally {
-    queue().start();
+    L.srv.ctx.exports.resume();
   }
 }
 
@@ -86,7 +86,7 @@ describe('export jobs: the stored spec', () => {
   it('a job stored in the pre-version shape runs and shows its spec exactly as stored', async () => {
     const legacy = `{"kind":"trades","market_id":"${marketId}","start":"2020-01-01T00:00:00.000Z","format":"csv"}`;
     const job = await submitEdited({ kind: 'trades', market_id: marketId, format: 'csv', idempotency_key: 'legacy' }, (id) => {
-      L.srv.ctx.state.db.prepare('UPDATE export_jobs SET spec = ? WHERE id = ?').run(legacy, id);
+      sqliteOf(L.srv.ctx.state).prepare('UPDATE export_jobs SET spec = ? WHERE id = ?').run(legacy, id);
     });
     const done = await poll(job.id);
     expect(done.status).toBe('succeeded');
@@ -100,7 +100,7 @@ describe('export jobs: the stored spec', () => {
   });
 
   it('a stored spec that does not parse fails the job with an error saying so; nothing is charged', async () => {
-    const charged = () => (L.srv.ctx.state.db.prepare(`SELECT count(*) AS n FROM pulls WHERE kind = 'export'`).get() as { n: number }).n;
+    const charged = () => (sqliteOf(L.srv.ctx.state).prepare(`SELECT count(*) AS n FROM pulls WHERE kind = 'export'`).get() as { n: number }).n;
     const before = charged();
     const cases: [string, string][] = [
       [
@@ -116,7 +116,7 @@ describe('export jobs: the stored spec', () => {
     ];
     for (const [i, [stored, error]] of cases.entries()) {
       const job = await submitEdited({ kind: 'trades', market_id: marketId, idempotency_key: `corrupt-${i}` }, (id) => {
-        L.srv.ctx.state.db.prepare('UPDATE export_jobs SET spec = ? WHERE id = ?').run(stored, id);
+        sqliteOf(L.srv.ctx.state).prepare('UPDATE export_jobs SET spec = ? WHERE id = ?').run(stored, id);
       });
       const done = await poll(job.id);
       expect(done.status, stored).toBe('failed');

@@ -53,9 +53,11 @@ export async function startWithTable(config: Config, table: Route[]): Promise<Ru
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
-        server.close(() => {
+        server.close(async () => {
+          // As the core's close does: the export worker stops first, then the databases it used.
+          await ctx.exports.close();
           ctx.db.closeSync();
-          ctx.state.close();
+          await ctx.state.close();
           resolve();
         });
       }),

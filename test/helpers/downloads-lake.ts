@@ -55,16 +55,14 @@ export async function buildDownloadsLake(
     }),
     opts.log,
   );
-  const mk = (email: string) => {
+  const mk = async (email: string) => {
     const store = srv.ctx.state;
-    const user = store.upsertUser(email, 'professional');
-    store.db.transaction(() =>
-      activateSubscriptionTx(store, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }),
-    )();
-    return { user, key: store.createApiKey({ userId: user.id, name: 't', prefix: srv.ctx.config.keyPrefix }).plaintext };
+    const user = await store.upsertUser(email, 'professional');
+    await store.tx((t) => activateSubscriptionTx(t, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }));
+    return { user, key: (await store.createApiKey({ userId: user.id, name: 't', prefix: srv.ctx.config.keyPrefix })).plaintext };
   };
-  const a = mk('dl@example.com');
-  const b = mk('other@example.com');
+  const a = await mk('dl@example.com');
+  const b = await mk('other@example.com');
   const db = await DuckDBInstance.create(':memory:', { threads: '2' });
   const conn = await db.connect();
   await conn.run(`SET TimeZone = 'UTC'`);

@@ -48,11 +48,11 @@ export const limitTestRoutes: Route[] = [
         fileName: 'x.csv',
       });
       if (q.fail) {
-        ticket.refund('simulated failure');
+        await ticket.refund('simulated failure');
         throw new Error('simulated pull failure');
       }
       const sent = q.actual ?? q.bytes;
-      ticket.commit({ bytes: sent, rows: 7 });
+      await ticket.commit({ bytes: sent, rows: 7 });
       return { ticket: ticket.id, sent };
     },
   },

@@ -33,12 +33,13 @@ export async function buildQueryLake(opts: { markets?: number; days?: number; se
   await generate({ markets: opts.markets ?? 6, days: opts.days ?? 3, seed: opts.seed ?? 7, out: gen, workers: 0, rate: 0.3 });
   await runIngest([gen, FIXTURES, ...(opts.extra ?? [])], { lakeDir, threads: 2 });
   const srv = await startTestServer(testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state') }));
-  const key = createTestKey(srv, { email: 'pro@example.com', plan: 'professional' });
+  const key = await createTestKey(srv, { email: 'pro@example.com', plan: 'professional' });
   // The service limits each key to 60 requests a minute; the tests spread their requests over a pool of the
   // same user's keys rather than weakening the limiter.
-  const pool = Array.from({ length: 40 }, (_, i) => createTestKey(srv, { email: 'pro@example.com', plan: 'professional', name: `pool${i}` }));
+  const pool: string[] = [];
+  for (let i = 0; i < 40; i += 1) pool.push(await createTestKey(srv, { email: 'pro@example.com', plan: 'professional', name: `pool${i}` }));
   let next = 0;
-  const freeKey = createTestKey(srv, { email: 'free@example.com', plan: 'free' });
+  const freeKey = await createTestKey(srv, { email: 'free@example.com', plan: 'free' });
   const db = await DuckDBInstance.create(':memory:', { threads: '2' });
   const conn = await db.connect();
   await conn.run(`SET TimeZone = 'UTC'`);

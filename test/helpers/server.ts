@@ -22,16 +22,17 @@ export async function startTestServer(config: Config, log: Logger = createLogger
 }
 
 /** A real key in the test server's state store, created the way `pmlake keys create` does. */
-export function createTestKey(
+export async function createTestKey(
   srv: RunningServer,
   opts: { email?: string; plan?: 'free' | 'professional'; name?: string; scopes?: ('read' | 'download')[] } = {},
-): string {
+): Promise<string> {
   const store = srv.ctx.state;
-  const user = store.upsertUser(opts.email ?? 'pro@example.com', opts.plan ?? 'professional');
-  return store.createApiKey({
+  const user = await store.upsertUser(opts.email ?? 'pro@example.com', opts.plan ?? 'professional');
+  const { plaintext } = await store.createApiKey({
     userId: user.id,
     name: opts.name ?? 'test',
     prefix: srv.ctx.config.keyPrefix,
     ...(opts.scopes ? { scopes: opts.scopes } : {}),
-  }).plaintext;
+  });
+  return plaintext;
 }

@@ -7,6 +7,7 @@ import { sign } from '../../src/payments/signature.js';
 import { adjustBalance, ledgerSum, getCreditAccount } from '../../src/state/billing.js';
 import { StateStore } from '../../src/state/store.js';
 import { activeSubscription } from '../../src/state/accounts.js';
+import { sql } from '../../src/state/sql.js';
 
 const SECRET = 'test-webhook-secret-0123456789';
 
@@ -55,7 +56,7 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
   });
 
   it('balance starts at zero; the ledger is empty; both need a key', async () => {
-    const k = createTestKey(srv, { email: 'bal@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'bal@example.com', plan: 'free' });
     const b = await call(srv, 'GET', '/v1/billing/balance', { key: k });
     expect(b.status).toBe(200);
     expect(b.body).toMatchObject({ balance: 0, currency: 'USD', lifetime_credits: 0, lifetime_usage: 0, lifetime_refunds: 0 });
@@ -65,7 +66,7 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
   });
 
   it('POST /v1/billing/checkout validates amount 10–10,000 and http(s) return URLs', async () => {
-    const k = createTestKey(srv, { email: 'chk-validate@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'chk-validate@example.com', plan: 'free' });
     const ok = { amount: 25, success_url: 'http://localhost:3000/ok', cancel_url: 'http://localhost:3000/no' };
     for (const body of [
       { ...ok, amount: 9.99 },
@@ -78,7 +79,7 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
       expect(r.status, JSON.stringify(body)).toBe(422);
     }
     // The rejected attempts used this key's 5/minute checkout bucket (4xx answers count): use a fresh key.
-    const k2 = createTestKey(srv, { email: 'chk-validate2@example.com', plan: 'free' });
+    const k2 = await createTestKey(srv, { email: 'chk-validate2@example.com', plan: 'free' });
     const r = await call(srv, 'POST', '/v1/billing/checkout', { key: k2, body: ok });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ amount: 25 });
@@ -87,7 +88,7 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
   });
 
   it('checkout → hosted page → confirm: the signed webhook credits the balance once', async () => {
-    const k = createTestKey(srv, { email: 'chk-flow@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'chk-flow@example.com', plan: 'free' });
     const co = await call(srv, 'POST', '/v1/billing/checkout', {
       key: k,
       body: { amount: 42.5, success_url: 'http://localhost:3000/paid?x=1', cancel_url: 'http://localhost:3000/no' },
@@ -114,7 +115,7 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
   });
 
   it('webhook: forged signature rejected (nothing credited); valid one credits once; replay ignored', async () => {
-    const k = createTestKey(srv, { email: 'hook@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'hook@example.com', plan: 'free' });
     const co = await call(srv, 'POST', '/v1/billing/checkout', {
       key: k,
       body: { amount: 100, success_url: 'http://localhost/ok', cancel_url: 'http://localhost/no' },
@@ -144,12 +145,12 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
     expect((await signedWebhook(srv, evt(6, id))).body.outcome).toBe('already_completed');
     expect((await signedWebhook(srv, evt(7, 'chk_' + '0'.repeat(24)))).body.outcome).toBe('unknown_checkout');
     expect(await balance()).toBe(100);
-    const u = srv.ctx.state.getUserByEmail('hook@example.com')!;
-    expect(ledgerSum(srv.ctx.state, u.id)).toBe(getCreditAccount(srv.ctx.state, u.id).balance_cents);
+    const u = (await srv.ctx.state.getUserByEmail('hook@example.com'))!;
+    expect(await ledgerSum(srv.ctx.state, u.id)).toBe((await getCreditAccount(srv.ctx.state, u.id)).balance_cents);
   });
 
   it('subscription: redeem from credits (402 short, 409 active), cancel at period end, checkout 409', async () => {
-    const k = createTestKey(srv, { email: 'sub@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'sub@example.com', plan: 'free' });
     const s0 = await call(srv, 'GET', '/v1/billing/subscription', { key: k });
     expect(s0.body).toEqual({ active: false, tier: 'free', billing_period: null, status: null, current_period_end: null });
     expect((await call(srv, 'POST', '/v1/billing/subscription/cancel', { key: k })).status).toBe(404);
@@ -159,8 +160,8 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
     expect(short.body).toEqual({ detail: 'Insufficient credits' });
     expect((await call(srv, 'POST', '/v1/billing/subscription/redeem', { key: k, body: { tier: 'enterprise', billing_period: 'monthly' } })).status).toBe(422);
 
-    const u = srv.ctx.state.getUserByEmail('sub@example.com')!;
-    adjustBalance(srv.ctx.state, u.id, 150_00, 'test credit');
+    const u = (await srv.ctx.state.getUserByEmail('sub@example.com'))!;
+    await adjustBalance(srv.ctx.state, u.id, 150_00, 'test credit');
     const ok = await call(srv, 'POST', '/v1/billing/subscription/redeem', { key: k, body: { tier: 'professional', billing_period: 'monthly' } });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({
@@ -197,13 +198,13 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
   });
 
   it('a read-only key cannot redeem (403)', async () => {
-    const ro = createTestKey(srv, { email: 'sub-ro@example.com', plan: 'free', scopes: ['read'] });
+    const ro = await createTestKey(srv, { email: 'sub-ro@example.com', plan: 'free', scopes: ['read'] });
     const r = await call(srv, 'POST', '/v1/billing/subscription/redeem', { key: ro, body: { tier: 'professional', billing_period: 'monthly' } });
     expect(r.status).toBe(403);
   });
 
   it('subscription checkout through the hosted page activates the plan via the webhook', async () => {
-    const k = createTestKey(srv, { email: 'sub-card@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'sub-card@example.com', plan: 'free' });
     const co = await call(srv, 'POST', '/v1/billing/subscription/checkout', {
       key: k,
       body: { tier: 'professional', billing_period: 'annual', success_url: 'http://localhost/ok', cancel_url: 'http://localhost/no' },
@@ -219,7 +220,7 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
   });
 
   it('cancel on the hosted page returns to cancel_url and credits nothing', async () => {
-    const k = createTestKey(srv, { email: 'chk-cancel@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'chk-cancel@example.com', plan: 'free' });
     const co = await call(srv, 'POST', '/v1/billing/checkout', {
       key: k,
       body: { amount: 10, success_url: 'http://localhost/ok', cancel_url: 'http://localhost/no' },
@@ -234,7 +235,7 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
   });
 
   it('checkout routes are limited to 5/minute', async () => {
-    const k = createTestKey(srv, { email: 'chk-rate@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'chk-rate@example.com', plan: 'free' });
     const body = { amount: 10, success_url: 'http://localhost/ok', cancel_url: 'http://localhost/no' };
     for (let i = 0; i < 5; i++) expect((await call(srv, 'POST', '/v1/billing/checkout', { key: k, body })).status).toBe(200);
     const over = await call(srv, 'POST', '/v1/billing/checkout', { key: k, body });
@@ -244,19 +245,19 @@ describe('billing: pricing, balance, ledger, checkout, webhook, subscription', (
   });
 
   it('state survives a restart: balances, ledger and subscriptions reopen intact', async () => {
-    const u = srv.ctx.state.getUserByEmail('sub@example.com')!;
-    const before = { acct: getCreditAccount(srv.ctx.state, u.id), sub: activeSubscription(srv.ctx.state, u.id) };
+    const u = (await srv.ctx.state.getUserByEmail('sub@example.com'))!;
+    const before = { acct: await getCreditAccount(srv.ctx.state, u.id), sub: await activeSubscription(srv.ctx.state, u.id) };
     await srv.close();
     const reopened = StateStore.open(stateDir);
     try {
-      expect(getCreditAccount(reopened, u.id)).toEqual(before.acct);
-      expect(ledgerSum(reopened, u.id)).toBe(before.acct.balance_cents);
-      expect(activeSubscription(reopened, u.id)).toEqual(before.sub);
+      expect(await getCreditAccount(reopened, u.id)).toEqual(before.acct);
+      expect(await ledgerSum(reopened, u.id)).toBe(before.acct.balance_cents);
+      expect(await activeSubscription(reopened, u.id)).toEqual(before.sub);
       // The ledger is append-only, enforced by the database itself.
-      expect(() => reopened.db.prepare('UPDATE ledger SET amount_cents = 0').run()).toThrow(/append-only/);
-      expect(() => reopened.db.prepare('DELETE FROM ledger').run()).toThrow(/append-only/);
+      await expect(reopened.run(sql`UPDATE ledger SET amount_cents = 0`)).rejects.toThrow(/append-only/);
+      await expect(reopened.run(sql`DELETE FROM ledger`)).rejects.toThrow(/append-only/);
     } finally {
-      reopened.close();
+      await reopened.close();
     }
     srv = await startTestServer(
       testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: stateDir, PMLAKE_WEBHOOK_SECRET: SECRET, PMLAKE_PAYMENT_PROVIDER: 'local' }),

@@ -26,7 +26,7 @@ describe('checkout page in a real browser', () => {
   });
 
   it('open the checkout URL, click Pay, land on success_url with the balance credited through the webhook', async () => {
-    const key = createTestKey(srv, { email: 'browser@example.com', plan: 'free' });
+    const key = await createTestKey(srv, { email: 'browser@example.com', plan: 'free' });
     // The return page lives on another origin (localhost vs 127.0.0.1), as a customer's app would.
     const other = srv.url.replace('127.0.0.1', 'localhost');
     const co = await call(srv, 'POST', '/v1/billing/checkout', {
@@ -57,7 +57,7 @@ describe('checkout page in a real browser', () => {
   }, 60_000);
 
   it('Cancel returns to cancel_url and credits nothing', async () => {
-    const key = createTestKey(srv, { email: 'browser-cancel@example.com', plan: 'free' });
+    const key = await createTestKey(srv, { email: 'browser-cancel@example.com', plan: 'free' });
     const co = await call(srv, 'POST', '/v1/billing/checkout', {
       key,
       body: { amount: 15, success_url: `${srv.url}/health?from=checkout`, cancel_url: `${srv.url}/health?from=cancel` },

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/server.js';
 import { call } from '../helpers/accounts.js';
 import type { RunningServer } from '../../src/server.js';
+import { sqliteOf } from '../helpers/state.js';
 
 describe('API keys: /v1/user/keys', () => {
   const tmp = tempDir();
@@ -10,7 +11,7 @@ describe('API keys: /v1/user/keys', () => {
   let key: string;
   beforeAll(async () => {
     srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state` }));
-    key = createTestKey(srv, { email: 'keys@example.com' });
+    key = await createTestKey(srv, { email: 'keys@example.com' });
   });
   afterAll(async () => {
     await srv.close();
@@ -80,7 +81,7 @@ describe('API keys: /v1/user/keys', () => {
     expect(list.body.map((k: any) => k.id)).not.toContain(created.body.id);
 
     expect((await call(srv, 'DELETE', '/v1/user/keys/key_doesnotexist', { key })).status).toBe(404);
-    const other = createTestKey(srv, { email: 'other@example.com' });
+    const other = await createTestKey(srv, { email: 'other@example.com' });
     const otherKeys = await call(srv, 'GET', '/v1/user/keys', { key: other });
     const foreign = await call(srv, 'DELETE', `/v1/user/keys/${otherKeys.body[0].id}`, { key });
     expect(foreign.status).toBe(404);
@@ -91,7 +92,9 @@ describe('API keys: /v1/user/keys', () => {
   it('expired key → 401', async () => {
     const created = await call(srv, 'POST', '/v1/user/keys', { key, body: { name: 'short', expires_in_days: 1 } });
     expect((await call(srv, 'GET', '/v1/user/me', { key: created.body.key })).status).toBe(200);
-    srv.ctx.state.db.prepare('UPDATE api_keys SET expires_at = ? WHERE id = ?').run(new Date(Date.now() - 1000).toISOString(), created.body.id);
+    sqliteOf(srv.ctx.state)
+      .prepare('UPDATE api_keys SET expires_at = ? WHERE id = ?')
+      .run(new Date(Date.now() - 1000).toISOString(), created.body.id);
     expect((await call(srv, 'GET', '/v1/user/me', { key: created.body.key })).status).toBe(401);
   });
 
@@ -109,7 +112,9 @@ describe('API keys: /v1/user/keys', () => {
     const listed = (await call(srv, 'GET', '/v1/user/keys', { key })).body.find((k: any) => k.id === created.body.id);
     expect(listed.scheduled_revoke_at).toBe(rot.body.old_key_revokes_at);
     // The grace window ends: enforced at request time.
-    srv.ctx.state.db.prepare('UPDATE api_keys SET scheduled_revoke_at = ? WHERE id = ?').run(new Date(Date.now() - 1).toISOString(), created.body.id);
+    sqliteOf(srv.ctx.state)
+      .prepare('UPDATE api_keys SET scheduled_revoke_at = ? WHERE id = ?')
+      .run(new Date(Date.now() - 1).toISOString(), created.body.id);
     expect((await call(srv, 'GET', '/v1/user/me', { key: created.body.key })).status).toBe(401);
     expect((await call(srv, 'POST', '/v1/user/keys/key_nope/rotate', { key })).status).toBe(404);
   });

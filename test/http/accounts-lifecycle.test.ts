@@ -7,6 +7,7 @@ import { buildAccountsLake } from '../helpers/accounts-lake.js';
 import type { RunningServer } from '../../src/server.js';
 import { adjustBalance } from '../../src/state/billing.js';
 import { originOf, requestDeletion } from '../../src/accounts/lifecycle.js';
+import { sqliteOf } from '../helpers/state.js';
 
 const JWT_SECRET = 'lifecycle-jwt-secret-0123456789abcdef';
 const UA = 'lifecycle-test/1.0';
@@ -27,7 +28,7 @@ describe('account lifecycle: data export, privacy events, deletion', () => {
   });
 
   it('the bearer-only routes refuse an API key (403 with detail) and no credentials (401)', async () => {
-    const key = createTestKey(srv, { email: 'keyonly@example.com', plan: 'free' });
+    const key = await createTestKey(srv, { email: 'keyonly@example.com', plan: 'free' });
     for (const [method, path, body] of [
       ['GET', '/v1/user/data-export', undefined],
       ['GET', '/v1/user/privacy-events', undefined],
@@ -39,28 +40,28 @@ describe('account lifecycle: data export, privacy events, deletion', () => {
       expect((await call(srv, method, path, { body })).status, path).toBe(401);
     }
     // Nothing was opened for the key's user.
-    const uid = srv.ctx.state.getUserByEmail('keyonly@example.com')!.id;
-    expect(srv.ctx.state.db.prepare('SELECT COUNT(*) AS n FROM account_deletion_requests WHERE user_id = ?').get(uid)).toEqual({ n: 0 });
+    const uid = (await srv.ctx.state.getUserByEmail('keyonly@example.com'))!.id;
+    expect(sqliteOf(srv.ctx.state).prepare('SELECT COUNT(*) AS n FROM account_deletion_requests WHERE user_id = ?').get(uid)).toEqual({ n: 0 });
   });
 
   it('export holds what the test created; request → confirm revokes every key at once, erases personal data, keeps billing', async () => {
     const email = 'life@example.com';
     const t = await jwt(email);
     expect((await call(srv, 'GET', '/v1/user/me', as(t))).status).toBe(200);
-    const userId = srv.ctx.state.getUserByEmail(email)!.id;
+    const userId = (await srv.ctx.state.getUserByEmail(email))!.id;
     const keys: { id: string; key: string; name: string }[] = [];
     for (const name of ['alpha', 'beta']) {
       const r = await call(srv, 'POST', '/v1/user/keys', { ...as(t), body: { name } });
       expect(r.status).toBe(201);
       keys.push({ id: r.body.id, key: r.body.key, name });
     }
-    adjustBalance(srv.ctx.state, userId, 5000, 'test credit');
+    await adjustBalance(srv.ctx.state, userId, 5000, 'test credit');
     const order = await call(srv, 'POST', '/v1/orders', { key: keys[0]!.key, body: { items: [{ market_id: '1001', data_type: 'trades' }] } });
     expect(order.status).toBe(200);
     expect(order.body.total_cost).toBe(10); // the legacy 10 USD minimum
     const principal = { userId, email, keyId: keys[1]!.id, plan: 'free', scopes: ['read', 'download'] as const };
     const ticket = await srv.ctx.meter.begin(principal, { kind: 'download', dataset: 'trades', description: 'test pull', estimatedBytes: 4096 });
-    ticket.commit({ bytes: 1234, rows: 10 });
+    await ticket.commit({ bytes: 1234, rows: 10 });
     for (let i = 0; i < 3; i++) expect((await call(srv, 'GET', '/v1/user/me', { key: keys[1]!.key })).status).toBe(200);
 
     const ex = await call(srv, 'GET', '/v1/user/data-export', as(t));
@@ -100,7 +101,7 @@ describe('account lifecycle: data export, privacy events, deletion', () => {
     expect(req.body).toMatchObject({ status: 'pending', token: expect.stringMatching(/^pmdel_[A-Za-z0-9_-]{43}$/) });
     expect(Math.abs(Date.parse(req.body.expires_at) - Date.now() - 24 * 3_600_000)).toBeLessThan(60_000);
     // Only the token's hash is stored.
-    const stored = srv.ctx.state.db.prepare('SELECT token_hash FROM account_deletion_requests WHERE id = ?').get(req.body.request_id) as any;
+    const stored = sqliteOf(srv.ctx.state).prepare('SELECT token_hash FROM account_deletion_requests WHERE id = ?').get(req.body.request_id) as any;
     expect(stored.token_hash).toBe(sha256(req.body.token));
     // The keys still work (and sit in the key cache) until the confirmation.
     for (const k of keys) expect((await call(srv, 'GET', '/v1/user/me', { key: k.key })).status).toBe(200);
@@ -175,7 +176,7 @@ describe('account lifecycle: data export, privacy events, deletion', () => {
   });
 
   it('unknown, malformed and expired tokens → 4xx with detail, nothing deleted', async () => {
-    const key = createTestKey(srv, { email: 'expiry@example.com', plan: 'free' });
+    const key = await createTestKey(srv, { email: 'expiry@example.com', plan: 'free' });
     const bad = await call(srv, 'POST', '/v1/user/delete-confirm', { body: { token: 'pmdel_nope' } });
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({ detail: 'Invalid deletion token' });
@@ -186,13 +187,13 @@ describe('account lifecycle: data export, privacy events, deletion', () => {
       expect(Array.isArray(r.body.detail)).toBe(true);
     }
     // A request opened 25 hours ago (the core's clock argument): its 24-hour token has run out.
-    const userId = srv.ctx.state.getUserByEmail('expiry@example.com')!.id;
-    const stale = requestDeletion(srv.ctx.state, userId, null, originOf(undefined, undefined), new Date(Date.now() - 25 * 3_600_000));
+    const userId = (await srv.ctx.state.getUserByEmail('expiry@example.com'))!.id;
+    const stale = await requestDeletion(srv.ctx.state, userId, null, originOf(undefined, undefined), new Date(Date.now() - 25 * 3_600_000));
     const r = await call(srv, 'POST', '/v1/user/delete-confirm', { body: { token: stale.token } });
     expect(r.status).toBe(410);
     expect(r.body).toEqual({ detail: 'Deletion token expired; request a new one' });
     expect((await call(srv, 'POST', '/v1/user/delete-cancel', { body: { token: stale.token } })).status).toBe(410);
     expect((await call(srv, 'GET', '/v1/user/me', { key })).status).toBe(200);
-    expect(srv.ctx.state.getUser(userId)!.email).toBe('expiry@example.com');
+    expect((await srv.ctx.state.getUser(userId))!.email).toBe('expiry@example.com');
   });
 });

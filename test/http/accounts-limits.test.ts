@@ -20,8 +20,8 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
   });
 
   it('60/minute per key: the 61st gets 429 "Rate limit exceeded" with Retry-After and X-RateLimit-*', async () => {
-    const a = createTestKey(srv, { email: 'rl-a@example.com' });
-    const b = createTestKey(srv, { email: 'rl-b@example.com' });
+    const a = await createTestKey(srv, { email: 'rl-a@example.com' });
+    const b = await createTestKey(srv, { email: 'rl-b@example.com' });
     let last;
     for (let i = 0; i < 60; i++) {
       last = await call(srv, 'GET', '/test/ok', { key: a });
@@ -46,7 +46,7 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
   });
 
   it('a 5xx does not consume a slot', async () => {
-    const k = createTestKey(srv, { email: 'rl-5xx@example.com' });
+    const k = await createTestKey(srv, { email: 'rl-5xx@example.com' });
     for (let i = 0; i < 10; i++) {
       const r = await call(srv, 'GET', '/test/boom', { key: k });
       expect(r.status).toBe(500);
@@ -60,7 +60,7 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
   });
 
   it('orders and checkout: 5/minute on top of the default bucket', async () => {
-    const k = createTestKey(srv, { email: 'rl-orders@example.com' });
+    const k = await createTestKey(srv, { email: 'rl-orders@example.com' });
     for (let i = 0; i < 5; i++) expect((await call(srv, 'POST', '/test/order', { key: k })).status).toBe(200);
     const over = await call(srv, 'POST', '/test/order', { key: k });
     expect(over.status).toBe(429);
@@ -71,7 +71,7 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
   });
 
   it('the plan must cover the data set: 402 upgrade_required / subscription_required', async () => {
-    const free = createTestKey(srv, { email: 'meter-free@example.com', plan: 'free' });
+    const free = await createTestKey(srv, { email: 'meter-free@example.com', plan: 'free' });
     const r = await call(srv, 'GET', '/test/pull?dataset=raw', { key: free });
     expect(r.status).toBe(402);
     expect(r.body.detail).toMatchObject({ code: 'upgrade_required', required_plan: 'professional' });
@@ -81,9 +81,9 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
     expect(exp.body.detail.code).toBe('upgrade_required');
     expect((await call(srv, 'GET', '/test/pull?dataset=trades', { key: free })).status).toBe(200);
 
-    const lapsed = createTestKey(srv, { email: 'meter-lapsed@example.com', plan: 'professional' });
+    const lapsed = await createTestKey(srv, { email: 'meter-lapsed@example.com', plan: 'professional' });
     expect((await call(srv, 'GET', '/test/pull?dataset=raw', { key: lapsed })).status).toBe(200);
-    expireSubscriptions(srv.ctx.state, srv.ctx.state.getUserByEmail('meter-lapsed@example.com')!.id);
+    await expireSubscriptions(srv.ctx.state, (await srv.ctx.state.getUserByEmail('meter-lapsed@example.com'))!.id);
     const s = await call(srv, 'GET', '/test/pull?dataset=raw', { key: lapsed });
     expect(s.status).toBe(402);
     expect(s.body.detail).toMatchObject({ code: 'subscription_required' });
@@ -93,13 +93,13 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
   });
 
   it('a read-only key cannot pull (403)', async () => {
-    const ro = createTestKey(srv, { email: 'meter-ro@example.com', scopes: ['read'] });
+    const ro = await createTestKey(srv, { email: 'meter-ro@example.com', scopes: ['read'] });
     const r = await call(srv, 'GET', '/test/pull', { key: ro });
     expect(r.status).toBe(403);
   });
 
   it('Free: 10 downloads/hour → 429 with Retry-After and X-RateLimit-*; refunded downloads free their slot', async () => {
-    const k = createTestKey(srv, { email: 'meter-rate@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'meter-rate@example.com', plan: 'free' });
     for (let i = 0; i < 3; i++) expect((await call(srv, 'GET', '/test/pull?fail=1', { key: k })).status).toBe(500);
     for (let i = 0; i < 10; i++) expect((await call(srv, 'GET', '/test/pull', { key: k })).status).toBe(200);
     const over = await call(srv, 'GET', '/test/pull', { key: k });
@@ -117,7 +117,7 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
   });
 
   it('Professional: burst cap of 20 downloads per minute', async () => {
-    const k = createTestKey(srv, { email: 'meter-burst@example.com' });
+    const k = await createTestKey(srv, { email: 'meter-burst@example.com' });
     for (let i = 0; i < 20; i++) expect((await call(srv, 'GET', '/test/pull', { key: k })).status).toBe(200);
     const over = await call(srv, 'GET', '/test/pull', { key: k });
     expect(over.status).toBe(429);
@@ -126,7 +126,7 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
   });
 
   it('fair use: reserve at begin, settle to actual bytes, refund on 5xx; used up → 429 fair_use_cap without Retry-After', async () => {
-    const k = createTestKey(srv, { email: 'meter-fair@example.com', plan: 'free' }); // 1 GB a month
+    const k = await createTestKey(srv, { email: 'meter-fair@example.com', plan: 'free' }); // 1 GB a month
     const MB = 1024 ** 2;
     // Estimated 512 MB but only 256 MB sent: the allowance is charged what was sent.
     expect((await call(srv, 'GET', `/test/pull?bytes=${512 * MB}&actual=${256 * MB}`, { key: k })).status).toBe(200);
@@ -151,7 +151,7 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
   });
 
   it('50 parallel pulls against one allowance never exceed it (reservation is atomic)', async () => {
-    const k = createTestKey(srv, { email: 'meter-race@example.com' }); // 50 GB a month
+    const k = await createTestKey(srv, { email: 'meter-race@example.com' }); // 50 GB a month
     const replies = await Promise.all(Array.from({ length: 50 }, () => call(srv, 'GET', `/test/pull?kind=export&dataset=trades&bytes=${2 * GB}`, { key: k })));
     const ok = replies.filter((r) => r.status === 200);
     const capped = replies.filter((r) => r.status === 429);
@@ -166,7 +166,7 @@ describe('request rate limits (express-rate-limit) and the usage meter', () => {
   });
 
   it('download history: rows, bytes, status; limit/offset/status filters', async () => {
-    const k = createTestKey(srv, { email: 'meter-hist@example.com' });
+    const k = await createTestKey(srv, { email: 'meter-hist@example.com' });
     await call(srv, 'GET', '/test/pull?bytes=100&actual=90', { key: k });
     await call(srv, 'GET', '/test/pull?bytes=100&fail=1', { key: k });
     const all = await call(srv, 'GET', '/v1/user/downloads', { key: k });

@@ -15,7 +15,7 @@ const cents = (rows: number, bytesPerRow: number, ratePerMb: number) => Math.rou
 describe('orders (legacy credit model)', () => {
   const tmp = tempDir();
   let srv: RunningServer;
-  const credit = (email: string, usd: number) => adjustBalance(srv.ctx.state, srv.ctx.state.getUserByEmail(email)!.id, usd * 100, 'test credit');
+  const credit = async (email: string, usd: number) => adjustBalance(srv.ctx.state, (await srv.ctx.state.getUserByEmail(email))!.id, usd * 100, 'test credit');
   beforeAll(async () => {
     await buildAccountsLake(`${tmp.dir}/lake`, { trades: TRADES, books: BOOKS });
     srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state` }));
@@ -26,7 +26,7 @@ describe('orders (legacy credit model)', () => {
   });
 
   it('GET /v1/orders/estimate returns the pricing constants', async () => {
-    const k = createTestKey(srv, { email: 'ord-est@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'ord-est@example.com', plan: 'free' });
     const r = await call(srv, 'GET', '/v1/orders/estimate', { key: k });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({
@@ -37,7 +37,7 @@ describe('orders (legacy credit model)', () => {
   });
 
   it('402 "Insufficient credits" when the balance is short; nothing is written', async () => {
-    const k = createTestKey(srv, { email: 'ord-poor@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'ord-poor@example.com', plan: 'free' });
     const r = await call(srv, 'POST', '/v1/orders', { key: k, body: { items: [{ market_id: '1001', data_type: 'trades' }] } });
     expect(r.status).toBe(402);
     expect(r.body).toEqual({ detail: 'Insufficient credits' });
@@ -46,8 +46,8 @@ describe('orders (legacy credit model)', () => {
   });
 
   it('prices items from the lake at the reference rates, raises small orders to the 10 USD minimum, debits atomically', async () => {
-    const k = createTestKey(srv, { email: 'ord-rich@example.com', plan: 'free' });
-    credit('ord-rich@example.com', 100);
+    const k = await createTestKey(srv, { email: 'ord-rich@example.com', plan: 'free' });
+    await credit('ord-rich@example.com', 100);
     // Trades alone: 5000 × 230 B ≈ 1.1 MB × 1 USD = 1.10 USD → the 10 USD minimum.
     const small = await call(srv, 'POST', '/v1/orders', { key: k, body: { items: [{ market_id: '1001', data_type: 'trades', format: 'parquet' }] } });
     expect(small.status).toBe(200);
@@ -88,8 +88,8 @@ describe('orders (legacy credit model)', () => {
   });
 
   it('the same idempotency key never charges twice', async () => {
-    const k = createTestKey(srv, { email: 'ord-idem@example.com', plan: 'free' });
-    credit('ord-idem@example.com', 30);
+    const k = await createTestKey(srv, { email: 'ord-idem@example.com', plan: 'free' });
+    await credit('ord-idem@example.com', 30);
     const body = { items: [{ market_id: '1001', data_type: 'trades' }], idempotency_key: 'cart-42' };
     const a = await call(srv, 'POST', '/v1/orders', { key: k, body });
     const b = await call(srv, 'POST', '/v1/orders', { key: k, body });
@@ -99,15 +99,15 @@ describe('orders (legacy credit model)', () => {
     expect(b.body.replayed).toBe(true);
     expect((await call(srv, 'GET', '/v1/billing/balance', { key: k })).body.balance).toBe(20);
     // Keys are per user: another user with the same key gets their own order.
-    const k2 = createTestKey(srv, { email: 'ord-idem2@example.com', plan: 'free' });
-    credit('ord-idem2@example.com', 10);
+    const k2 = await createTestKey(srv, { email: 'ord-idem2@example.com', plan: 'free' });
+    await credit('ord-idem2@example.com', 10);
     const c = await call(srv, 'POST', '/v1/orders', { key: k2, body });
     expect(c.body.order_id).not.toBe(a.body.order_id);
     expect((await call(srv, 'GET', '/v1/billing/balance', { key: k2 })).body.balance).toBe(0);
   });
 
   it('a subscriber pays nothing for what the plan covers', async () => {
-    const k = createTestKey(srv, { email: 'ord-pro@example.com' });
+    const k = await createTestKey(srv, { email: 'ord-pro@example.com' });
     const r = await call(srv, 'POST', '/v1/orders', { key: k, body: { items: [{ market_id: '1001', data_type: 'trades' }] } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ total_cost: 0, minimum_applied: false });
@@ -115,8 +115,8 @@ describe('orders (legacy credit model)', () => {
   });
 
   it('errors: 404 unknown market/series, 400 greeks and empty items, 422 bad ids and bodies', async () => {
-    const k = createTestKey(srv, { email: 'ord-err@example.com', plan: 'free' });
-    credit('ord-err@example.com', 50);
+    const k = await createTestKey(srv, { email: 'ord-err@example.com', plan: 'free' });
+    await credit('ord-err@example.com', 50);
     const post = (items: unknown, extra: object = {}) => call(srv, 'POST', '/v1/orders', { key: k, body: { items, ...extra } });
     let r = await post([{ market_id: '999999', data_type: 'trades' }]);
     expect(r.status).toBe(404);
@@ -127,7 +127,7 @@ describe('orders (legacy credit model)', () => {
     expect(r.status).toBe(400);
     expect(r.body.detail).toMatchObject({ code: 'wrong_data_type', item_index: 0 });
     // Wait for the orders bucket (5/minute) to matter less: use a second key for the rest.
-    const k2 = createTestKey(srv, { email: 'ord-err@example.com', plan: 'free', name: 'second' });
+    const k2 = await createTestKey(srv, { email: 'ord-err@example.com', plan: 'free', name: 'second' });
     const post2 = (items: unknown, extra: object = {}) => call(srv, 'POST', '/v1/orders', { key: k2, body: { items, ...extra } });
     r = await post2([{ market_id: '1002', data_type: 'trades' }]);
     expect(r.status).toBe(400);
@@ -140,10 +140,10 @@ describe('orders (legacy credit model)', () => {
       [{ market_id: '1001', data_type: 'trades', start: 'soon' }],
     ]) {
       // A fresh key per case: 4xx answers use the 5/minute orders bucket too.
-      const kk = createTestKey(srv, { email: 'ord-err@example.com', plan: 'free', name: 'bad' });
+      const kk = await createTestKey(srv, { email: 'ord-err@example.com', plan: 'free', name: 'bad' });
       expect((await call(srv, 'POST', '/v1/orders', { key: kk, body: { items: bad } })).status, JSON.stringify(bad)).toBe(422);
     }
-    const k3 = createTestKey(srv, { email: 'ord-err@example.com', plan: 'free', name: 'third' });
+    const k3 = await createTestKey(srv, { email: 'ord-err@example.com', plan: 'free', name: 'third' });
     expect(
       (await call(srv, 'POST', '/v1/orders', { key: k3, body: { items: [{ market_id: '1001', data_type: 'trades' }], idempotency_key: 'x'.repeat(129) } }))
         .status,
@@ -155,8 +155,8 @@ describe('orders (legacy credit model)', () => {
   });
 
   it('a series item sizes every market of the series', async () => {
-    const k = createTestKey(srv, { email: 'ord-series@example.com', plan: 'free' });
-    credit('ord-series@example.com', 10);
+    const k = await createTestKey(srv, { email: 'ord-series@example.com', plan: 'free' });
+    await credit('ord-series@example.com', 10);
     const r = await call(srv, 'POST', '/v1/orders', { key: k, body: { items: [{ series_id: 's1', data_type: 'trades' }] } });
     expect(r.status).toBe(200);
     expect(r.body.items[0]).toMatchObject({ series_id: 's1', record_count: TRADES });
@@ -165,9 +165,10 @@ describe('orders (legacy credit model)', () => {
   it('50 parallel orders against one balance never overdraw it and never lose a ledger entry', async () => {
     const email = 'ord-race@example.com';
     // One user, 50 keys (the orders bucket is 5/minute per key), a balance for exactly 20 minimum orders.
-    const keys = Array.from({ length: 50 }, (_, i) => createTestKey(srv, { email, plan: 'free', name: `k${i}` }));
-    const user = srv.ctx.state.getUserByEmail(email)!;
-    credit(email, 200);
+    const keys: string[] = [];
+    for (let i = 0; i < 50; i += 1) keys.push(await createTestKey(srv, { email, plan: 'free', name: `k${i}` }));
+    const user = (await srv.ctx.state.getUserByEmail(email))!;
+    await credit(email, 200);
     const replies = await Promise.all(
       keys.map((key) => call(srv, 'POST', '/v1/orders', { key, body: { items: [{ market_id: '1001', data_type: 'trades' }] } })),
     );
@@ -176,9 +177,9 @@ describe('orders (legacy credit model)', () => {
     expect(ok).toHaveLength(20);
     expect(short).toHaveLength(30);
     for (const r of short) expect(r.body).toEqual({ detail: 'Insufficient credits' });
-    const acct = getCreditAccount(srv.ctx.state, user.id);
+    const acct = await getCreditAccount(srv.ctx.state, user.id);
     expect(acct.balance_cents).toBe(0);
-    expect(ledgerSum(srv.ctx.state, user.id)).toBe(acct.balance_cents);
+    expect(await ledgerSum(srv.ctx.state, user.id)).toBe(acct.balance_cents);
     const tx = await call(srv, 'GET', '/v1/billing/transactions?limit=500', { key: keys[0]! });
     expect(tx.body).toHaveLength(21);
     expect(tx.body.filter((t: any) => t.type === 'usage_charge')).toHaveLength(20);

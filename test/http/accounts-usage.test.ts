@@ -43,13 +43,13 @@ describe('usage, stats and the dashboard JWT', () => {
   });
 
   it('GET /v1/user/usage: requests per key and day, bytes and MB from the download history', async () => {
-    const key = createTestKey(srv, { email: 'usage@example.com' });
-    const key2 = createTestKey(srv, { email: 'usage@example.com', name: 'second' });
+    const key = await createTestKey(srv, { email: 'usage@example.com' });
+    const key2 = await createTestKey(srv, { email: 'usage@example.com', name: 'second' });
     for (let i = 0; i < 4; i++) await call(srv, 'GET', '/v1/user/me', { key });
     for (let i = 0; i < 3; i++) await call(srv, 'GET', '/v1/billing/balance', { key: key2 });
     // Two completed pulls and a refunded one, through the real meter.
     const principal = {
-      userId: srv.ctx.state.getUserByEmail('usage@example.com')!.id,
+      userId: (await srv.ctx.state.getUserByEmail('usage@example.com'))!.id,
       email: 'usage@example.com',
       keyId: null,
       plan: 'professional',
@@ -61,8 +61,8 @@ describe('usage, stats and the dashboard JWT', () => {
       [999, false],
     ] as const) {
       const t = await srv.ctx.meter.begin(principal, { kind: 'download', dataset: 'trades', description: 'test', estimatedBytes: bytes });
-      if (ok) t.commit({ bytes, rows: 10 });
-      else t.refund('failed');
+      if (ok) await t.commit({ bytes, rows: 10 });
+      else await t.refund('failed');
     }
     const u = await call(srv, 'GET', '/v1/user/usage', { key });
     expect(u.status).toBe(200);
@@ -90,7 +90,7 @@ describe('usage, stats and the dashboard JWT', () => {
   });
 
   it('request counts survive a restart (flushed when the store closes)', async () => {
-    const key = createTestKey(srv, { email: 'usage-restart@example.com' });
+    const key = await createTestKey(srv, { email: 'usage-restart@example.com' });
     for (let i = 0; i < 5; i++) await call(srv, 'GET', '/v1/user/me', { key });
     await srv.close();
     srv = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state`, PMLAKE_JWT_SECRET: JWT_SECRET }));
@@ -113,7 +113,7 @@ describe('usage, stats and the dashboard JWT', () => {
     expect(created.status).toBe(201);
     expect((await call(srv, 'GET', '/v1/user/me', { key: created.body.key })).body.email).toBe('dash@example.com');
     // An existing user is found by email.
-    createTestKey(srv, { email: 'pro-dash@example.com' });
+    await createTestKey(srv, { email: 'pro-dash@example.com' });
     const pro = await call(srv, 'GET', '/v1/user/me', { bearer: await token({ email: 'pro-dash@example.com' }) });
     expect(pro.body.plan).toBe('professional');
 
@@ -153,7 +153,7 @@ describe('usage, stats and the dashboard JWT', () => {
   it('PMLAKE_RATE_LIMITS=off turns the request limiter off (load tests only)', async () => {
     const s3 = await startTestServer(testConfig({ PMLAKE_LAKE: `${tmp.dir}/lake`, PMLAKE_STATE: `${tmp.dir}/state3`, PMLAKE_RATE_LIMITS: 'off' }));
     try {
-      const key = createTestKey(s3, { email: 'nolimit@example.com' });
+      const key = await createTestKey(s3, { email: 'nolimit@example.com' });
       for (let i = 0; i < 70; i++) expect((await call(s3, 'GET', '/v1/user/me', { key })).status).toBe(200);
       expect((await call(s3, 'GET', '/v1/user/me', { key })).headers.get('x-ratelimit-limit')).toBeNull();
     } finally {

@@ -89,9 +89,9 @@ describe('admission: bounded concurrency per cost class, queue deadline, 503 ref
 
   it('a query beyond the limit waits, then gets 503 + Retry-After; refunded: rate limit, usage and meter unchanged', async () => {
     const { url, admission } = await appWith({ PMLAKE_QUERY_CONCURRENCY: '1', PMLAKE_STREAM_CONCURRENCY: '1', PMLAKE_QUEUE_TIMEOUT_MS: '150' });
-    const holder = createTestKey(L.srv, { email: 'holder@example.com', name: 'holder' });
-    const key = createTestKey(L.srv, { email: 'shed@example.com', name: 'shed' });
-    const reader = createTestKey(L.srv, { email: 'shed@example.com', name: 'reader' });
+    const holder = await createTestKey(L.srv, { email: 'holder@example.com', name: 'holder' });
+    const key = await createTestKey(L.srv, { email: 'shed@example.com', name: 'shed' });
+    const reader = await createTestKey(L.srv, { email: 'shed@example.com', name: 'reader' });
 
     const usage0 = (await get(`${url}/v1/user/usage`, reader)).body;
     const downloads0 = (await get(`${url}/v1/user/downloads`, reader)).body;
@@ -138,7 +138,7 @@ describe('admission: bounded concurrency per cost class, queue deadline, 503 ref
 
   it('cheap lookups and kept trades pages are answered while the query class is full and a query waits; it runs after release', async () => {
     const { url, admission } = await appWith({ PMLAKE_QUERY_CONCURRENCY: '1', PMLAKE_QUEUE_TIMEOUT_MS: '60000', PMLAKE_QUEUE_MAX: '1' });
-    const key = createTestKey(L.srv, { email: 'crowd@example.com', name: 'crowd' });
+    const key = await createTestKey(L.srv, { email: 'crowd@example.com', name: 'crowd' });
     // A page answered before is kept (per trades file versions) and takes no query slot.
     const kept = await get(`${url}/v1/trades?market_id=${marketId}&limit=8`, key);
     expect(kept.status).toBe(200);
@@ -172,7 +172,7 @@ describe('admission: bounded concurrency per cost class, queue deadline, 503 ref
 
   it('a client that gives up while queued loses its place and its slot is not leaked', async () => {
     const { url, admission } = await appWith({ PMLAKE_QUERY_CONCURRENCY: '1', PMLAKE_QUEUE_TIMEOUT_MS: '60000' });
-    const key = createTestKey(L.srv, { email: 'quitter@example.com', name: 'quitter' });
+    const key = await createTestKey(L.srv, { email: 'quitter@example.com', name: 'quitter' });
     const g = holds.query.next();
     const holding = get(`${url}/test/hold-query`, key);
     await g.entered;

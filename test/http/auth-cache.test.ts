@@ -5,6 +5,8 @@ import { call } from '../helpers/accounts.js';
 import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/server.js';
 import type { RunningServer } from '../../src/server.js';
 import { StateStore } from '../../src/state/store.js';
+import { sqliteOf } from '../helpers/state.js';
+import { sql } from '../../src/state/sql.js';
 
 /**
  * The in-process cache of resolved keys (src/accounts/auth.ts) must never answer for a key the state store no
@@ -36,57 +38,57 @@ describe('cached key resolution stays exact', () => {
   });
 
   const me = (key: string) => call(srv, 'GET', '/v1/user/me', { key });
-  const keyId = (plaintext: string) => srv.ctx.state.findLiveKey(plaintext)!.id;
+  const keyId = async (plaintext: string) => (await srv.ctx.state.findLiveKey(plaintext))!.id;
 
   it('a key revoked by another process is refused on the next request', async () => {
-    const key = createTestKey(srv, { email: 'xproc@example.com' });
+    const key = await createTestKey(srv, { email: 'xproc@example.com' });
     // Several answers first, so the key is cached (and its last_used_at buffered).
     for (let i = 0; i < 3; i++) expect((await me(key)).status).toBe(200);
-    sqlFromAnotherProcess(stateDir, 'UPDATE api_keys SET revoked_at = ? WHERE id = ?', new Date().toISOString(), keyId(key));
+    sqlFromAnotherProcess(stateDir, 'UPDATE api_keys SET revoked_at = ? WHERE id = ?', new Date().toISOString(), await keyId(key));
     const after = await me(key);
     expect(after.status).toBe(401);
     expect(after.body).toEqual({ detail: 'Invalid API key' });
   });
 
   it('a key deleted through another connection is refused on the next request', async () => {
-    const key = createTestKey(srv, { email: 'xconn@example.com' });
-    const id = keyId(key);
+    const key = await createTestKey(srv, { email: 'xconn@example.com' });
+    const id = await keyId(key);
     expect((await me(key)).status).toBe(200);
     expect((await me(key)).status).toBe(200);
     const other = StateStore.open(stateDir);
     try {
-      other.db.prepare('DELETE FROM api_keys WHERE id = ?').run(id);
+      await other.run(sql`DELETE FROM api_keys WHERE id = ${id}`);
     } finally {
-      other.close();
+      await other.close();
     }
     expect((await me(key)).status).toBe(401);
   });
 
   it('a plan changed by another process shows on the next request', async () => {
-    const key = createTestKey(srv, { email: 'downgrade@example.com', plan: 'professional' });
+    const key = await createTestKey(srv, { email: 'downgrade@example.com', plan: 'professional' });
     expect((await me(key)).body.plan).toBe('professional');
-    const user = srv.ctx.state.getUserByEmail('downgrade@example.com')!;
+    const user = (await srv.ctx.state.getUserByEmail('downgrade@example.com'))!;
     sqlFromAnotherProcess(stateDir, `UPDATE subscriptions SET current_period_end = ? WHERE user_id = ?`, new Date(Date.now() - 1000).toISOString(), user.id);
     expect((await me(key)).body.plan).toBe('free');
   });
 
   it("this server's own revocation is seen at once, and request counters do not evict cached keys", async () => {
-    const owner = createTestKey(srv, { email: 'own@example.com' });
+    const owner = await createTestKey(srv, { email: 'own@example.com' });
     const created = await call(srv, 'POST', '/v1/user/keys', { key: owner, body: { name: 'short-lived' } });
     expect((await me(created.body.key)).status).toBe(200);
     const stamp = srv.ctx.state.changeStamp();
     // The request counter's and last_used_at's batched writes are marked benign: the stamp does not move.
     await call(srv, 'GET', '/v1/user/usage', { key: owner });
-    srv.ctx.state.flushTouches();
+    await srv.ctx.state.flushTouches();
     expect(srv.ctx.state.changeStamp()).toBe(stamp);
     expect((await call(srv, 'DELETE', `/v1/user/keys/${created.body.id}`, { key: owner })).status).toBe(200);
     expect((await me(created.body.key)).status).toBe(401);
   });
 
   it('a cached key stops working at its expiry without any write', async () => {
-    const user = srv.ctx.state.upsertUser('expiring@example.com', 'professional');
+    const user = await srv.ctx.state.upsertUser('expiring@example.com', 'professional');
     const expiresAt = new Date(Date.now() + 1500).toISOString();
-    const { plaintext } = srv.ctx.state.createApiKey({ userId: user.id, name: 'expiring', prefix: srv.ctx.config.keyPrefix, expiresAt });
+    const { plaintext } = await srv.ctx.state.createApiKey({ userId: user.id, name: 'expiring', prefix: srv.ctx.config.keyPrefix, expiresAt });
     expect((await me(plaintext)).status).toBe(200);
     const stamp = srv.ctx.state.changeStamp();
     while (Date.now() <= Date.parse(expiresAt)) await new Promise((r) => setTimeout(r, 100));
@@ -96,9 +98,10 @@ describe('cached key resolution stays exact', () => {
   });
 
   it('last_used_at is buffered but shown at once to GET /v1/user/keys', async () => {
-    const key = createTestKey(srv, { email: 'touch@example.com' });
-    const id = keyId(key);
-    const stored = () => (srv.ctx.state.db.prepare('SELECT last_used_at FROM api_keys WHERE id = ?').get(id) as { last_used_at: string | null }).last_used_at;
+    const key = await createTestKey(srv, { email: 'touch@example.com' });
+    const id = await keyId(key);
+    const stored = () =>
+      (sqliteOf(srv.ctx.state).prepare('SELECT last_used_at FROM api_keys WHERE id = ?').get(id) as { last_used_at: string | null }).last_used_at;
     expect(stored()).toBeNull();
     const before = Date.now();
     await me(key);

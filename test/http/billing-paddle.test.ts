@@ -6,6 +6,7 @@ import type { RunningServer } from '../../src/server.js';
 import { getCreditAccount, ledgerSum } from '../../src/state/billing.js';
 import { call } from '../helpers/accounts.js';
 import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/server.js';
+import { sqliteOf } from '../helpers/state.js';
 
 /**
  * Paddle Billing end to end. The real Paddle cannot run here, so its API is a loopback HTTP server that
@@ -116,7 +117,7 @@ describe('Paddle Billing: checkout through the API, credits through the signed w
   }
 
   it('POST /v1/billing/checkout creates a Paddle transaction and hands out its payment link', async () => {
-    const k = createTestKey(srv, { email: 'paddle-co@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'paddle-co@example.com', plan: 'free' });
     const co = await checkout(k);
     expect(co.url).toBe(`https://pay.example.test/checkout?_ptxn=${co.txn}`);
     expect(co.req.method).toBe('POST');
@@ -134,7 +135,7 @@ describe('Paddle Billing: checkout through the API, credits through the signed w
       price: { unit_price: { amount: '4250', currency_code: 'USD' }, quantity: { minimum: 1, maximum: 1 }, product: { tax_category: 'standard' } },
     });
     // The session is stored with Paddle's transaction id; the local provider's page does not exist here.
-    const row = srv.ctx.state.db.prepare('SELECT provider, provider_ref, status FROM checkouts WHERE id = ?').get(co.id);
+    const row = sqliteOf(srv.ctx.state).prepare('SELECT provider, provider_ref, status FROM checkouts WHERE id = ?').get(co.id);
     expect(row).toEqual({ provider: 'paddle', provider_ref: co.txn, status: 'open' });
     expect((await fetch(`${srv.url}/v1/billing/checkout/local/${co.id}`)).status).toBe(404);
     expect((await fetch(`${srv.url}/v1/billing/webhook/local`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status).toBe(
@@ -143,10 +144,10 @@ describe('Paddle Billing: checkout through the API, credits through the signed w
   });
 
   it('webhook: refused without a valid, fresh signature; credits once; a replay credits nothing', async () => {
-    const k = createTestKey(srv, { email: 'paddle-hook@example.com', plan: 'free' });
-    const user = srv.ctx.state.getUserByEmail('paddle-hook@example.com')!;
+    const k = await createTestKey(srv, { email: 'paddle-hook@example.com', plan: 'free' });
+    const user = (await srv.ctx.state.getUserByEmail('paddle-hook@example.com'))!;
     const co = await checkout(k);
-    const balance = () => getCreditAccount(srv.ctx.state, user.id).balance_cents;
+    const balance = async () => (await getCreditAccount(srv.ctx.state, user.id)).balance_cents;
     const event = completed(co.txn, co.id);
     const body = JSON.stringify(event);
     const now = Math.floor(Date.now() / 1000);
@@ -163,40 +164,40 @@ describe('Paddle Billing: checkout through the API, credits through the signed w
       await deliver(srv, body, signature(body).replace(/h1=[0-9a-f]+/, 'h1=zz')),
     ];
     for (const r of refused) expect(r).toEqual({ status: 400, body: { detail: 'Invalid webhook signature' } });
-    expect(balance()).toBe(0);
+    expect(await balance()).toBe(0);
 
     const first = await deliver(srv, body, signature(body));
     expect(first).toEqual({ status: 200, body: { received: true, event_id: event.event_id, outcome: 'credited' } });
-    expect(balance()).toBe(4250);
+    expect(await balance()).toBe(4250);
     // Paddle retries with a fresh signature; an attacker replays the captured request as it was.
     expect((await deliver(srv, body, signature(body))).body.outcome).toBe('duplicate');
     // Another event for the same, already paid transaction credits nothing either.
     const again = JSON.stringify(completed(co.txn, co.id));
     expect((await deliver(srv, again, signature(again))).body.outcome).toBe('already_completed');
-    expect(balance()).toBe(4250);
-    expect(ledgerSum(srv.ctx.state, user.id)).toBe(4250);
+    expect(await balance()).toBe(4250);
+    expect(await ledgerSum(srv.ctx.state, user.id)).toBe(4250);
     const tx = await call(srv, 'GET', '/v1/billing/transactions', { key: k });
     expect(tx.body).toHaveLength(1);
     expect(tx.body[0]).toMatchObject({ type: 'credit_purchase', amount: 42.5, metadata: { checkout_id: co.id, provider: 'paddle', event_id: event.event_id } });
-    expect(srv.ctx.state.db.prepare('SELECT type, outcome FROM webhook_events WHERE event_id = ?').get(event.event_id)).toEqual({
+    expect(sqliteOf(srv.ctx.state).prepare('SELECT type, outcome FROM webhook_events WHERE event_id = ?').get(event.event_id)).toEqual({
       type: 'transaction.completed',
       outcome: 'credited',
     });
   });
 
   it('the same event delivered many times at once credits exactly once', async () => {
-    const k = createTestKey(srv, { email: 'paddle-race@example.com', plan: 'free' });
-    const user = srv.ctx.state.getUserByEmail('paddle-race@example.com')!;
+    const k = await createTestKey(srv, { email: 'paddle-race@example.com', plan: 'free' });
+    const user = (await srv.ctx.state.getUserByEmail('paddle-race@example.com'))!;
     const co = await checkout(k, 10);
     const body = JSON.stringify(completed(co.txn, co.id));
     const outs = await Promise.all(Array.from({ length: 8 }, () => deliver(srv, body, signature(body))));
     expect(outs.map((o) => o.body.outcome).sort()).toEqual(['credited', ...Array(7).fill('duplicate')]);
-    expect(getCreditAccount(srv.ctx.state, user.id).balance_cents).toBe(1000);
+    expect((await getCreditAccount(srv.ctx.state, user.id)).balance_cents).toBe(1000);
   });
 
   it('secret rotation: any matching h1 is accepted', async () => {
-    const k = createTestKey(srv, { email: 'paddle-rotate@example.com', plan: 'free' });
-    const user = srv.ctx.state.getUserByEmail('paddle-rotate@example.com')!;
+    const k = await createTestKey(srv, { email: 'paddle-rotate@example.com', plan: 'free' });
+    const user = (await srv.ctx.state.getUserByEmail('paddle-rotate@example.com'))!;
     const co = await checkout(k, 25);
     const body = JSON.stringify(completed(co.txn, co.id));
     const ts = Math.floor(Date.now() / 1000);
@@ -204,21 +205,21 @@ describe('Paddle Billing: checkout through the API, credits through the signed w
     const cur = signature(body, { ts }).split(';')[1];
     const r = await deliver(srv, body, `ts=${ts};${old};${cur}`);
     expect(r.body.outcome).toBe('credited');
-    expect(getCreditAccount(srv.ctx.state, user.id).balance_cents).toBe(2500);
+    expect((await getCreditAccount(srv.ctx.state, user.id)).balance_cents).toBe(2500);
   });
 
   it('an event must name the transaction pmlake opened: custom_data alone credits nothing', async () => {
-    const k = createTestKey(srv, { email: 'paddle-bind@example.com', plan: 'free' });
-    const user = srv.ctx.state.getUserByEmail('paddle-bind@example.com')!;
+    const k = await createTestKey(srv, { email: 'paddle-bind@example.com', plan: 'free' });
+    const user = (await srv.ctx.state.getUserByEmail('paddle-bind@example.com'))!;
     const co = await checkout(k, 500);
     // A cheaper transaction whose custom_data a customer's browser set to this checkout's id.
     const forged = JSON.stringify(completed(txnId(), co.id));
     expect((await deliver(srv, forged, signature(forged))).body).toMatchObject({ received: true, outcome: 'provider_ref_mismatch' });
-    expect(getCreditAccount(srv.ctx.state, user.id).balance_cents).toBe(0);
+    expect((await getCreditAccount(srv.ctx.state, user.id)).balance_cents).toBe(0);
     // The real payment still lands afterwards.
     const real = JSON.stringify(completed(co.txn, co.id));
     expect((await deliver(srv, real, signature(real))).body.outcome).toBe('credited');
-    expect(getCreditAccount(srv.ctx.state, user.id).balance_cents).toBe(50_000);
+    expect((await getCreditAccount(srv.ctx.state, user.id)).balance_cents).toBe(50_000);
   });
 
   it('other event types and transactions pmlake did not open are acknowledged and ignored', async () => {
@@ -232,7 +233,7 @@ describe('Paddle Billing: checkout through the API, credits through the signed w
   });
 
   it('subscription checkout: the completed transaction activates the plan, the balance is untouched', async () => {
-    const k = createTestKey(srv, { email: 'paddle-sub@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'paddle-sub@example.com', plan: 'free' });
     mode = 'ok';
     const r = await call(srv, 'POST', '/v1/billing/subscription/checkout', {
       key: k,
@@ -257,8 +258,8 @@ describe('Paddle Billing: checkout through the API, credits through the signed w
   });
 
   it('when Paddle refuses or gives no payment link: 502, nothing stored, and the detail names no address', async () => {
-    const k = createTestKey(srv, { email: 'paddle-down@example.com', plan: 'free' });
-    const user = srv.ctx.state.getUserByEmail('paddle-down@example.com')!;
+    const k = await createTestKey(srv, { email: 'paddle-down@example.com', plan: 'free' });
+    const user = (await srv.ctx.state.getUserByEmail('paddle-down@example.com'))!;
     for (const m of ['fail', 'no-url'] as const) {
       mode = m;
       const r = await call(srv, 'POST', '/v1/billing/checkout', {
@@ -270,6 +271,6 @@ describe('Paddle Billing: checkout through the API, credits through the signed w
       expect(JSON.stringify(r.body)).not.toMatch(/127\.0\.0\.1|paddle|boom/i);
     }
     mode = 'ok';
-    expect((srv.ctx.state.db.prepare('SELECT COUNT(*) AS n FROM checkouts WHERE user_id = ?').get(user.id) as { n: number }).n).toBe(0);
+    expect((sqliteOf(srv.ctx.state).prepare('SELECT COUNT(*) AS n FROM checkouts WHERE user_id = ?').get(user.id) as { n: number }).n).toBe(0);
   });
 });

@@ -6,6 +6,7 @@ import { createCheckout, getCreditAccount } from '../../src/state/billing.js';
 import type { RunningServer } from '../../src/server.js';
 import { call } from '../helpers/accounts.js';
 import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/server.js';
+import { sqliteOf } from '../helpers/state.js';
 
 /** A POST with a Host header of our choosing (fetch would send the URL's own host). */
 function postWithHost(srv: RunningServer, path: string, host: string, key: string, body: unknown): Promise<{ status: number; body: any }> {
@@ -35,7 +36,7 @@ function postWithHost(srv: RunningServer, path: string, host: string, key: strin
 const CREDITS = { amount: 99, success_url: 'http://localhost/ok', cancel_url: 'http://localhost/no' };
 const SUB = { tier: 'professional', billing_period: 'monthly', success_url: 'http://localhost/ok', cancel_url: 'http://localhost/no' };
 const count = (srv: RunningServer, userId: string) =>
-  (srv.ctx.state.db.prepare('SELECT COUNT(*) AS n FROM checkouts WHERE user_id = ?').get(userId) as { n: number }).n;
+  (sqliteOf(srv.ctx.state).prepare('SELECT COUNT(*) AS n FROM checkouts WHERE user_id = ?').get(userId) as { n: number }).n;
 
 describe('payment provider configuration', () => {
   it('defaults to none; paddle needs its API key and webhook secret; unknown providers are refused', () => {
@@ -62,8 +63,8 @@ describe('serve without a payment provider (the default)', () => {
   });
 
   it('checkout and subscription checkout answer 503 with a detail and store nothing', async () => {
-    const k = createTestKey(srv, { email: 'none@example.com', plan: 'free' });
-    const userId = srv.ctx.state.getUserByEmail('none@example.com')!.id;
+    const k = await createTestKey(srv, { email: 'none@example.com', plan: 'free' });
+    const userId = (await srv.ctx.state.getUserByEmail('none@example.com'))!.id;
     const co = await call(srv, 'POST', '/v1/billing/checkout', { key: k, body: CREDITS });
     expect(co.status).toBe(503);
     expect(co.body).toEqual({ detail: 'Checkout is not available: this server has no payment provider configured' });
@@ -76,11 +77,11 @@ describe('serve without a payment provider (the default)', () => {
   });
 
   it("the issue's path is closed: no page, no confirm, no local webhook; nothing credited, no plan", async () => {
-    const k = createTestKey(srv, { email: 'mint@example.com', plan: 'free' });
-    const user = srv.ctx.state.getUserByEmail('mint@example.com')!;
+    const k = await createTestKey(srv, { email: 'mint@example.com', plan: 'free' });
+    const user = (await srv.ctx.state.getUserByEmail('mint@example.com'))!;
     // Even a session left behind by an earlier local-provider deployment cannot be confirmed now.
     const id = `chk_${'a'.repeat(24)}`;
-    createCheckout(srv.ctx.state, {
+    await createCheckout(srv.ctx.state, {
       id,
       user_id: user.id,
       provider: 'local',
@@ -114,13 +115,13 @@ describe('serve without a payment provider (the default)', () => {
       404,
     );
 
-    expect(getCreditAccount(srv.ctx.state, user.id).balance_cents).toBe(0);
+    expect((await getCreditAccount(srv.ctx.state, user.id)).balance_cents).toBe(0);
     expect((await call(srv, 'GET', '/v1/billing/balance', { key: k })).body.balance).toBe(0);
     expect((await call(srv, 'POST', '/v1/billing/subscription/redeem', { key: k, body: { tier: 'professional', billing_period: 'monthly' } })).status).toBe(
       402,
     );
     expect((await call(srv, 'GET', '/v1/user/me', { key: k })).body.plan).toBe('free');
-    expect(srv.ctx.state.db.prepare('SELECT COUNT(*) AS n FROM webhook_events').get()).toEqual({ n: 0 });
+    expect(sqliteOf(srv.ctx.state).prepare('SELECT COUNT(*) AS n FROM webhook_events').get()).toEqual({ n: 0 });
   });
 });
 
@@ -141,7 +142,7 @@ describe('checkout links and the Host header', () => {
 
   it('an unlisted Host never becomes the link: it points at the listen address', async () => {
     const srv = await start('plain');
-    const k = createTestKey(srv, { email: 'host@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'host@example.com', plan: 'free' });
     const r = await postWithHost(srv, '/v1/billing/checkout', 'evil.example', k, CREDITS);
     expect(r.status).toBe(200);
     expect(new URL(r.body.checkout_url).host).not.toContain('evil.example');
@@ -152,7 +153,7 @@ describe('checkout links and the Host header', () => {
 
   it('a Host the operator allowed is used; others still are not', async () => {
     const srv = await start('allowed', { PMLAKE_ALLOWED_HOSTS: 'evil.example,api.example.com:8443' });
-    const k = createTestKey(srv, { email: 'allowed@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'allowed@example.com', plan: 'free' });
     const ok = await postWithHost(srv, '/v1/billing/checkout', 'evil.example', k, CREDITS);
     expect(ok.body.checkout_url).toBe(`http://evil.example/v1/billing/checkout/local/${ok.body.checkout_id}`);
     const withPort = await postWithHost(srv, '/v1/billing/checkout', 'api.example.com:8443', k, CREDITS);
@@ -165,7 +166,7 @@ describe('checkout links and the Host header', () => {
 
   it('PMLAKE_PUBLIC_URL wins over any Host', async () => {
     const srv = await start('public', { PMLAKE_PUBLIC_URL: 'https://data.example.org/', PMLAKE_ALLOWED_HOSTS: 'evil.example' });
-    const k = createTestKey(srv, { email: 'public@example.com', plan: 'free' });
+    const k = await createTestKey(srv, { email: 'public@example.com', plan: 'free' });
     const r = await postWithHost(srv, '/v1/billing/checkout', 'evil.example', k, CREDITS);
     expect(r.body.checkout_url).toBe(`https://data.example.org/v1/billing/checkout/local/${r.body.checkout_id}`);
   });

@@ -44,7 +44,7 @@ describe('local checkout page', () => {
   };
 
   it('an open session: what is bought, Pay and Cancel forms, a CSP allowing only its return origins', async () => {
-    const id = await open(createTestKey(srv, { email: 'page-open@example.com', plan: 'free' }));
+    const id = await open(await createTestKey(srv, { email: 'page-open@example.com', plan: 'free' }));
     const r = await call(srv, 'GET', `/v1/billing/checkout/local/${id}`);
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toBe('text/html; charset=utf-8');
@@ -63,7 +63,7 @@ describe('local checkout page', () => {
   });
 
   it('the webhook cannot be delivered: 502 page naming the status, nothing credited, the session still open', async () => {
-    const key = createTestKey(srv, { email: 'page-refused@example.com', plan: 'free' });
+    const key = await createTestKey(srv, { email: 'page-refused@example.com', plan: 'free' });
     const id = await open(key);
     const before = refused;
     const r = await call(srv, 'POST', `/v1/billing/checkout/local/${id}/confirm`);
@@ -82,7 +82,7 @@ describe('local checkout page', () => {
   });
 
   it('a canceled session: redirect to cancel_url, then a closed page without buttons', async () => {
-    const id = await open(createTestKey(srv, { email: 'page-cancel@example.com', plan: 'free' }));
+    const id = await open(await createTestKey(srv, { email: 'page-cancel@example.com', plan: 'free' }));
     const c = await call(srv, 'POST', `/v1/billing/checkout/local/${id}/cancel`);
     expect(c.status).toBe(303);
     expect(c.headers.get('location')).toBe(`https://example.com/no?checkout_id=${id}`);

@@ -162,7 +162,8 @@ describe('tape coverage over a hand-built tape through the real ingest', () => {
     fs.writeFileSync(file, TAPE.map((m) => JSON.stringify(m.json)).join('\n') + '\n');
     await runIngest([file], { lakeDir, threads: 1 });
     srv = await startTestServer(testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state') }));
-    keys = Array.from({ length: 6 }, (_, i) => createTestKey(srv, { name: `k${i}` }));
+    keys = [];
+    for (let i = 0; i < 6; i += 1) keys.push(await createTestKey(srv, { name: `k${i}` }));
     db = await DuckDBInstance.create(':memory:', { threads: '1' });
     conn = await db.connect();
     await conn.run(`SET TimeZone = 'UTC'`);

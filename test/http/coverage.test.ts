@@ -190,10 +190,11 @@ describe('tape coverage in the API', () => {
     draft.publish('ingest', {}, ['coverage.test.ts']);
 
     srv = await startTestServer(testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state') }));
-    key = createTestKey(srv, { email: 'pro@example.com', plan: 'professional', scopes: ['read', 'download'] });
-    pool = Array.from({ length: 12 }, (_, i) =>
-      createTestKey(srv, { email: 'pro@example.com', plan: 'professional', name: `p${i}`, scopes: ['read', 'download'] }),
-    );
+    key = await createTestKey(srv, { email: 'pro@example.com', plan: 'professional', scopes: ['read', 'download'] });
+    pool = [];
+    for (let i = 0; i < 12; i += 1) {
+      pool.push(await createTestKey(srv, { email: 'pro@example.com', plan: 'professional', name: `p${i}`, scopes: ['read', 'download'] }));
+    }
   }, 120_000);
 
   afterAll(async () => {

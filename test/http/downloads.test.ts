@@ -8,6 +8,7 @@ import { buildDownloadsLake, parseCsv, type DlLake } from '../helpers/downloads-
 import { readZip } from '../helpers/zip.js';
 import { activeCopies } from '../../src/lake/stream.js';
 import { files } from '../helpers/lake-files.js';
+import { sqliteOf } from '../helpers/state.js';
 
 /**
  * Every /v1/download/* endpoint over a lake built by the real generator and ingest, through the real server.
@@ -506,7 +507,7 @@ describe('series and bulk', () => {
     expect(activeCopies()).toBe(0);
     // The history: a bundle that ended early records the bytes that left the server, not all 25 items' worth.
     await new Promise((r) => setTimeout(r, 50));
-    const h = L.srv.ctx.state.db
+    const h = sqliteOf(L.srv.ctx.state)
       .prepare(`SELECT p.status, p.bytes FROM pulls p JOIN users u ON u.id = p.user_id WHERE u.email = 'other@example.com' AND p.description LIKE 'bulk:%'`)
       .all() as { status: string; bytes: number | null }[];
     expect(h.length).toBe(N);

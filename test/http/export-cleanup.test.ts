@@ -9,6 +9,7 @@ import { activateSubscriptionTx } from '../../src/state/accounts.js';
 import { StateStore } from '../../src/state/store.js';
 import { buildDownloadsLake, type DlLake } from '../helpers/downloads-lake.js';
 import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
+import { sqliteOf } from '../helpers/state.js';
 
 /**
  * Interrupted exports leave no parts behind in the default (local) store (issue 11 item 5): a build that
@@ -67,7 +68,7 @@ describe('interrupted exports, default store', () => {
     expect(done.error).toBe('export failed: the export could not be built; nothing was charged');
     expect(uploads(state)).toEqual([]);
     expect(fs.readdirSync(path.join(state, 'exports', 'objects'))).toEqual([]);
-    const row = B.srv.ctx.state.db.prepare('SELECT upload_id FROM export_jobs WHERE id = ?').get(job.id) as { upload_id: string | null };
+    const row = sqliteOf(B.srv.ctx.state).prepare('SELECT upload_id FROM export_jobs WHERE id = ?').get(job.id) as { upload_id: string | null };
     expect(row.upload_id).toBeNull();
   });
 
@@ -75,12 +76,10 @@ describe('interrupted exports, default store', () => {
     const tmp = tempDir('pmlake-export-kill-');
     const state = path.join(tmp.dir, 'state');
     const store = StateStore.open(state);
-    const user = store.upsertUser('kill@example.com', 'professional');
-    store.db.transaction(() =>
-      activateSubscriptionTx(store, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }),
-    )();
-    const key = store.createApiKey({ userId: user.id, name: 't', prefix: 'pm_' }).plaintext;
-    store.close();
+    const user = await store.upsertUser('kill@example.com', 'professional');
+    await store.tx((t) => activateSubscriptionTx(t, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }));
+    const key = (await store.createApiKey({ userId: user.id, name: 't', prefix: 'pm_' })).plaintext;
+    await store.close();
     let srv: RunningServer | null = null;
     try {
       const child = await startPmlakeServer({ lakeDir: B.lakeDir, stateDir: state, env: { LOG_LEVEL: 'warn' }, logFile: path.join(tmp.dir, 'child.log') });
@@ -96,8 +95,8 @@ describe('interrupted exports, default store', () => {
       // What the killed server left in its state: the kill landed mid-build (not after it), and the upload id
       // was on the job from its first moment.
       const dead = StateStore.open(state);
-      const before = dead.db.prepare('SELECT status, attempts, upload_id FROM export_jobs WHERE id = ?').get(job.id);
-      dead.close();
+      const before = sqliteOf(dead).prepare('SELECT status, attempts, upload_id FROM export_jobs WHERE id = ?').get(job.id);
+      await dead.close();
       expect(before).toEqual({ status: 'running', attempts: 1, upload_id: left[0]!.id });
 
       srv = await startTestServer(testConfig({ PMLAKE_LAKE: B.lakeDir, PMLAKE_STATE: state }));

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildDownloadsLake, type DlLake } from '../helpers/downloads-lake.js';
 import { files } from '../helpers/lake-files.js';
+import { sqliteOf } from '../helpers/state.js';
 
 /**
  * Export links on the default configuration (no PMLAKE_S3_ENDPOINT), through the real server (issue 11 item
@@ -59,7 +60,7 @@ beforeAll(async () => {
     )
   )[0]!;
   marketId = String(m.id);
-  userB = (L.srv.ctx.state.db.prepare(`SELECT id FROM users WHERE email = 'other@example.com'`).get() as { id: string }).id;
+  userB = (sqliteOf(L.srv.ctx.state).prepare(`SELECT id FROM users WHERE email = 'other@example.com'`).get() as { id: string }).id;
   jobA = await finished({ kind: 'trades', market_id: marketId, format: 'parquet' });
   expect(jobA.status).toBe('succeeded');
   linkA = await linkOf(jobA.id);

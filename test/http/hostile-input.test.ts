@@ -71,12 +71,12 @@ describe('hostile JSON bodies on every JSON-body route', () => {
     const body = nestedArray(100_000);
     for (const r of bodyRoutes) {
       const auth = r.credentials === 'jwt' ? 'jwt' : 'key';
-      const first = await send(r.method, fill(r.path), body, auth, freshKey());
+      const first = await send(r.method, fill(r.path), body, auth, await freshKey());
       expect(first.status, `${r.method} ${r.path}`).toBe(400);
       expect(JSON.parse(first.text).detail).toContain(`${MAX_JSON_DEPTH} levels`);
     }
     // The same body inside a field, and on a route that would otherwise validate it.
-    const inField = await send('post', '/v1/billing/checkout', `{"amount":${nestedArray(50_000)}}`, 'key', freshKey());
+    const inField = await send('post', '/v1/billing/checkout', `{"amount":${nestedArray(50_000)}}`, 'key', await freshKey());
     expect(inField.status).toBe(400);
   });
 
@@ -91,7 +91,7 @@ describe('hostile JSON bodies on every JSON-body route', () => {
     ];
     for (const r of bodyRoutes) {
       const auth = r.credentials === 'jwt' ? 'jwt' : 'key';
-      const key = freshKey();
+      const key = await freshKey();
       for (const body of hostile) {
         const got = await send(r.method, fill(r.path), body, auth, key);
         expect(got.status, `${r.method} ${r.path} ${body.slice(0, 40)}`).toBeGreaterThanOrEqual(400);
@@ -104,7 +104,7 @@ describe('hostile JSON bodies on every JSON-body route', () => {
   });
 
   it('repeating a refused body uses up the caller’s requests (a 4xx is not refunded)', async () => {
-    const k2 = createTestKey(srv, { email: 'repeat@example.com', name: 'repeat' });
+    const k2 = await createTestKey(srv, { email: 'repeat@example.com', name: 'repeat' });
     const remaining: number[] = [];
     for (let i = 0; i < 3; i++) {
       const res = await fetch(`${base}/v1/billing/checkout`, {
@@ -139,7 +139,7 @@ describe('hostile query strings and path parameters on every keyed GET route', (
     ];
     const getRoutes = routes.filter((r) => r.method === 'get' && r.auth === 'key' && r.credentials !== 'jwt');
     for (const r of getRoutes) {
-      const key = freshKey();
+      const key = await freshKey();
       const names = r.query ? Object.keys((r.query as unknown as { shape?: Record<string, unknown> }).shape ?? {}) : [];
       for (const v of values) {
         const qs = [...names.map((n) => `${n}=${encodeURIComponent(v)}`), ...names.map((n) => `${n}[a][b]=1`)].join('&');
@@ -155,7 +155,7 @@ describe('hostile query strings and path parameters on every keyed GET route', (
 
 describe('years 0000–0099 (item 7)', () => {
   it('a date in year 1 is read as year 1, not 1901, and said back so', async () => {
-    const key = freshKey();
+    const key = await freshKey();
     const res = await fetch(`${base}/v1/download/raw/estimate?data_type=polymarket_raw&start=0001-01-01T00:00:00Z&end=0099-12-31`, {
       headers: { 'x-api-key': key },
     });

@@ -376,8 +376,8 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
 
   it('estimate: fair_use_share is of what the caller has left, after usage recorded by the real meter', async () => {
     const GB = 1024 ** 3;
-    const key = createTestKey(L.srv, { email: 'estimator@example.com', plan: 'free', name: 'estimator' });
-    const user = L.srv.ctx.state.getUserByEmail('estimator@example.com')!;
+    const key = await createTestKey(L.srv, { email: 'estimator@example.com', plan: 'free', name: 'estimator' });
+    const user = (await L.srv.ctx.state.getUserByEmail('estimator@example.com'))!;
     const ask = async (k: string): Promise<M> =>
       (await L.get(`/v1/markets/${busy.id}/estimate`, { method: 'POST', body: JSON.stringify({ data_type: 'orderbook' }), key: k })).body;
     const before = await ask(key);
@@ -388,7 +388,7 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
     const principal: Principal = { userId: user.id, email: user.email, keyId: null, plan: 'free', scopes: ['read', 'download'] };
     const used = (3 * GB) / 4;
     const t = await L.srv.ctx.meter.begin(principal, { kind: 'download', dataset: 'trades', description: 'test', estimatedBytes: used });
-    t.commit({ bytes: used, rows: 1 });
+    await t.commit({ bytes: used, rows: 1 });
     const after = await ask(key);
     expect(after.estimated_size_bytes).toBe(before.estimated_size_bytes);
     expect(after.fair_use_share).toBeCloseTo(before.estimated_size_bytes / (GB - used), 6);
@@ -397,9 +397,9 @@ describe('GET /v1/markets, /v1/markets/{id}, /stats, /estimate', () => {
     expect((await ask(L.freeKey)).fair_use_share).toBeCloseTo(before.estimated_size_bytes / GB, 6);
 
     // A professional whose subscription lapsed is on Free: raw needs the subscription again.
-    const lapsedKey = createTestKey(L.srv, { email: 'lapsed@example.com', plan: 'professional', name: 'lapsed' });
+    const lapsedKey = await createTestKey(L.srv, { email: 'lapsed@example.com', plan: 'professional', name: 'lapsed' });
     expect((await ask(lapsedKey)).fair_use_share).toBeCloseTo(before.estimated_size_bytes / (50 * GB), 6);
-    expireSubscriptions(L.srv.ctx.state, L.srv.ctx.state.getUserByEmail('lapsed@example.com')!.id);
+    await expireSubscriptions(L.srv.ctx.state, (await L.srv.ctx.state.getUserByEmail('lapsed@example.com'))!.id);
     expect((await ask(lapsedKey)).fair_use_share).toBeCloseTo(before.estimated_size_bytes / GB, 6);
     const raw = await L.get(`/v1/markets/${busy.id}/estimate`, { method: 'POST', body: JSON.stringify({ data_type: 'raw' }), key: lapsedKey });
     expect(raw.body.included_in_plan).toBe('Professional');

@@ -92,7 +92,7 @@ describe('GET /v1/openapi.json and /docs', () => {
       const schemes = (op.security as Record<string, unknown>[]).map((s) => Object.keys(s)[0]);
       // A user (and key) per route: each has its own rate-limit bucket.
       const email = `scheme${n++}@example.com`;
-      const key = createTestKey(srv, { email, plan: 'professional', name: 'scheme' });
+      const key = await createTestKey(srv, { email, plan: 'professional', name: 'scheme' });
       const jwt = await new SignJWT({ email }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('5m').sign(secret);
       const at = `${r.method} ${r.path}`;
       // Accepted means: past authentication (the request may still be a 4xx for its missing parameters).

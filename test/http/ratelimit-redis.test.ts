@@ -63,11 +63,11 @@ describe('limits in Redis, shared by two replicas', () => {
     fs.mkdirSync(`${tmp.dir}/seed`);
     const seed = StateStore.open(`${tmp.dir}/seed`);
     for (const a of ACCOUNTS) {
-      const user = seed.upsertUser(`${a}@example.com`, a === 'free-dl' || a === 'crash-dl' ? 'free' : 'professional');
+      const user = await seed.upsertUser(`${a}@example.com`, a === 'free-dl' || a === 'crash-dl' ? 'free' : 'professional');
       users[a] = user.id;
-      keys[a] = seed.createApiKey({ userId: user.id, name: a, prefix: 'pm_' }).plaintext;
+      keys[a] = (await seed.createApiKey({ userId: user.id, name: a, prefix: 'pm_' })).plaintext;
     }
-    seed.close();
+    await seed.close();
     for (const r of ['a', 'b']) fs.cpSync(`${tmp.dir}/seed`, `${tmp.dir}/state-${r}`, { recursive: true });
     A = await startWithTable(cfg('a'), testRoutes);
     B = await startWithTable(cfg('b'), testRoutes);
@@ -158,9 +158,9 @@ describe('limits in Redis, shared by two replicas', () => {
     expect(retry).toBeGreaterThan(3500);
     expect(retry).toBeLessThanOrEqual(3600);
     // Each replica's own history holds its half: the states are separate, the rate was not.
-    const completed = (s: RunningServer) => listPulls(s.ctx.state, users['free-dl'], { limit: 100, offset: 0, status: 'completed' }).length;
-    expect(completed(A)).toBe(FREE_PER_HOUR / 2);
-    expect(completed(B)).toBe(FREE_PER_HOUR / 2);
+    const completed = async (s: RunningServer) => (await listPulls(s.ctx.state, users['free-dl'], { limit: 100, offset: 0, status: 'completed' })).length;
+    expect(await completed(A)).toBe(FREE_PER_HOUR / 2);
+    expect(await completed(B)).toBe(FREE_PER_HOUR / 2);
   });
 
   it('the burst cap (Professional: 20 a minute) is shared', async () => {
@@ -182,14 +182,14 @@ describe('limits in Redis, shared by two replicas', () => {
     const at = new Date();
     for (let i = 0; i < FREE_PER_HOUR; i++) {
       const id = `dl_crashed_${i}`;
-      insertPull(c, { ...PENDING, id, user_id: user, created_at: at.toISOString() });
+      await insertPull(c, { ...PENDING, id, user_id: user, created_at: at.toISOString() });
       await A.ctx.limits.downloadRate!.acquire(user, id, [{ limit: FREE_PER_HOUR, windowMs: 3_600_000 }], at);
     }
-    c.close();
+    await c.close();
     expect((await call(A, 'GET', '/test/pull', { key: keys['crash-dl'] })).status).toBe(429);
     const C = await startWithTable(cfg('c'), testRoutes);
     try {
-      expect(listPulls(C.ctx.state, user, { limit: 20, offset: 0, status: 'failed' })).toHaveLength(FREE_PER_HOUR);
+      expect(await listPulls(C.ctx.state, user, { limit: 20, offset: 0, status: 'failed' })).toHaveLength(FREE_PER_HOUR);
       // Another replica sees the slots free at once.
       expect((await call(A, 'GET', '/test/pull', { key: keys['crash-dl'] })).status).toBe(200);
     } finally {
@@ -231,8 +231,8 @@ describe('limits in Redis, shared by two replicas', () => {
     await expect(A.ctx.meter.begin(principal, { kind: 'download', dataset: 'trades', description: 'x', estimatedBytes: 1 })).rejects.toMatchObject({
       kind: 'unavailable',
     });
-    expect(listPulls(A.ctx.state, users.outage, { limit: 10, offset: 0 })).toHaveLength(0);
-    expect(listPulls(B.ctx.state, users.outage, { limit: 10, offset: 0 })).toHaveLength(0);
+    expect(await listPulls(A.ctx.state, users.outage, { limit: 10, offset: 0 })).toHaveLength(0);
+    expect(await listPulls(B.ctx.state, users.outage, { limit: 10, offset: 0 })).toHaveLength(0);
 
     await redis.start();
     // Bounded wait for each replica's client to reconnect (another account, so the outage account's usage is exact).
@@ -248,7 +248,7 @@ describe('limits in Redis, shared by two replicas', () => {
     expect(after.status).toBe(200);
     // The two requests before, plus the first usage read; none of the five refused ones.
     expect(after.body.total_requests).toBe(3);
-    expect(listPulls(A.ctx.state, users.outage, { limit: 10, offset: 0 })).toHaveLength(0);
+    expect(await listPulls(A.ctx.state, users.outage, { limit: 10, offset: 0 })).toHaveLength(0);
     // Counting resumed in the restarted (empty) Redis, shared again: the usage read above was the first hit.
     expect((await call(B, 'GET', '/test/ok', { key: k })).headers.get('x-ratelimit-remaining')).toBe(String(PER_MINUTE - 2));
     expect((await call(A, 'GET', '/test/ok', { key: k })).headers.get('x-ratelimit-remaining')).toBe(String(PER_MINUTE - 3));

@@ -90,8 +90,8 @@ describe('top of book: Free is delayed by the plan, Professional is not', () => 
     db.closeSync();
 
     srv = await startTestServer(testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state') }));
-    pro = createTestKey(srv, { email: 'pro@example.com', plan: 'professional' });
-    free = createTestKey(srv, { email: 'free@example.com', plan: 'free' });
+    pro = await createTestKey(srv, { email: 'pro@example.com', plan: 'professional' });
+    free = await createTestKey(srv, { email: 'free@example.com', plan: 'free' });
   });
   afterAll(async () => {
     await srv?.close();

@@ -189,7 +189,7 @@ describe('lake versions', () => {
     for (const a of new Set(answers)) expect(counts, a).toContain(a);
     expect(new Set(answers).size).toBeGreaterThanOrEqual(2);
     // Catalogue and stats agree with the lake at the end.
-    const key = createTestKey(srv, { email: 'pro@example.com', plan: 'professional' });
+    const key = await createTestKey(srv, { email: 'pro@example.com', plan: 'professional' });
     const markets = (await (await fetch(`${srv.url}/v1/markets?limit=1000`, { headers: { 'x-api-key': key } })).json()) as { trade_count: number }[];
     expect(markets.reduce((s, m) => s + m.trade_count, 0)).toBe(finalTrades);
     const stats = (await (await fetch(`${srv.url}/v1/stats`)).json()) as { trades: number };

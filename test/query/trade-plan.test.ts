@@ -38,7 +38,7 @@ describe('trade pages from the partitions they land in', () => {
     await generate({ markets: 5, days: 4, seed: 17, start: '2025-08-30', out: gen, workers: 0, rate: 0.5 });
     await runIngest([gen], { lakeDir, threads: 2 });
     srv = await startTestServer(testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state'), PMLAKE_RATE_LIMITS: 'off' }));
-    key = createTestKey(srv);
+    key = await createTestKey(srv);
     const conn = await srv.ctx.db.connect();
     const rows = (
       await conn.runAndReadAll(

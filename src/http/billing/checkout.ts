@@ -40,7 +40,7 @@ export async function openCheckout(
     req.log.error({ err: err.message, status: err.status, provider: provider.name, checkout: intent.id }, 'payment provider refused the checkout');
     throw new UpstreamFailed('The payment provider could not start the checkout; nothing was charged. Try again later.');
   }
-  const session = createCheckout(ctx.state, { ...intent, provider: provider.name, provider_ref: opened.providerRef, status: 'open', completed_at: null });
+  const session = await createCheckout(ctx.state, { ...intent, provider: provider.name, provider_ref: opened.providerRef, status: 'open', completed_at: null });
   req.log.info({ checkout: session.id, provider: provider.name, provider_ref: opened.providerRef, kind: session.kind }, 'checkout opened');
   return { session, url: opened.url };
 }

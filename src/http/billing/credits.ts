@@ -47,10 +47,10 @@ export const creditRoutes: Route[] = [
     summary: 'Credit balance (legacy credits: orders and subscription redemption)',
     response: BalanceResponse,
     handler: async (req, _res, ctx) => {
-      const user = ctx.state.getUser(req.principal!.userId);
+      const user = await ctx.state.getUser(req.principal!.userId);
       if (!user) throw new Unauthorized();
-      const acct = getCreditAccount(ctx.state, user.id);
-      const ent = entitlementOf(ctx.state, user);
+      const acct = await getCreditAccount(ctx.state, user.id);
+      const ent = await entitlementOf(ctx.state, user);
       return {
         user_id: user.id,
         balance: usd(acct.balance_cents),
@@ -74,7 +74,7 @@ export const creditRoutes: Route[] = [
     response: z.array(TransactionResponse),
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof TransactionsQuery>;
-      return listLedger(ctx.state, req.principal!.userId, q.limit, q.offset).map(transactionView);
+      return (await listLedger(ctx.state, req.principal!.userId, q.limit, q.offset)).map(transactionView);
     },
   },
   {

@@ -25,10 +25,10 @@ function sendPage(res: Response, status: number, html: string, returnUrls: strin
     .send(html);
 }
 
-function load(ctx: AppContext, res: Response): CheckoutRow {
+async function load(ctx: AppContext, res: Response): Promise<CheckoutRow> {
   if (ctx.config.payments.provider !== LOCAL_PROVIDER) throw new NotFound('Not Found');
   const { checkout_id } = res.locals.params as z.infer<typeof Params>;
-  const co = getCheckout(ctx.state, checkout_id);
+  const co = await getCheckout(ctx.state, checkout_id);
   // Only the local provider's own sessions have a page here (a Paddle checkout is paid on Paddle's page).
   if (!co || co.provider !== LOCAL_PROVIDER) throw new NotFound('Checkout not found');
   return co;
@@ -58,7 +58,7 @@ export const localCheckoutRoutes: Route[] = [
     summary: 'Hosted checkout page of the local payment provider',
     params: Params,
     handler: async (_req, res, ctx) => {
-      const co = load(ctx, res);
+      const co = await load(ctx, res);
       if (co.status !== 'open') sendPage(res, 200, closedCheckoutPage(co));
       else sendPage(res, 200, openCheckoutPage(co), [co.success_url, co.cancel_url]);
       return undefined;
@@ -73,7 +73,7 @@ export const localCheckoutRoutes: Route[] = [
     summary: 'Confirm a local checkout: the provider sends its signed webhook, then returns to success_url',
     params: Params,
     handler: async (req, res, ctx) => {
-      const co = load(ctx, res);
+      const co = await load(ctx, res);
       if (co.status === 'open') {
         const event = newEvent('checkout.completed', co.id);
         const out = await deliverWebhook(webhookUrl(req, ctx), ctx.config.webhookSecret, event).catch((err: unknown) => {
@@ -98,8 +98,8 @@ export const localCheckoutRoutes: Route[] = [
     summary: 'Abandon a local checkout and return to cancel_url',
     params: Params,
     handler: async (_req, res, ctx) => {
-      const co = load(ctx, res);
-      cancelCheckout(ctx.state, co.id);
+      const co = await load(ctx, res);
+      await cancelCheckout(ctx.state, co.id);
       res.redirect(303, withCheckoutId(co.cancel_url, co.id));
       return undefined;
     },

@@ -46,7 +46,7 @@ export const subscriptionRoutes: Route[] = [
     auth: 'key',
     tag: 'Billing',
     summary: 'The active subscription, or the Free placeholder',
-    handler: async (req, _res, ctx) => subscriptionView(activeSubscription(ctx.state, req.principal!.userId)),
+    handler: async (req, _res, ctx) => subscriptionView(await activeSubscription(ctx.state, req.principal!.userId)),
   },
   {
     method: 'post',
@@ -60,7 +60,7 @@ export const subscriptionRoutes: Route[] = [
     handler: async (req, res, ctx) => {
       const b = res.locals.body as z.infer<typeof SubCheckoutBody>;
       const userId = req.principal!.userId;
-      if (activeSubscription(ctx.state, userId)) throw new Conflict('A subscription is already active');
+      if (await activeSubscription(ctx.state, userId)) throw new Conflict('A subscription is already active');
       const { session, url } = await openCheckout(req, ctx, {
         kind: 'subscription',
         amount_cents: priceCents(b.tier, b.billing_period),
@@ -91,7 +91,7 @@ export const subscriptionRoutes: Route[] = [
     body: RedeemBody.meta({ id: 'RedeemRequest' }),
     handler: async (req, res, ctx) => {
       const b = res.locals.body as z.infer<typeof RedeemBody>;
-      const out = redeemSubscription(ctx.state, {
+      const out = await redeemSubscription(ctx.state, {
         userId: req.principal!.userId,
         tier: b.tier,
         billingPeriod: b.billing_period,
@@ -118,7 +118,7 @@ export const subscriptionRoutes: Route[] = [
     tag: 'Billing',
     summary: 'Cancel at period end: the plan stays in force until current_period_end',
     handler: async (req, _res, ctx) => {
-      const sub = cancelSubscription(ctx.state, req.principal!.userId);
+      const sub = await cancelSubscription(ctx.state, req.principal!.userId);
       if (!sub) throw new NotFound('No active subscription.');
       return { status: 'canceling', effective: 'period_end', current_period_end: sub.current_period_end, cancel_at_period_end: true };
     },

@@ -28,7 +28,7 @@ export const webhookRoutes: Route[] = [
         req.log.warn({ provider: LOCAL_PROVIDER }, 'webhook rejected: bad signature or payload');
         throw new BadRequest('Invalid webhook signature');
       }
-      const out = applyCheckoutEvent(ctx.state, { provider: LOCAL_PROVIDER, eventId: event.id, type: event.type, checkoutId: event.checkout_id });
+      const out = await applyCheckoutEvent(ctx.state, { provider: LOCAL_PROVIDER, eventId: event.id, type: event.type, checkoutId: event.checkout_id });
       req.log.info({ event: event.id, checkout: event.checkout_id, outcome: out.outcome }, 'webhook processed');
       return { received: true, event_id: event.id, outcome: out.outcome };
     },
@@ -58,7 +58,7 @@ export const webhookRoutes: Route[] = [
         req.log.info({ event: event.eventId, type: event.eventType }, 'paddle webhook ignored');
         return { received: true, event_id: event.eventId, outcome: 'ignored' };
       }
-      const out = applyCheckoutEvent(ctx.state, {
+      const out = await applyCheckoutEvent(ctx.state, {
         provider: PADDLE_PROVIDER,
         eventId: event.eventId,
         type: 'checkout.completed',

@@ -30,7 +30,8 @@ export const orderListRoutes: Route[] = [
     response: z.array(OrderResponse),
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof ListQuery>;
-      return listOrders(ctx.state, req.principal!.userId, q.limit).map((o) => orderView(o, orderItems(ctx.state, o.id)));
+      const orders = await listOrders(ctx.state, req.principal!.userId, q.limit);
+      return Promise.all(orders.map(async (o) => orderView(o, await orderItems(ctx.state, o.id))));
     },
   },
 ];

@@ -114,20 +114,20 @@ export const orderPlaceRoutes: Route[] = [
     response: OrderResponse,
     handler: async (req, res, ctx) => {
       const body = res.locals.body as z.infer<typeof CreateOrderBody>;
-      const user = ctx.state.getUser(req.principal!.userId);
+      const user = await ctx.state.getUser(req.principal!.userId);
       if (!user) throw new Unauthorized();
       // A repeat of a placed order answers at once, without sizing or charging again.
-      const prior = body.idempotency_key ? findOrderByKey(ctx.state, user.id, body.idempotency_key) : undefined;
-      if (prior) return { ...orderView(prior, orderItems(ctx.state, prior.id)), replayed: true };
+      const prior = body.idempotency_key ? await findOrderByKey(ctx.state, user.id, body.idempotency_key) : undefined;
+      if (prior) return { ...orderView(prior, await orderItems(ctx.state, prior.id)), replayed: true };
       const at = new Date();
-      const ent = entitlementOf(ctx.state, user, at);
+      const ent = await entitlementOf(ctx.state, user, at);
       const expires = new Date(at.getTime() + REDOWNLOAD_DAYS * 86_400_000).toISOString();
       const priced = await priceItems(ctx, ent, body.items, expires);
       const sum = priced.reduce((s, i) => s + i.cost_cents, 0);
       const charged = priced.some((i) => i.status === 'paid');
       const minimumCents = LEGACY_MINIMUM_ORDER_USD * 100;
       const total = charged ? Math.max(sum, minimumCents) : 0;
-      const out = placeOrder(ctx.state, {
+      const out = await placeOrder(ctx.state, {
         userId: user.id,
         idempotencyKey: body.idempotency_key ?? null,
         items: priced,

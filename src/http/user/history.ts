@@ -49,7 +49,7 @@ export const userHistoryRoutes: Route[] = [
     response: z.array(DownloadHistoryResponse),
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof DownloadsQuery>;
-      return listPulls(ctx.state, req.principal!.userId, { limit: q.limit, offset: q.offset, status: q.status ?? undefined }).map(downloadView);
+      return (await listPulls(ctx.state, req.principal!.userId, { limit: q.limit, offset: q.offset, status: q.status ?? undefined })).map(downloadView);
     },
   },
 ];

@@ -32,7 +32,7 @@ export const userKeyRoutes: Route[] = [
     tag: 'User',
     summary: 'List API keys (prefix only; the plaintext is shown once, at creation)',
     response: z.array(ApiKeyResponse),
-    handler: async (req, _res, ctx) => listKeys(ctx.state, req.principal!.userId).map(keyView),
+    handler: async (req, _res, ctx) => (await listKeys(ctx.state, req.principal!.userId)).map(keyView),
   },
   {
     method: 'post',
@@ -52,7 +52,7 @@ export const userKeyRoutes: Route[] = [
       const wider = scopes.filter((s) => !p.scopes.includes(s));
       if (wider.length > 0) throw new Forbidden(`A key cannot grant scopes it lacks: ${wider.join(', ')}`);
       const expiresAt = body.expires_in_days ? new Date(Date.now() + body.expires_in_days * DAY_MS).toISOString() : null;
-      const { row, plaintext } = ctx.state.createApiKey({ userId: p.userId, name: body.name, prefix: ctx.config.keyPrefix, scopes, expiresAt });
+      const { row, plaintext } = await ctx.state.createApiKey({ userId: p.userId, name: body.name, prefix: ctx.config.keyPrefix, scopes, expiresAt });
       req.log.info({ key_id: row.id, user: p.userId }, 'api key created');
       return createdView(row, plaintext);
     },
@@ -67,7 +67,7 @@ export const userKeyRoutes: Route[] = [
     params: KeyIdParams,
     handler: async (req, res, ctx) => {
       const { key_id } = res.locals.params as z.infer<typeof KeyIdParams>;
-      const row = revokeKey(ctx.state, req.principal!.userId, key_id);
+      const row = await revokeKey(ctx.state, req.principal!.userId, key_id);
       if (!row) throw new NotFound('API key not found');
       req.log.info({ key_id, user: req.principal!.userId }, 'api key revoked');
       return { id: row.id, status: 'revoked', revoked_at: row.revoked_at };
@@ -84,7 +84,7 @@ export const userKeyRoutes: Route[] = [
     response: ApiKeyCreatedResponse,
     handler: async (req, res, ctx) => {
       const { key_id } = res.locals.params as z.infer<typeof KeyIdParams>;
-      const out = rotateKey(ctx.state, req.principal!.userId, key_id, ctx.config.keyPrefix);
+      const out = await rotateKey(ctx.state, req.principal!.userId, key_id, ctx.config.keyPrefix);
       if (!out) throw new NotFound('API key not found');
       req.log.info({ key_id, new_key_id: out.row.id }, 'api key rotated');
       return { ...createdView(out.row, out.plaintext), rotated_from: key_id, old_key_revokes_at: out.old.scheduled_revoke_at };

@@ -47,7 +47,7 @@ export const userLifecycleRoutes: Route[] = [
     handler: async (req, _res, ctx) => {
       const p = req.principal!;
       req.log.info({ user: p.userId }, 'data export');
-      return exportMyData(ctx.state, p.userId, origin(req));
+      return await exportMyData(ctx.state, p.userId, origin(req));
     },
   },
   {
@@ -62,7 +62,7 @@ export const userLifecycleRoutes: Route[] = [
     response: z.array(PrivacyEventResponse),
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof PrivacyEventsQuery>;
-      return privacyEvents(ctx.state, req.principal!.userId, q.limit, q.offset);
+      return await privacyEvents(ctx.state, req.principal!.userId, q.limit, q.offset);
     },
   },
   {
@@ -77,7 +77,7 @@ export const userLifecycleRoutes: Route[] = [
     handler: async (req, res, ctx) => {
       const body = res.locals.body as z.infer<typeof DeleteAccountRequest>;
       const p = req.principal!;
-      const out = requestDeletion(ctx.state, p.userId, body.reason ?? null, origin(req));
+      const out = await requestDeletion(ctx.state, p.userId, body.reason ?? null, origin(req));
       req.log.info({ user: p.userId, request_id: out.request_id }, 'account deletion requested');
       return out;
     },
@@ -92,7 +92,7 @@ export const userLifecycleRoutes: Route[] = [
     body: DeleteConfirmRequest,
     handler: async (req, res, ctx) => {
       const body = res.locals.body as z.infer<typeof DeleteConfirmRequest>;
-      const out = confirmDeletion(ctx.state, body.token);
+      const out = await confirmDeletion(ctx.state, body.token);
       req.log.info({ request_id: out.request_id, keys_revoked: out.keys_revoked }, 'account deleted');
       return out;
     },
@@ -107,7 +107,7 @@ export const userLifecycleRoutes: Route[] = [
     body: DeleteConfirmRequest,
     handler: async (req, res, ctx) => {
       const body = res.locals.body as z.infer<typeof DeleteConfirmRequest>;
-      const out = cancelDeletion(ctx.state, body.token, origin(req));
+      const out = await cancelDeletion(ctx.state, body.token, origin(req));
       req.log.info({ request_id: out.request_id }, 'account deletion cancelled');
       return out;
     },

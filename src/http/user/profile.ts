@@ -15,10 +15,10 @@ export const userProfileRoutes: Route[] = [
     summary: 'The caller: user, plan, credential, permissions, limits',
     handler: async (req, _res, ctx) => {
       const p = req.principal!;
-      const user = ctx.state.getUser(p.userId);
+      const user = await ctx.state.getUser(p.userId);
       if (!user) throw new Unauthorized();
-      const ent = entitlementOf(ctx.state, user);
-      const key = p.keyId ? getKey(ctx.state, p.userId, p.keyId) : undefined;
+      const ent = await entitlementOf(ctx.state, user);
+      const key = p.keyId ? await getKey(ctx.state, p.userId, p.keyId) : undefined;
       return {
         id: user.id,
         user_id: user.id,
@@ -44,7 +44,7 @@ export const userProfileRoutes: Route[] = [
               cancel_at_period_end: ent.subscription.cancel_at_period_end === 1,
             }
           : null,
-        fair_use: fairUseStatus(ctx.state, user.id),
+        fair_use: await fairUseStatus(ctx.state, user.id),
       };
     },
   },

@@ -29,7 +29,7 @@ export const userProvisionRoutes: Route[] = [
       // Only the identity provider's token may do this: an API key must not mint keys by email.
       if (p.authMethod !== 'jwt') throw new Forbidden('This endpoint needs the dashboard bearer token');
       if (body.email.trim().toLowerCase() !== p.email) throw new Forbidden("The email does not match the token's email claim");
-      const { row, plaintext } = provisionKey(ctx.state, p.userId, body.name, ctx.config.keyPrefix);
+      const { row, plaintext } = await provisionKey(ctx.state, p.userId, body.name, ctx.config.keyPrefix);
       req.log.info({ key_id: row.id, user: p.userId }, 'api key provisioned');
       return createdView(row, plaintext);
     },

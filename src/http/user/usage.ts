@@ -34,17 +34,17 @@ export const userUsageRoutes: Route[] = [
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof UsageQuery>;
       const p = req.principal!;
-      const user = ctx.state.getUser(p.userId);
+      const user = await ctx.state.getUser(p.userId);
       if (!user) throw new Unauthorized();
-      const ent = entitlementOf(ctx.state, user);
+      const ent = await entitlementOf(ctx.state, user);
       const start = q.start_date ? new Date(`${q.start_date}T00:00:00Z`) : ent.period.start;
       // end_date is inclusive (a whole day); the default ends with the fair-use period.
       const end = q.end_date ? new Date(Date.parse(`${q.end_date}T00:00:00Z`) + DAY_MS) : ent.period.end;
       // Include this very minute's requests, not only the last flushed batch.
       requestCounterFor(ctx.state).flush();
       const [fromDay, toDay] = [start.toISOString().slice(0, 10), new Date(end.getTime() - 1).toISOString().slice(0, 10)];
-      const reqs = dailyRequestCounts(ctx.state, user.id, fromDay, toDay);
-      const pulls = dailyPullTotals(ctx.state, user.id, start, end);
+      const reqs = await dailyRequestCounts(ctx.state, user.id, fromDay, toDay);
+      const pulls = await dailyPullTotals(ctx.state, user.id, start, end);
       const days = new Map<string, Day>();
       const day = (d: string) => {
         let e = days.get(d);
@@ -72,7 +72,7 @@ export const userUsageRoutes: Route[] = [
           start: start.toISOString(),
           end: end.toISOString(),
           plan: ent.plan.id,
-          fair_use: fairUseStatus(ctx.state, user.id),
+          fair_use: await fairUseStatus(ctx.state, user.id),
         },
         total_requests: daily.reduce((s, d) => s + d.requests, 0),
         total_bytes: totalBytes,
@@ -83,7 +83,7 @@ export const userUsageRoutes: Route[] = [
           2,
         ),
         daily,
-        requests_by_key: requestCountsByKey(ctx.state, user.id, fromDay, toDay).map((r) => ({ key_id: r.key_id || null, requests: r.requests })),
+        requests_by_key: (await requestCountsByKey(ctx.state, user.id, fromDay, toDay)).map((r) => ({ key_id: r.key_id || null, requests: r.requests })),
       };
     },
   },
