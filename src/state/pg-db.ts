@@ -184,7 +184,7 @@ export class PgDb implements DbBackend {
   }
 
   private unavailable(err: unknown): never {
-    throw new Unavailable(`The state database is unavailable (${pgFailure(err)}); try again shortly`);
+    throw new Unavailable(`The state database is unavailable (${pgFailure(err)}); try again shortly`, 1);
   }
 
   private async listen(): Promise<void> {
