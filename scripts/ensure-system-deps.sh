@@ -3,8 +3,9 @@
 # pages pmlake ships (/docs, the local checkout page), and two independent ZIP readers (Info-ZIP's `unzip`,
 # Python's zipfile) that check the bulk download's archives, and `redis-server` for the tests of limits shared
 # across replicas (PMLAKE_REDIS_URL; test/helpers/redis.ts starts a throwaway one on loopback), and `postgresql`
-# for the ingest's lock across machines (PMLAKE_DATABASE_URL; scripts/postgres-local.sh starts a throwaway cluster,
-# test/helpers/postgres.ts through it). Installed once; a no-op when present.
+# for the state's PostgreSQL backend, the replicas tests, `make cluster` and the ingest's lock across machines
+# (PMLAKE_DATABASE_URL; scripts/postgres-local.sh starts a throwaway cluster, test/helpers/postgres.ts through it).
+# Installed once; a no-op when present.
 set -euo pipefail
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
