@@ -27,13 +27,14 @@ export async function keysCommand(args: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig();
-  const store = StateStore.open(config.stateDir);
+  // The service's own state: the shared PostgreSQL when PMLAKE_DATABASE_URL is set (every replica sees the key).
+  const store = await StateStore.connect({ stateDir: config.stateDir, databaseUrl: config.databaseUrl, role: 'keys' });
   try {
     const user = await store.upsertUser(parsed.data.email, parsed.data.plan);
     const { plaintext } = await store.createApiKey({ userId: user.id, name: parsed.data.name, prefix: config.keyPrefix });
     process.stdout.write(`${plaintext}\n`);
   } finally {
-    store.close();
+    await store.close();
   }
   return 0;
 }

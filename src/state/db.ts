@@ -44,6 +44,14 @@ export interface DbBackend extends Db {
   close(): Promise<void>;
 }
 
+/**
+ * A write that cannot change who a key belongs to or what it may do (export progress, leases, claims): run as a
+ * benign transaction, so it neither empties the principal caches nor, on SQLite, waits for an fsync.
+ */
+export function benignRun(t: Db, q: Sql): Promise<number> {
+  return t.tx((x) => x.run(q), { benign: true });
+}
+
 /** Locks the user's row until the transaction ends (PostgreSQL); SQLite's write lock already excludes everyone. */
 export async function lockUser(t: Db, userId: string): Promise<void> {
   if (t.dialect !== 'postgres') return;

@@ -1,4 +1,4 @@
-import { lockUser, type Db } from './db.js';
+import { benignRun, lockUser, type Db } from './db.js';
 import { raw, sql } from './sql.js';
 import { newId, now } from './store.js';
 
@@ -84,15 +84,16 @@ export function jobsWithStatus(t: Db, status: ExportStatus): Promise<ExportJobRo
  * (its previous attempt's object key and upload id tell the worker what to discard), or undefined when there
  * is nothing to take.
  */
-export function claimNextExport(store: Db, worker: string, at: Date, leaseUntil: Date): Promise<ExportJobRow | undefined> {
+export async function claimNextExport(store: Db, worker: string, at: Date, leaseUntil: Date): Promise<ExportJobRow | undefined> {
   const iso = at.toISOString();
   // Only PostgreSQL has row locks to skip; SQLite's transaction holds the file's write lock already.
   const skipLocked = raw(store.dialect === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : '');
+  const claimable = sql`status = 'queued' OR (status = 'running' AND (lease_until IS NULL OR lease_until < ${iso}))`;
+  // Every worker asks every second: a plain read first, so an empty queue takes no write lock.
+  if (!(await store.get(sql`SELECT id FROM export_jobs WHERE ${claimable} LIMIT 1`))) return undefined;
+  // Benign: a claim changes no principal (the key caches stay) and a claim lost to a power cut is claimed again.
   return store.tx(async (t) => {
-    const job = await t.get<ExportJobRow>(
-      sql`SELECT * FROM export_jobs WHERE status = 'queued' OR (status = 'running' AND (lease_until IS NULL OR lease_until < ${iso}))
-          ORDER BY created_at, id LIMIT 1 ${skipLocked}`,
-    );
+    const job = await t.get<ExportJobRow>(sql`SELECT * FROM export_jobs WHERE ${claimable} ORDER BY created_at, id LIMIT 1 ${skipLocked}`);
     if (!job) return undefined;
     await t.run(
       sql`UPDATE export_jobs SET status = 'running', worker = ${worker}, lease_until = ${leaseUntil.toISOString()}, started_at = ${iso},
@@ -100,13 +101,14 @@ export function claimNextExport(store: Db, worker: string, at: Date, leaseUntil:
           WHERE id = ${job.id}`,
     );
     return job;
-  });
+  }, { benign: true });
 }
 
 /** Extends the lease; false when the job is no longer this worker's (taken over, or failed): it must stop. */
 export async function renewLease(t: Db, id: string, worker: string, leaseUntil: Date): Promise<boolean> {
   return (
-    (await t.run(
+    (await benignRun(
+      t,
       sql`UPDATE export_jobs SET lease_until = ${leaseUntil.toISOString()} WHERE id = ${id} AND worker = ${worker} AND status = 'running'`,
     )) === 1
   );
@@ -114,18 +116,18 @@ export async function renewLease(t: Db, id: string, worker: string, leaseUntil: 
 
 /** Names this attempt's object key (after the previous attempt's leftovers are gone); false when no longer ours. */
 export async function startAttempt(t: Db, id: string, worker: string, objectKey: string): Promise<boolean> {
-  return (await t.run(sql`UPDATE export_jobs SET object_key = ${objectKey} WHERE id = ${id} AND worker = ${worker} AND status = 'running'`)) === 1;
+  return (await benignRun(t, sql`UPDATE export_jobs SET object_key = ${objectKey} WHERE id = ${id} AND worker = ${worker} AND status = 'running'`)) === 1;
 }
 
 export async function setTotalRows(t: Db, id: string, total: number): Promise<void> {
-  await t.run(sql`UPDATE export_jobs SET total_rows = ${total} WHERE id = ${id}`);
+  await benignRun(t, sql`UPDATE export_jobs SET total_rows = ${total} WHERE id = ${id}`);
 }
 
 export async function recordProgress(t: Db, id: string, worker: string, rows: number, bytes: number, uploadId: string | null): Promise<void> {
-  await t.run(
-    sql`UPDATE export_jobs SET rows_written = ${rows}, bytes_written = ${bytes}, upload_id = coalesce(${uploadId}, upload_id)
-        WHERE id = ${id} AND worker = ${worker} AND status = 'running'`,
-  );
+  // Not benign when it records an upload id: that must be on disk before the first part is sent (crash-safe).
+  const q = sql`UPDATE export_jobs SET rows_written = ${rows}, bytes_written = ${bytes}, upload_id = coalesce(${uploadId}, upload_id)
+                WHERE id = ${id} AND worker = ${worker} AND status = 'running'`;
+  await (uploadId === null ? benignRun(t, q) : t.run(q));
 }
 
 /** running → succeeded, in the caller's transaction (the charge commits with it); false when no longer ours. */
