@@ -9,6 +9,7 @@ import { createLogger, type Logger } from '../log.js';
 import { startServer } from '../server.js';
 import { runIngest } from '../../ingest/run.js';
 import { generate } from '../../ingest/generate/index.js';
+import { runUntilStopped } from './until-stopped.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -72,13 +73,7 @@ export async function demoCommand(_args: string[]): Promise<number> {
     out.write(`  tape coverage:    curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/markets/${market}/coverage'\n`);
     out.write(`  venue coverage:   curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/coverage?date=${DEMO_SILENCE.slice(0, 10)}'\n`);
   }
-  const stop = (): void => {
-    void running.close().then(() => process.exit(0));
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  await new Promise(() => {});
-  return 0;
+  return runUntilStopped(() => running.close());
 }
 
 /**

@@ -1,6 +1,7 @@
 import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { startServer } from '../server.js';
+import { runUntilStopped } from './until-stopped.js';
 
 export async function serveCommand(_args: string[]): Promise<number> {
   void _args;
@@ -8,11 +9,5 @@ export async function serveCommand(_args: string[]): Promise<number> {
   const log = createLogger(config.logLevel);
   const running = await startServer(config, log);
   process.stdout.write(`pmlake listening on ${running.url} (lake: ${config.lakeDir})\n`);
-  const stop = (): void => {
-    void running.close().then(() => process.exit(0));
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  await new Promise(() => {});
-  return 0;
+  return runUntilStopped(() => running.close());
 }

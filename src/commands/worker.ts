@@ -1,6 +1,7 @@
 import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { startWorker } from '../worker.js';
+import { runUntilStopped } from './until-stopped.js';
 
 /** `pmlake worker`: builds exports from the shared queue until SIGINT/SIGTERM (running jobs go back to the queue). */
 export async function workerCommand(_args: string[]): Promise<number> {
@@ -9,11 +10,5 @@ export async function workerCommand(_args: string[]): Promise<number> {
   const log = createLogger(config.logLevel);
   const running = await startWorker(config, log);
   process.stdout.write(`pmlake worker ${running.id} building exports (state: ${running.core.state.dialect}, lake: ${config.lakeDir})\n`);
-  const stop = (): void => {
-    void running.close().then(() => process.exit(0));
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  await new Promise(() => {});
-  return 0;
+  return runUntilStopped(() => running.close());
 }
