@@ -188,13 +188,24 @@ export class PgDb implements DbBackend {
   }
 
   private async listen(): Promise<void> {
-    const client = await connectPg(this.url, { applicationName: `pmlake listener pid ${process.pid}`, queryTimeoutMs: 5000 }, () => this.lost(client));
+    // The error callback can fire before connectPg returns (a server gone mid-handshake): it finds no client yet.
+    let connected: pg.Client | null = null;
+    const client = await connectPg(this.url, { applicationName: `pmlake listener pid ${process.pid}`, queryTimeoutMs: 5000 }, () => {
+      if (connected) this.lost(connected);
+    });
+    connected = client;
     client.on('end', () => this.lost(client));
     client.on('notification', (n) => {
       this.notifications += 1;
       if (n.payload) this.waiters.get(n.payload)?.();
     });
-    await client.query(`LISTEN ${CHANNEL}`);
+    try {
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
+      connected = null;
+      await client.end().catch(() => {});
+      throw err;
+    }
     this.listener = client;
     // Changes committed while no listener was connected were never counted: a new epoch empties every cache.
     this.epoch += 1;
