@@ -78,7 +78,7 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
       );
     }
   } catch (err) {
-    for (const t of tickets) t.refund('bulk refused');
+    for (const t of tickets) await t.refund('bulk refused');
     throw err;
   }
 
@@ -169,15 +169,15 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
     current?.cancel('bulk failed');
     const sent = zip.bytesWritten;
     if (clientGone) {
-      settle(tickets, manifest, sent, true);
+      await settle(tickets, manifest, sent, true);
       return { rows: 0, bytes: sent, complete: false };
     }
-    for (const t of tickets) t.refund('bulk download failed');
+    for (const t of tickets) await t.refund('bulk download failed');
     return { rows: 0, bytes: sent, complete: false, error: err };
   }
   const sent = zip.bytesWritten;
   out.off('close', onClose);
-  settle(tickets, manifest, sent, false);
+  await settle(tickets, manifest, sent, false);
   return { rows: manifest.reduce((a, m) => a + m.rows, 0), bytes: sent, complete: true };
 }
 
@@ -186,21 +186,21 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
  * directory, manifest) is added to the last served item, so the recorded bytes sum to the bytes sent.
  * Empty items are refunded. A client that left mid-bundle is charged for what it received.
  */
-function settle(tickets: UsageTicket[], manifest: ManifestItem[], sent: number, partial: boolean): void {
+async function settle(tickets: UsageTicket[], manifest: ManifestItem[], sent: number, partial: boolean): Promise<void> {
   // Bytes leave in item order. The last charged item is the one in flight when the client left, or else the
   // last item that had rows; it takes whatever remains, so the records add up to the bytes sent.
   const inFlight = partial && manifest.length < tickets.length ? manifest.length : -1;
   let lastCharged = inFlight;
   if (lastCharged === -1) manifest.forEach((m, i) => (m.status === 'ok' ? (lastCharged = i) : undefined));
   let remaining = sent;
-  tickets.forEach((t, i) => {
+  for (const [i, t] of tickets.entries()) {
     const m = manifest[i];
     if ((m && m.status === 'ok') || i === inFlight) {
       const bytes = i === lastCharged ? remaining : Math.min(m?.bytes ?? 0, remaining);
       remaining -= bytes;
-      t.commit({ bytes, rows: m?.rows ?? 0 });
+      await t.commit({ bytes, rows: m?.rows ?? 0 });
     } else {
-      t.refund(m ? 'empty item' : 'bundle ended before this item');
+      await t.refund(m ? 'empty item' : 'bundle ended before this item');
     }
-  });
+  }
 }

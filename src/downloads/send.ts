@@ -94,7 +94,7 @@ export async function sendCopy(deps: SendDeps, principal: Principal, opts: CopyR
   try {
     copy = await startCopy(deps.db, opts.query, opts.format);
   } catch (err) {
-    ticket.refund('download failed to start');
+    await ticket.refund('download failed to start');
     throw err;
   }
   const c = copy;
@@ -114,7 +114,7 @@ export async function sendCopy(deps: SendDeps, principal: Principal, opts: CopyR
     out.off('close', onClose);
     await c.done.catch(() => {});
     // Nothing was sent yet: whether the client left or the query failed, the pull costs nothing.
-    ticket.refund(clientGone ? 'client disconnected before the first byte' : 'download failed');
+    await ticket.refund(clientGone ? 'client disconnected before the first byte' : 'download failed');
     if (clientGone) return { rows: 0, bytes: 0, complete: false, started: false };
     throw err;
   }
@@ -127,14 +127,14 @@ export async function sendCopy(deps: SendDeps, principal: Principal, opts: CopyR
       r = await c.done;
     } catch (err) {
       out.off('close', onClose);
-      ticket.refund('download failed');
+      await ticket.refund('download failed');
       throw err;
     }
     rows = r.rows;
     if (rows === 0 && opts.emptyMessage) {
       // Nothing in the window: a 404 the anchor's client recognises ("… in this range"), and nothing served.
       out.off('close', onClose);
-      ticket.refund('empty result');
+      await ticket.refund('empty result');
       throw new NotFound(opts.emptyMessage);
     }
   }
@@ -155,15 +155,15 @@ export async function sendCopy(deps: SendDeps, principal: Principal, opts: CopyR
     await c.done.catch(() => {});
     out.off('close', onClose);
     if (clientGone) {
-      ticket.commit({ bytes: sent, rows: 0 });
+      await ticket.commit({ bytes: sent, rows: 0 });
       return { rows: 0, bytes: sent, complete: false, started: true };
     }
-    ticket.refund('download failed mid-stream');
+    await ticket.refund('download failed mid-stream');
     out.destroy();
     return { rows: 0, bytes: sent, complete: false, started: true, error: err };
   }
   out.off('close', onClose);
   const result = { rows: rows ?? 0, bytes: sent, complete: true, started: true };
-  ticket.commit({ bytes: result.bytes, rows: result.rows });
+  await ticket.commit({ bytes: result.bytes, rows: result.rows });
   return result;
 }
