@@ -18,7 +18,9 @@ import { ingestWs } from './scenarios/ingest.js';
 import { compactAppendedLake, ingestAppend, prepareAppendedLake } from './scenarios/ingest-append.js';
 import { httpSmall } from './scenarios/http.js';
 import { httpSmallRedis } from './scenarios/http-redis.js';
+import { httpSmallPg } from './scenarios/http-pg.js';
 import { downloadScenarios } from './scenarios/downloads.js';
+import { downloadCsv1mPg } from './scenarios/downloads-pg.js';
 import { exportL2Month } from './scenarios/exports.js';
 import { freshDuckDb } from './scenarios/common.js';
 
@@ -78,11 +80,13 @@ function allScenarios(scale: Scale): Scenario[] {
     tradesPage1k,
     bookAtInstant,
     ...downloadScenarios,
+    downloadCsv1mPg,
     exportL2Month,
     ingestWs(scale.ingestReps, scale.ingestMarkets),
     ingestAppend(scale.ingestReps),
     httpSmall(scale.httpSeconds),
     httpSmallRedis(scale.httpSeconds),
+    httpSmallPg(scale.httpSeconds),
     mixedLoad(scale.mixedSeconds),
   ];
 }

@@ -16,7 +16,7 @@ import { baselineCopy, withBaselineDb } from './common.js';
  * pull is one `POST /v1/download/bulk` of the busiest markets' trades (≤2M rows per item, ≤25 items) — one
  * HTTP response, one ZIP streamed from consecutive COPYs. Its baseline COPYs the same items one after the other.
  */
-const ONE_M = 1_000_000;
+export const ONE_M = 1_000_000;
 const TEN_M = 10_000_000;
 const ITEM_MAX = 2_000_000;
 
@@ -31,7 +31,7 @@ function copyOpts(format: 'csv' | 'parquet'): string {
  * than the target, the items cycle over the markets with at least a twentieth of the target (the busy ones), so
  * the response still carries `target` rows — repeated market pulls, each a full COPY of that market's trades.
  */
-function itemsFor(ctx: BenchContext, target: number): Item[] {
+export function itemsFor(ctx: BenchContext, target: number): Item[] {
   const top = ctx.lake.facts.topMarkets;
   const total = top.reduce((s, m) => s + Math.min(m.trades, ITEM_MAX), 0);
   const busy = top.filter((m) => m.trades >= target / 20);

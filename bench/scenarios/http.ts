@@ -48,6 +48,21 @@ export async function cannon(url: string, seconds: number, keys: string[] | null
   };
 }
 
+/**
+ * The bare-Express baseline (bench/bare-express.ts) as a child process, started with the server's Node flags:
+ * `url` is its origin; it serves `GET /v1/markets/:id` with a constant and ignores any key.
+ */
+export async function startBareExpress(ctx: BenchContext): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const bare = await spawnUntil(
+    path.join(REPO, 'bench/bare-express.ts'),
+    [],
+    { ...process.env },
+    /listening on (http:\/\/\S+)/,
+    path.join(ctx.workDir, 'bare-express.log'),
+  );
+  return { url: bare.match[1]!, pid: bare.child.pid!, stop: () => stopChild(bare.child) };
+}
+
 export function httpSmall(seconds: number): Scenario {
   return {
     name: 'http-small',
@@ -57,14 +72,8 @@ export function httpSmall(seconds: number): Scenario {
       const url = `${ctx.server.url}/v1/markets/${marketId}`;
       await requestJson(url, ctx.key); // n/a if the route is missing
 
-      const bare = await spawnUntil(
-        path.join(REPO, 'bench/bare-express.ts'),
-        [],
-        { ...process.env },
-        /listening on (http:\/\/\S+)/,
-        path.join(ctx.workDir, 'bare-express.log'),
-      );
-      const bareUrl = `${bare.match[1]!}/v1/markets/${marketId}`;
+      const bare = await startBareExpress(ctx);
+      const bareUrl = `${bare.url}/v1/markets/${marketId}`;
       try {
         // Warm-up of both (JIT, connection setup), which also gives the rate the key pool must cover.
         const warm = await cannon(url, Math.min(3, seconds), await ctx.newKeys('http-warm', 400));
@@ -80,7 +89,7 @@ export function httpSmall(seconds: number): Scenario {
           const peak = peakTracker(ctx.server.pid);
           const pr = await cannon(url, seconds, keys);
           const pPeak = peak.stop();
-          const bPeak = peakTracker(bare.child.pid!);
+          const bPeak = peakTracker(bare.pid);
           const br = await cannon(bareUrl, seconds, null);
           refused += pr.non2xx + pr.errors;
           p.push({
@@ -122,7 +131,7 @@ export function httpSmall(seconds: number): Scenario {
           },
         ];
       } finally {
-        await stopChild(bare.child);
+        await bare.stop();
       }
     },
   };
