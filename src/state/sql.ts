@@ -44,6 +44,12 @@ export function list(values: readonly unknown[]): Sql {
   return new Sql(['', ...values.slice(1).map(() => ', '), ''], values);
 }
 
+/** Fragments joined by a separator: `VALUES ${join(rows.map((r) => sql\`(${r.a}, ${r.b})\`), ', ')}`. */
+export function join(parts: readonly Sql[], separator: string): Sql {
+  if (parts.length === 0) throw new Error('empty SQL join');
+  return new Sql(['', ...parts.slice(1).map(() => separator), ''], parts);
+}
+
 /** Trusted text (never user input): a dialect's own spelling of one construct. */
 export function raw(text: string): Sql {
   return new Sql([text], []);

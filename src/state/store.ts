@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Logger } from '../log.js';
 import type { Db, DbBackend, TxOptions } from './db.js';
 import { PgDb } from './pg-db.js';
-import { sql, type Sql } from './sql.js';
+import { join, sql, type Sql } from './sql.js';
 import { SqliteDb } from './sqlite-db.js';
 
 /**
@@ -34,6 +34,8 @@ export type ApiKeyRow = {
 
 /** last_used_at updates are buffered this long and written in one transaction (see touchKey). */
 const TOUCH_FLUSH_MS = 2000;
+/** Keys per last_used_at statement. */
+const TOUCH_BATCH = 500;
 
 export class StateStore implements Db {
   readonly dialect: Db['dialect'];
@@ -227,7 +229,13 @@ export class StateStore implements Db {
     try {
       await this.tx(
         async (t) => {
-          for (const [id, at] of batch) await t.run(sql`UPDATE api_keys SET last_used_at = ${at} WHERE id = ${id}`);
+          // One statement per TOUCH_BATCH keys (UPDATE … FROM, in both dialects), not a round trip per key.
+          const touches = [...batch];
+          for (let i = 0; i < touches.length; i += TOUCH_BATCH) {
+            // A UNION of typed one-row SELECTs: SQLite cannot name a VALUES list's columns.
+            const rows = touches.slice(i, i + TOUCH_BATCH).map(([id, at]) => sql`SELECT CAST(${id} AS TEXT) AS id, CAST(${at} AS TEXT) AS at`);
+            await t.run(sql`UPDATE api_keys SET last_used_at = v.at FROM (${join(rows, ' UNION ALL ')}) AS v WHERE api_keys.id = v.id`);
+          }
         },
         { benign: true },
       );

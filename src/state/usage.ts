@@ -1,15 +1,29 @@
 import type { Db } from './db.js';
-import { sql } from './sql.js';
+import { join, sql } from './sql.js';
+
+/** Rows per statement: well under SQLite's 32,766 bound parameters (4 a row). */
+const BATCH = 500;
 
 /** Request counters per user, key and UTC day ('' key for dashboard JWT calls). */
 export async function addRequestCounts(t: Db, counts: { userId: string; keyId: string; day: string; n: number }[]): Promise<void> {
   if (counts.length === 0) return;
-  // Informational counts: benign (the principal cache stays), no fsync on SQLite.
+  // One row per (user, key, day): a statement may not update one row twice (PostgreSQL's ON CONFLICT).
+  const merged = new Map<string, { userId: string; keyId: string; day: string; n: number }>();
+  for (const c of counts) {
+    const k = `${c.userId}\u0000${c.keyId}\u0000${c.day}`;
+    const m = merged.get(k);
+    if (m) m.n += c.n;
+    else merged.set(k, { ...c });
+  }
+  const rowsOf = [...merged.values()];
+  // Informational counts: benign (the principal cache stays), no fsync on SQLite; one statement per BATCH
+  // rows (a round trip each on PostgreSQL, not one per key). The caller merges one key's counts of a day into one.
   await t.tx(
     async (tx) => {
-      for (const c of counts) {
+      for (let i = 0; i < rowsOf.length; i += BATCH) {
+        const rows = rowsOf.slice(i, i + BATCH).map((c) => sql`(${c.userId}, ${c.keyId}, ${c.day}, ${c.n})`);
         await tx.run(
-          sql`INSERT INTO usage_daily (user_id, key_id, day, requests) VALUES (${c.userId}, ${c.keyId}, ${c.day}, ${c.n})
+          sql`INSERT INTO usage_daily (user_id, key_id, day, requests) VALUES ${join(rows, ', ')}
               ON CONFLICT (user_id, key_id, day) DO UPDATE SET requests = usage_daily.requests + excluded.requests`,
         );
       }

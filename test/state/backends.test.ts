@@ -210,6 +210,27 @@ describe.each(backends)('state store on $name', ({ make }) => {
       Array.from({ length: 10 }, (_, i) => addRequestCounts(i % 2 ? a : b, [{ userId: u.id, keyId: 'k', day: '2025-01-02', n: i + 1 }])),
     );
     expect(await dailyRequestCounts(b, u.id, '2025-01-01', '2025-01-31')).toEqual([{ day: '2025-01-02', requests: 55 }]);
+    // One batch holding the same key and day twice, and another day.
+    await addRequestCounts(a, [
+      { userId: u.id, keyId: 'k', day: '2025-01-02', n: 5 },
+      { userId: u.id, keyId: 'k', day: '2025-01-02', n: 7 },
+      { userId: u.id, keyId: 'k', day: '2025-01-05', n: 1 },
+    ]);
+    expect(await dailyRequestCounts(b, u.id, '2025-01-01', '2025-01-31')).toEqual([
+      { day: '2025-01-02', requests: 67 },
+      { day: '2025-01-05', requests: 1 },
+    ]);
+    // last_used_at: buffered, then written for several keys in one statement; the other store reads them.
+    const k1 = await a.createApiKey({ userId: u.id, name: 'k1', prefix: 'pm_' });
+    const k2 = await a.createApiKey({ userId: u.id, name: 'k2', prefix: 'pm_' });
+    a.touchKey(k1.row.id, '2025-01-03T01:00:00.000Z');
+    a.touchKey(k2.row.id, '2025-01-03T02:00:00.000Z');
+    await a.flushTouches();
+    const used = await b.all<{ id: string; last_used_at: string }>(sql`SELECT id, last_used_at FROM api_keys WHERE user_id = ${u.id} ORDER BY last_used_at`);
+    expect(used).toEqual([
+      { id: k1.row.id, last_used_at: '2025-01-03T01:00:00.000Z' },
+      { id: k2.row.id, last_used_at: '2025-01-03T02:00:00.000Z' },
+    ]);
     const meter = sqliteMeter(a, { now: () => new Date('2025-01-03T10:00:00Z') });
     const p: Principal = { userId: u.id, email: 'count@example.com', keyId: null, plan: 'free', scopes: ['read', 'download'] };
     for (const [dataset, bytes] of [
