@@ -11,9 +11,13 @@ const TOUCH_EVERY_MS = 60_000;
 
 /** The plan in force at `at` and until when that answer holds without a write (a subscription's period end). */
 async function planInForceUntil(store: StateStore, user: UserRow, at: Date): Promise<{ plan: string; until: number }> {
+  return planFrom(user, planOf(user.plan).requires_subscription ? ((await activeSubscription(store, user.id, at)) ?? null) : null);
+}
+
+/** The plan a user's assigned plan and active subscription (if any) put in force, and until when. */
+function planFrom(user: UserRow, sub: { tier: string; current_period_end: string } | null): { plan: string; until: number } {
   const plan = planOf(user.plan);
   if (!plan.requires_subscription) return { plan: plan.id, until: Number.POSITIVE_INFINITY };
-  const sub = await activeSubscription(store, user.id, at);
   return sub ? { plan: planOf(sub.tier).id, until: Date.parse(sub.current_period_end) } : { plan: PLANS.free.id, until: Number.POSITIVE_INFINITY };
 }
 
@@ -45,11 +49,10 @@ const CACHE_TTL_MS = 60_000;
 type CachedKey = { principal: Principal; keyId: string; validUntil: number; touchedAt: number };
 
 async function resolveKey(store: StateStore, key: string, at: Date): Promise<CachedKey | null> {
-  const row = await store.findLiveKey(key, at);
-  if (!row) return null;
-  const user = await store.getUser(row.user_id);
-  if (!user) return null;
-  const { plan, until } = await planInForceUntil(store, user, at);
+  const found = await store.findLiveKeyOwner(key, at);
+  if (!found) return null;
+  const { key: row, user, subscription } = found;
+  const { plan, until } = planFrom(user, subscription);
   let validUntil = Math.min(at.getTime() + CACHE_TTL_MS, until);
   for (const end of [row.expires_at, row.scheduled_revoke_at]) if (end) validUntil = Math.min(validUntil, Date.parse(end));
   const scopes = row.scopes.split(',').filter((s): s is 'read' | 'download' => s === 'read' || s === 'download');

@@ -189,7 +189,39 @@ export class StateStore implements Db {
    */
   async findLiveKey(plaintext: string, at: Date = new Date()): Promise<ApiKeyRow | undefined> {
     const digest = hashKey(plaintext);
-    const row = await this.get<ApiKeyRow>(sql`SELECT * FROM api_keys WHERE key_hash = ${digest}`);
+    return this.liveKey(await this.get<ApiKeyRow>(sql`SELECT * FROM api_keys WHERE key_hash = ${digest}`), digest, at);
+  }
+
+  /**
+   * The live key for a plaintext with its user and the subscription active at `at` (tier and period end), in one
+   * statement: an authentication that misses the key cache costs one round trip, not three.
+   */
+  async findLiveKeyOwner(
+    plaintext: string,
+    at: Date = new Date(),
+  ): Promise<{ key: ApiKeyRow; user: UserRow; subscription: { tier: string; current_period_end: string } | null } | undefined> {
+    const digest = hashKey(plaintext);
+    const iso = at.toISOString();
+    const active = sql`FROM subscriptions s WHERE s.user_id = u.id AND s.status = 'active' AND s.current_period_end > ${iso}
+                       ORDER BY s.current_period_end DESC LIMIT 1`;
+    const row = await this.get<ApiKeyRow & { owner_email: string; owner_plan: Plan; owner_created_at: string; sub_tier: string | null; sub_end: string | null }>(
+      sql`SELECT k.*, u.email AS owner_email, u.plan AS owner_plan, u.created_at AS owner_created_at,
+                 (SELECT s.tier ${active}) AS sub_tier, (SELECT s.current_period_end ${active}) AS sub_end
+          FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ${digest}`,
+    );
+    if (!row) return undefined;
+    const { owner_email, owner_plan, owner_created_at, sub_tier, sub_end, ...keyRow } = row;
+    const key = this.liveKey(keyRow, digest, at);
+    if (!key) return undefined;
+    return {
+      key,
+      user: { id: key.user_id, email: owner_email, plan: owner_plan, created_at: owner_created_at },
+      subscription: sub_tier !== null && sub_end !== null ? { tier: sub_tier, current_period_end: sub_end } : null,
+    };
+  }
+
+  /** The row if it is the digest's and live at `at` (not revoked, expired or past a rotation's grace window). */
+  private liveKey(row: ApiKeyRow | undefined, digest: string, at: Date): ApiKeyRow | undefined {
     if (!row) return undefined;
     const a = Buffer.from(row.key_hash, 'hex');
     const b = Buffer.from(digest, 'hex');
