@@ -153,8 +153,10 @@ export async function runExport(d: RunDeps, job: ExportJobRow, worker: string, l
     if (leaseLost.aborted) throw leaseLost.reason;
     // The file is complete in object storage: now, and only now, the pull is charged — once per job: a charge
     // an earlier attempt made before its worker died is found by its id and kept (settled if left pending).
-    const chargeId = chargeIdOf(id);
-    const charged = await getPull(d.state, chargeId);
+    const found = await getPull(d.state, chargeIdOf(id));
+    // A refunded charge (never for a finished file: kept only for the record) leaves the name taken.
+    const charged = found?.status === 'failed' ? undefined : found;
+    const chargeId = found?.status === 'failed' ? `${chargeIdOf(id)}_${attempt}` : chargeIdOf(id);
     let ticket;
     try {
       if (charged) ticket = null;
