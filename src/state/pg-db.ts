@@ -32,6 +32,24 @@ const LISTEN_RETRY_MS = 500;
 const PUBLISH_WAIT_MS = 2000;
 
 const INT8 = 20;
+
+/**
+ * Statements of a fixed shape are prepared once per connection (named by a digest of their text): an
+ * authentication that misses the key cache was mostly PostgreSQL parsing and planning. Batches (many values,
+ * a text per batch size) stay unnamed, so a connection does not collect one prepared statement per size.
+ */
+const PREPARE_MAX_VALUES = 16;
+const names = new Map<string, string>();
+
+function statement(text: string, values: unknown[]): pg.QueryConfig {
+  if (values.length > PREPARE_MAX_VALUES) return { text, values };
+  let name = names.get(text);
+  if (!name) {
+    name = `pmlake_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
+    if (names.size < 1000) names.set(text, name);
+  }
+  return { name, text, values };
+}
 const NUMERIC = 1700;
 
 export class PgDb implements DbBackend {
@@ -175,7 +193,7 @@ export class PgDb implements DbBackend {
   private async query<T>(on: pg.Pool | pg.PoolClient, q: Sql): Promise<pg.QueryResult<T & pg.QueryResultRow>> {
     const { text, values } = q.compile('postgres');
     try {
-      return await on.query<T & pg.QueryResultRow>(text, values);
+      return await on.query<T & pg.QueryResultRow>(statement(text, values));
     } catch (err) {
       // Inside a transaction the caller decides (retry, rollback); a lone statement out of reach is a 503.
       if (on === this.pool && pgUnreachable(err)) this.unavailable(err);
