@@ -132,12 +132,9 @@ export async function startPmlakeServer(opts: ServerOptions): Promise<ChildServe
 
 /**
  * `n` read+download keys of one professional user, created in the server's state store the way
- * `pmlake keys create` does (one transaction: a synchronous=FULL commit per key would cost an fsync each).
- * A fresh label is a fresh user, so fair-use volume and per-key rate windows start at zero.
- *
- * The store is opened once, before the server starts, and kept open: StateStore's constructor switches the
- * journal mode before it sets busy_timeout, so opening it while the server writes can fail at once with
- * "database is locked" — an open handle waits its turn instead.
+ * `pmlake keys create` does, in one transaction (a durable commit per key would cost an fsync, or a PostgreSQL
+ * round trip, each). A fresh label is a fresh user, so fair-use volume and per-key rate windows start at zero.
+ * The store (SQLite or PostgreSQL) is opened once, before the server starts, and kept open.
  */
 export async function createBenchKeys(store: StateStore, label: string, n: number): Promise<string[]> {
   const user = await store.upsertUser(`bench-${label}@example.com`, 'professional');
