@@ -1,11 +1,12 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { REPO, spawnUntil, stopChild } from '../bench/server.js';
-import { buildDemoLake } from '../src/commands/demo.js';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { startTestRedis } from '../test/helpers/redis.js';
+import { buildDemoLake, busiestMarket } from '../src/commands/demo.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { startLocalS3 } from '../src/s3/local.js';
@@ -25,7 +26,7 @@ const log = createLogger(base.logLevel === 'info' ? 'warn' : base.logLevel);
 const out = process.stdout;
 const dir = path.join(REPO, 'cluster');
 const frontPort = Number(process.env.PORT ?? 8000);
-const ports = { pg: 54329, redis: 63799, replicas: [frontPort + 1, frontPort + 2] };
+const ports = { pg: 54329, replicas: [frontPort + 1, frontPort + 2] };
 const children: ChildProcess[] = [];
 const stops: (() => Promise<unknown>)[] = [];
 
@@ -37,7 +38,10 @@ async function main(): Promise<void> {
   const pgDir = path.join(dir, 'pg');
   const databaseUrl = (await execFileP('bash', [path.join(REPO, 'scripts/postgres-local.sh'), 'start', pgDir, String(ports.pg)])).stdout.trim();
   stops.push(() => execFileP('bash', [path.join(REPO, 'scripts/postgres-local.sh'), 'stop', pgDir, String(ports.pg)]));
-  const redisUrl = await startRedis(path.join(dir, 'redis'), ports.redis);
+  // The same throwaway Redis the tests and benches use (loopback, a free port, no persistence).
+  const redis = await startTestRedis();
+  stops.push(() => redis.close());
+  const redisUrl = redis.url;
   const s3 = await startLocalS3({ directory: path.join(dir, 's3'), buckets: ['pmlake-exports'] });
   stops.push(() => s3.close());
 
@@ -79,37 +83,17 @@ async function main(): Promise<void> {
   stops.push(() => new Promise((r) => front.close(r)));
 
   const url = `http://127.0.0.1:${frontPort}`;
+  const duck = await DuckDBInstance.create(':memory:');
+  const market = (await busiestMarket(duck, base.lakeDir)) ?? '<market id>';
+  duck.closeSync();
   out.write(`\npmlake cluster: front ${url} → replicas ${replicas.join(', ')}; one export worker; logs in ${dir}/\n`);
   out.write(`  PMLAKE_DATABASE_URL=${databaseUrl.replace(/:[^:@/]+@/, ':***@')}\n  PMLAKE_REDIS_URL=${redisUrl}\n  PMLAKE_S3_ENDPOINT=${s3.endpoint}\n`);
   out.write(`  key:            ${proKey}\n`);
   out.write(`  which replica:  curl -s -D - -o /dev/null -H 'X-API-Key: ${proKey}' ${url}/v1/markets?limit=1 | grep -i x-pmlake-replica\n`);
   out.write(`  rate limit:     the 61st request of a minute is refused whichever replica serves it (limits in Redis)\n`);
   out.write(
-    `  an export:      curl -s -X POST -H 'X-API-Key: ${proKey}' -H 'content-type: application/json' ${url}/v1/exports -d '{"kind":"trades","market_id":"<id>","idempotency_key":"demo-1"}'\n`,
+    `  an export:      curl -s -X POST -H 'X-API-Key: ${proKey}' -H 'content-type: application/json' ${url}/v1/exports -d '{"kind":"trades","market_id":"${market}","idempotency_key":"demo-1"}'\n`,
   );
-}
-
-/** A throwaway Redis on loopback, no persistence; stopped with the cluster. */
-async function startRedis(redisDir: string, port: number): Promise<string> {
-  fs.mkdirSync(redisDir, { recursive: true });
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', redisDir], {
-    stdio: 'ignore',
-  });
-  children.push(child);
-  const url = `redis://127.0.0.1:${port}/0`;
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = new net.Socket();
-      s.once('error', () => resolve(false));
-      s.connect(port, '127.0.0.1', () => {
-        s.end();
-        resolve(true);
-      });
-    });
-    if (ok) return url;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('redis-server did not start (is it installed? scripts/ensure-system-deps.sh)');
 }
 
 /** The tiny front: each request to the next replica in turn, streamed both ways; 502 with a JSON detail when one is down. */

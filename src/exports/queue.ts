@@ -36,6 +36,8 @@ export class ExportWorker {
   private readonly active = new Map<string, { done: Promise<void>; abort: AbortController; renewed: number }>();
   private pumping: Promise<void> | null = null;
   private again = false;
+  /** When dead local holders were last looked for: once per poll interval, not on every kick. */
+  private lookedForDead = 0;
   private paused = false;
   private closed = false;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -92,7 +94,10 @@ export class ExportWorker {
     this.pumping = (async () => {
       do {
         this.again = false;
-        await this.freeDeadLocalHolders();
+        if (Date.now() - this.lookedForDead >= POLL_MS) {
+          this.lookedForDead = Date.now();
+          await this.freeDeadLocalHolders();
+        }
         while (!this.paused && !this.closed && this.active.size < this.deps.concurrency) {
           const at = new Date();
           const job = await claimNextExport(this.deps.state, this.id, at, new Date(at.getTime() + this.deps.leaseMs));

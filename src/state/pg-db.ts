@@ -119,13 +119,20 @@ export class PgDb implements DbBackend {
     for (let attempt = 1; ; attempt += 1) {
       const client = await this.pool.connect().catch((err: unknown) => this.unavailable(err));
       let broken = false;
+      let begun = false;
       try {
         await client.query('BEGIN');
+        begun = true;
         const result = await fn(this.handle(client));
         await client.query('COMMIT');
         if (!opts.benign) this.localWrites += 1;
         return result;
       } catch (err) {
+        // A pooled connection the server dropped while it sat idle fails at BEGIN, before anything ran: take another.
+        if (!begun && pgUnreachable(err) && attempt < MAX_TX_ATTEMPTS) {
+          broken = true;
+          continue;
+        }
         await client.query('ROLLBACK').catch(() => (broken = true));
         const code = (err as { code?: unknown }).code;
         if (typeof code === 'string' && RETRY_CODES.has(code) && attempt < MAX_TX_ATTEMPTS) {
@@ -147,11 +154,14 @@ export class PgDb implements DbBackend {
 
   /**
    * Returns once this process's own listener received a notification sent after the caller's commit.
-   * PostgreSQL queues notifications in commit order and signals every listening session at once, so by then the
-   * revocation's notification has reached every replica's listening session ahead of this one; the caller
-   * answers its client only afterwards, and that client's next request needs a whole round trip to reach another
-   * replica — by which time its listener has counted the change and its cache is empty. Bounded: a lost listener
-   * already makes every stamp new.
+   * PostgreSQL queues notifications in commit order and signals every listening session at the commit, so by
+   * then the revocation's notification is on its way to every replica's listening connection, ahead of this one;
+   * the caller answers its client only afterwards, and that client's next request needs a whole round trip to
+   * reach another replica. What remains of a stale window is another replica's event loop reading a socket that
+   * already holds the notification after the request that arrived later (both ready in one poll, the request
+   * first): microseconds against a client round trip, not a guarantee. Closing it would cost a round trip to the
+   * database on every request, which the key cache exists to avoid. Bounded: a lost listener already makes every
+   * stamp new.
    */
   async publishChanges(): Promise<void> {
     if (!this.listening) return;

@@ -188,8 +188,7 @@ export class StateStore implements Db {
    * about the plaintext's characters); the digests are then compared in constant time.
    */
   async findLiveKey(plaintext: string, at: Date = new Date()): Promise<ApiKeyRow | undefined> {
-    const digest = hashKey(plaintext);
-    return this.liveKey(await this.get<ApiKeyRow>(sql`SELECT * FROM api_keys WHERE key_hash = ${digest}`), digest, at);
+    return (await this.findLiveKeyOwner(plaintext, at))?.key;
   }
 
   /**
@@ -221,8 +220,7 @@ export class StateStore implements Db {
   }
 
   /** The row if it is the digest's and live at `at` (not revoked, expired or past a rotation's grace window). */
-  private liveKey(row: ApiKeyRow | undefined, digest: string, at: Date): ApiKeyRow | undefined {
-    if (!row) return undefined;
+  private liveKey(row: ApiKeyRow, digest: string, at: Date): ApiKeyRow | undefined {
     const a = Buffer.from(row.key_hash, 'hex');
     const b = Buffer.from(digest, 'hex');
     if (a.length !== b.length || !crypto.timingSafeEqual(a, b)) return undefined;

@@ -6,6 +6,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO, runToExit, spawnUntil, startPmlakeServer, stopChild, type ChildServer } from '../../bench/server.js';
 import { generate } from '../../ingest/generate/index.js';
+import { busiestMarket as busiestMarketOf } from '../../src/commands/demo.js';
 import { runIngest } from '../../ingest/run.js';
 import { makeS3Client } from '../../src/s3/client.js';
 import { startLocalS3, type LocalS3 } from '../../src/s3/local.js';
@@ -283,18 +284,12 @@ describe('two replicas and a worker on PostgreSQL + Redis + one lake', () => {
 });
 
 let busiest: string | null = null;
+/** The market with the most trades (the demo's own pick: src/commands/demo.ts), read once. */
 async function busiestMarket(): Promise<string> {
   if (busiest) return busiest;
   const db = await DuckDBInstance.create(':memory:');
-  const conn = await db.connect();
-  const rows = await (
-    await conn.runAndReadAll(
-      `SELECT m.id, count(*) n FROM read_parquet(${files(lakeDir, 'catalog/markets')}) m
-       JOIN read_parquet(${files(lakeDir, 'trades')}) t ON list_contains(m.outcome_token_ids, t.token_id) GROUP BY ALL ORDER BY n DESC LIMIT 1`,
-    )
-  ).getRowObjectsJson();
-  conn.closeSync();
+  busiest = await busiestMarketOf(db, lakeDir);
   db.closeSync();
-  busiest = String(rows[0]!.id);
+  if (!busiest) throw new Error('no market with trades in the lake');
   return busiest;
 }

@@ -20,51 +20,61 @@ export type StateBackend = {
   close(): Promise<void>;
 };
 
-export function sqliteBackend(): StateBackend {
-  const dirs: { dir: string; cleanup(): void }[] = [];
-  const dirOf = new WeakMap<StateStore, string>();
+/** What both backends share: a place per data set (a directory, a database URL), the stores opened on it. */
+function backend(
+  name: StateBackend['name'],
+  newPlace: () => Promise<string>,
+  openAt: (place: string) => Promise<StateStore>,
+  dispose: () => Promise<void>,
+  server?: TestPostgres,
+): StateBackend {
+  const placeOf = new WeakMap<StateStore, string>();
   const stores: StateStore[] = [];
-  const open = (dir: string) => {
-    const s = StateStore.open(dir);
-    dirOf.set(s, dir);
+  const open = async (place: string) => {
+    const s = await openAt(place);
+    placeOf.set(s, place);
     stores.push(s);
     return s;
   };
+  const closeStores = async () => {
+    for (const s of stores.splice(0)) await s.close();
+  };
   return {
-    name: 'sqlite',
-    async fresh() {
-      const t = tempDir('pmlake-state-');
-      dirs.push(t);
-      return open(t.dir);
-    },
-    async another(s) {
-      return open(dirOf.get(s)!);
-    },
-    async closeStores() {
-      for (const s of stores.splice(0)) await s.close();
-    },
+    name,
+    ...(server ? { server } : {}),
+    fresh: async () => open(await newPlace()),
+    another: (s) => open(placeOf.get(s)!),
+    closeStores,
     async close() {
-      for (const s of stores.splice(0)) await s.close();
-      for (const d of dirs.splice(0)) d.cleanup();
+      await closeStores();
+      await dispose();
     },
   };
 }
 
+export function sqliteBackend(): StateBackend {
+  const dirs: { dir: string; cleanup(): void }[] = [];
+  return backend(
+    'sqlite',
+    async () => {
+      const t = tempDir('pmlake-state-');
+      dirs.push(t);
+      return t.dir;
+    },
+    async (dir) => StateStore.open(dir),
+    async () => {
+      for (const d of dirs.splice(0)) d.cleanup();
+    },
+  );
+}
+
 export async function postgresBackend(): Promise<StateBackend> {
   const server = await startTestPostgres();
-  const urlOf = new WeakMap<StateStore, string>();
-  const stores: StateStore[] = [];
   let n = 0;
-  const open = async (url: string) => {
-    const s = await StateStore.connect({ stateDir: '/nonexistent', databaseUrl: url });
-    urlOf.set(s, url);
-    stores.push(s);
-    return s;
-  };
-  return {
-    name: 'postgres',
-    server,
-    async fresh() {
+  return backend(
+    'postgres',
+    async () => {
+      // A database of its own per data set, on the one test server.
       const name = `t${process.pid}_${++n}`;
       const admin = new pg.Client({ connectionString: server.url });
       await admin.connect();
@@ -75,17 +85,10 @@ export async function postgresBackend(): Promise<StateBackend> {
       }
       const url = new URL(server.url);
       url.pathname = `/${name}`;
-      return open(url.toString());
+      return url.toString();
     },
-    async another(s) {
-      return open(urlOf.get(s)!);
-    },
-    async closeStores() {
-      for (const s of stores.splice(0)) await s.close();
-    },
-    async close() {
-      for (const s of stores.splice(0)) await s.close();
-      await server.close();
-    },
-  };
+    (url) => StateStore.connect({ stateDir: '/nonexistent', databaseUrl: url }),
+    () => server.close(),
+    server,
+  );
 }
