@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activeCopies, fifoRoot } from '../src/lake/stream.js';
 import { makeS3Client } from '../src/s3/client.js';
+import { expireSubscriptions } from '../src/state/accounts.js';
 import { startLocalS3 } from '../src/s3/local.js';
 import { buildDownloadsLake, type DlLake } from './helpers/downloads-lake.js';
 import { files } from './helpers/lake-files.js';
@@ -138,6 +139,68 @@ describe('exports', () => {
     expect((await post({ kind: 'trades', market_id: marketId, idempotency_key: 'k'.repeat(129) })).status).toBe(422);
     expect((await post({ kind: 'options', market_id: marketId })).status).toBe(422);
     expect((await L.fetch('/v1/exports/x/url?ttl=59')).status).toBe(422);
+  });
+
+  it('refused at submit when the plan does not cover the export: 402 as the downloads give it, no job row, nothing charged', async () => {
+    const state = L.srv.ctx.state;
+    const keyOf = async (email: string, plan: 'free' | 'professional') => {
+      const user = await state.upsertUser(email, plan);
+      return { user, key: (await state.createApiKey({ userId: user.id, name: 't', prefix: L.srv.ctx.config.keyPrefix })).plaintext };
+    };
+    const jobsOf = (userId: string) => sqliteOf(state).prepare('SELECT count(*) AS n FROM export_jobs WHERE user_id = ?').get(userId) as { n: number };
+    const pullsOf = (userId: string) => sqliteOf(state).prepare('SELECT count(*) AS n FROM pulls WHERE user_id = ?').get(userId) as { n: number };
+    const free = await keyOf('exports-free@example.com', 'free');
+    const bodies = [
+      { kind: 'raw', series_id: 'polymarket:l2-delta-tape', format: 'parquet' },
+      { kind: 'raw', series_id: 'polymarket:l2-delta-tape', market_id: marketId, format: 'csv' },
+      // Free covers trades as a download, but not exports of anything.
+      { kind: 'trades', market_id: marketId, format: 'csv' },
+    ];
+    for (const body of bodies) {
+      const r = await post({ ...body, idempotency_key: `free-${body.kind}-${body.format}` }, free.key);
+      expect(r.status, JSON.stringify(body)).toBe(402);
+      const { detail } = (await r.json()) as { detail: Record<string, unknown> };
+      expect(detail).toMatchObject({ code: 'upgrade_required', plan: 'free', required_plan: 'professional' });
+      expect(String(detail.message)).toContain('exports');
+    }
+    // The same data as a download answers the same 402 shape (raw tape is not on Free).
+    const dl = await L.fetch(`/v1/download/raw?data_type=polymarket_l2_deltas&market_id=${marketId}&format=csv`, { key: free.key });
+    expect(dl.status).toBe(402);
+    expect(((await dl.json()) as { detail: { code: string } }).detail.code).toBe('upgrade_required');
+    expect(jobsOf(free.user.id).n).toBe(0);
+    expect(pullsOf(free.user.id).n).toBe(0);
+
+    // A paid plan whose subscription lapsed: subscription_required, still before any job exists.
+    const lapsed = await keyOf('exports-lapsed@example.com', 'professional');
+    await expireSubscriptions(state, lapsed.user.id);
+    const r = await post({ kind: 'trades', market_id: marketId, format: 'csv' }, lapsed.key);
+    expect(r.status).toBe(402);
+    expect(((await r.json()) as { detail: { code: string } }).detail.code).toBe('subscription_required');
+    expect(jobsOf(lapsed.user.id).n).toBe(0);
+
+    // An unknown market is refused at submit too, as its download is (404), instead of a job that fails later.
+    const before = jobsOf(L.userId).n;
+    const unknown = await post({ kind: 'trades', market_id: '999999999', format: 'csv' });
+    expect(unknown.status).toBe(404);
+    expect(jobsOf(L.userId).n).toBe(before);
+  });
+
+  it('an export is named as the download of the same data', async () => {
+    for (const [body, dl] of [
+      [{ kind: 'trades', market_id: marketId, format: 'csv' }, `/v1/download/trades?market_id=${marketId}&format=csv`],
+      [{ kind: 'ohlcv', market_id: marketId, timeframe: '7m', format: 'parquet' }, `/v1/download/ohlcv?market_id=${marketId}&timeframe=7m&format=parquet`],
+      [
+        { kind: 'raw', series_id: 'polymarket:l2-delta-tape', market_id: marketId, format: 'csv' },
+        `/v1/download/raw?data_type=polymarket_l2_deltas&market_id=${marketId}&format=csv`,
+      ],
+    ] as const) {
+      const job = (await (await post(body)).json()) as { file_name: string };
+      const res = await L.fetch(dl);
+      expect(res.status, dl).toBe(200);
+      await res.arrayBuffer();
+      const m = /filename="?([^";]+)"?/.exec(res.headers.get('content-disposition') ?? '');
+      expect(m?.[1], dl).toBe(job.file_name);
+    }
   });
 
   it('raw tape export of one market (L2 frames) reads back identical to the lake', async () => {

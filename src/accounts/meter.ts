@@ -40,6 +40,11 @@ export interface UsageTicket {
 
 export interface UsageMeter {
   begin(principal: Principal, pull: PullRequest): Promise<UsageTicket>;
+  /**
+   * Only the plan check of `begin` (402 upgrade_required / subscription_required), reserving nothing: an export
+   * is refused at submit, before a job exists, rather than after a worker built the whole file.
+   */
+  authorize(principal: Principal, pull: Pick<PullRequest, 'kind' | 'dataset'>): Promise<void>;
 }
 
 /** Accepts everything and records nothing: used until the accounts module provides the real meter. */
@@ -47,4 +52,5 @@ export const openMeter: UsageMeter = {
   async begin() {
     return { id: 'untracked', async commit() {}, async refund() {} };
   },
+  async authorize() {},
 };

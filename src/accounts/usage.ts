@@ -97,11 +97,14 @@ export function sqliteMeter(store: StateStore, opts: MeterOptions = {}): UsageMe
       const slot = shared ? { limiter: shared, userId: principal.userId } : undefined;
       return ticketFor(store, id, now, opts.log, slot);
     },
+    async authorize(principal: Principal, pull: Pick<PullRequest, 'kind' | 'dataset'>): Promise<void> {
+      await covered(store, principal.userId, pull, now());
+    },
   };
 }
 
 /** The caller's user and entitlement, once the plan covers the pull (401 unknown user, 402 not covered). */
-async function covered(t: Db, userId: string, pull: PullRequest, at: Date): Promise<{ user: UserRow; ent: Entitlement }> {
+async function covered(t: Db, userId: string, pull: Pick<PullRequest, 'kind' | 'dataset'>, at: Date): Promise<{ user: UserRow; ent: Entitlement }> {
   const user = await t.get<UserRow>(sql`SELECT * FROM users WHERE id = ${userId}`);
   if (!user) throw new Unauthorized('Invalid API key');
   const ent = await entitlementOf(t, user, at);

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { Principal } from '../accounts/principal.js';
+import { planDownload } from '../downloads/plan.js';
 import { storeSpec, type PullSpec } from '../downloads/spec.js';
 import { Forbidden, Gone, NotFound } from '../errors.js';
 import { S3ObjectStore } from '../s3/store.js';
@@ -24,7 +25,7 @@ import type { ObjectStore } from './store.js';
  * store under PMLAKE_STATE/exports, whose bytes only pmlake serves, behind its own signed links (./links.ts).
  * The default used to be an embedded s3rver on a loopback port, which checked no signature (issue 11 item 4).
  *
- * Money: nothing is charged at submit. When the file is complete in the store the job asks the meter for the
+ * Money: nothing is charged at submit (only the plan is checked there). When the file is complete in the store the job asks the meter for the
  * charge (kind 'export', the real bytes); a refusal deletes the object and fails the job with the reason. A
  * failed build discards its upload and charges nothing; parts that could not be discarded then (store down,
  * a crash) are retried by the sweep (./cleanup.ts).
@@ -93,17 +94,21 @@ export class ExportService {
     for (const t of this.timers) t.unref();
   }
 
-  /** Persists a job for `spec` (stored as text, src/downloads/spec.ts) and queues it; a known key returns its job. */
+  /**
+   * Persists a job for `spec` (stored as text, src/downloads/spec.ts) and queues it; a known key returns its job.
+   * The spec is planned first, as a download of it would be: an unknown market is refused now, the plan must
+   * cover the data set as an export (402, no job row), and the file is named as the same download's file.
+   */
   async submit(principal: Principal, spec: PullSpec, idempotencyKey: string | undefined): Promise<ExportJobRow> {
     const key = idempotencyKey ?? crypto.randomUUID().replaceAll('-', '');
-    const id = spec.market_id ?? spec.series_id ?? 'all';
-    const fileName = `${spec.kind}_${id.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100)}.${spec.format}`;
+    const plan = await planDownload(this.deps, principal, spec);
+    await this.deps.meter.authorize(principal, { kind: 'export', dataset: plan.dataset });
     const { row, created } = await createOrGetExport(this.deps.state, {
       userId: principal.userId,
       idempotencyKey: key,
       spec: storeSpec(spec),
       format: spec.format,
-      fileName,
+      fileName: plan.fileName,
     });
     // Built here when this process has a worker with a free slot, else by whichever worker polls first.
     if (created) this.worker?.kick();
