@@ -3,7 +3,8 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import type { Response } from 'express';
 import type { Route } from './route.js';
-import { CHARTS_CSP, chartsPage, chartsScript } from './pages/charts.js';
+import { CHARTS_CSP, chartsPage } from './pages/charts.js';
+import { chartsScript } from './pages/charts-script.js';
 
 /**
  * GET /charts: the chart page (src/http/pages/charts.ts), its script, and the charting library it draws with,
