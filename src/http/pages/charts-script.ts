@@ -1,5 +1,10 @@
 /**
  * The /charts page's script (served as /charts/charts.js; the page is ./charts.ts). Plain JS without a build step.
+ *
+ * The view is a link: market, outcome, timeframe, source (when UDF) and the instant of the book shown live in the
+ * query string (/charts?market=516828&outcome=0&timeframe=1h&at=2025-09-16T22:00:00Z), rewritten with
+ * history.replaceState as the view changes, and a link opened directly restores that view. The API key never goes
+ * into a URL: it stays in this browser's localStorage, so a link opens with it in any tab.
  */
 export function chartsScript(): string {
   return SCRIPT;
@@ -15,8 +20,35 @@ const SCRIPT = `(function () {
   window.__depth = null;
   window.__udf = null;
   window.__coverage = null;
+  // The instant of the book shown (unix seconds), kept across reloads of the same market and written into the link.
+  var view = { at: null };
+  var KEY_STORE = 'pmlake.apiKey';
 
   function status(text, err) { var s = $('status'); s.textContent = text || ''; s.className = err ? 'err' : ''; }
+
+  // --- the key: this browser's storage, never a URL (storage may be disabled: the key is then typed each time)
+  try { $('key').value = localStorage.getItem(KEY_STORE) || ''; } catch (e) { /* no storage */ }
+  $('key').addEventListener('input', function () {
+    var k = $('key').value.trim();
+    try { if (k) localStorage.setItem(KEY_STORE, k); else localStorage.removeItem(KEY_STORE); } catch (e) { /* no storage */ }
+  });
+
+  // --- the view in the URL
+  var isoSec = function (t) { return new Date(t * 1000).toISOString().replace('.000Z', 'Z'); };
+  function writeLink() {
+    if (!market) return;
+    var parts = [['market', market.id], ['outcome', $('outcome').value || '0'], ['timeframe', $('timeframe').value.trim()]];
+    if ($('source').value === 'udf') parts.push(['source', 'udf']);
+    if (view.at !== null) parts.push(['at', isoSec(view.at)]);
+    // ':' may stand in a query: the instant stays readable in the address bar.
+    var qs = parts.map(function (p) { return p[0] + '=' + encodeURIComponent(p[1]).replace(/%3A/gi, ':'); }).join('&');
+    history.replaceState(null, '', location.pathname + '?' + qs);
+  }
+  function readLink() {
+    var q = new URLSearchParams(location.search);
+    var at = q.get('at') ? Date.parse(q.get('at')) : NaN;
+    return { market: q.get('market'), outcome: q.get('outcome'), timeframe: q.get('timeframe'), source: q.get('source'), at: isNaN(at) ? null : at / 1000 };
+  }
 
   function api(path, params) {
     var qs = new URLSearchParams();
@@ -38,6 +70,7 @@ const SCRIPT = `(function () {
 
   var chart = LC.createChart($('chart'), { autoSize: true, layout: { background: { color: '#ffffff' }, textColor: '#1b1f24' }, timeScale: { timeVisible: true, secondsVisible: true } });
   var candles = chart.addSeries(LC.CandlestickSeries, { upColor: '#1a7f37', downColor: '#cf222e', borderVisible: false, wickUpColor: '#1a7f37', wickDownColor: '#cf222e' });
+  var marker = LC.createSeriesMarkers(candles, []);
   var volume = chart.addSeries(LC.HistogramSeries, { priceScaleId: 'vol', priceFormat: { type: 'volume' }, lastValueVisible: false, priceLineVisible: false });
   chart.priceScale('vol').applyOptions({ scaleMargins: { top: 0.8, bottom: 0 } });
   candles.priceScale().applyOptions({ scaleMargins: { top: 0.05, bottom: 0.25 } });
@@ -45,6 +78,24 @@ const SCRIPT = `(function () {
   var askLine = chart.addSeries(LC.LineSeries, { color: '#cf222e', lineWidth: 1, lastValueVisible: false, priceLineVisible: false });
   // The library's own series, so a test can read what is drawn (series.data()), not only what was fetched.
   window.__series = { candles: candles, volume: volume, bid: bidLine, ask: askLine };
+  window.__chart = chart;
+
+  // The market's tick on the price axis (0.001 → 3 decimals, 0.01 → 2): the UDF symbol's pricescale, 10^decimals
+  // of the tick (1000 when the catalogue does not know it). The library's default, 2 decimals, hid a 0.001 market.
+  function applyTick(scale) {
+    var s = scale > 0 ? scale : 1000;
+    var fmt = { type: 'price', precision: Math.round(Math.log10(s)), minMove: 1 / s };
+    [candles, bidLine, askLine].forEach(function (x) { x.applyOptions({ priceFormat: fmt }); });
+    return fmt;
+  }
+  var scales = {};
+  function tickScale(id) {
+    if (!scales[id]) {
+      scales[id] = api('/v1/charts/udf/symbols', { symbol: id }).then(function (info) { return info.pricescale; });
+      scales[id].catch(function () { delete scales[id]; });
+    }
+    return scales[id].catch(function () { return null; });
+  }
 
   // --- market search
   var searchTimer = 0;
@@ -67,7 +118,7 @@ const SCRIPT = `(function () {
     }).catch(function (e) { status(e.message, true); });
   }
 
-  function pick(m) {
+  function pick(m, outcome, at) {
     market = m;
     $('results').textContent = '';
     $('title').textContent = m.question + ' (#' + m.id + ')';
@@ -75,12 +126,24 @@ const SCRIPT = `(function () {
     var sel = $('outcome');
     sel.textContent = '';
     (m.outcomes || []).forEach(function (label, i) { var o = document.createElement('option'); o.value = String(i); o.textContent = i + ': ' + label; sel.appendChild(o); });
-    load();
+    if (outcome && /^\\d+$/.test(outcome) && Number(outcome) < sel.options.length) sel.value = String(Number(outcome));
+    load(at === undefined ? null : at);
   }
-  $('load').addEventListener('click', function () { if (market) load(); });
-  $('timeframe').addEventListener('keydown', function (e) { if (e.key === 'Enter' && market) load(); });
-  $('outcome').addEventListener('change', function () { if (market) load(); });
-  $('source').addEventListener('change', function () { if (market) load(); });
+  // A reload of the same market keeps the instant shown.
+  $('load').addEventListener('click', function () { if (market) load(view.at); else if (pendingLink) openLink(pendingLink); });
+  $('timeframe').addEventListener('keydown', function (e) { if (e.key === 'Enter' && market) load(view.at); });
+  $('outcome').addEventListener('change', function () { if (market) load(view.at); });
+  $('source').addEventListener('change', function () { if (market) load(view.at); });
+
+  // A link opened directly: its market (with the stored key; else once the key is typed), outcome, timeframe, instant.
+  var pendingLink = null;
+  function openLink(l) {
+    if (!$('key').value.trim()) { pendingLink = l; status('enter your API key to open market #' + l.market); return; }
+    pendingLink = null;
+    status('loading…');
+    api('/v1/markets/' + encodeURIComponent(l.market), {}).then(function (m) { pick(m, l.outcome, l.at); }).catch(function (e) { status(e.message, true); });
+  }
+  $('key').addEventListener('change', function () { if (pendingLink) openLink(pendingLink); });
 
   // --- a UDF datafeed client (the charting library's UDFCompatibleDatafeed, reduced to what the page draws)
   var UDF = '/v1/charts/udf';
@@ -160,21 +223,29 @@ const SCRIPT = `(function () {
     return api('/v1/trades/ohlcv', { market_id: id, outcome: outcome, timeframe: tf, limit: 2000 }).then(function (rows) { return rows.slice().reverse(); });
   }
 
-  // --- candles, volume, top of book
-  function load() {
+  // --- candles, volume, top of book; the first book at the instant at (unix seconds) or, when null, the last candle's
+  function load(at) {
     var tf = $('timeframe').value.trim();
     var outcome = $('outcome').value || '0';
     var id = market.id;
     status('loading…');
     var udf = $('source').value === 'udf';
+    view.at = at; // the link keeps the instant asked for even when no book is shown
     fetchCandles(id, outcome, tf).then(function (bars) {
+      // UDF mode has the symbol's pricescale already (no second symbols request); else the market's, once.
+      return (udf ? Promise.resolve((window.__udf.symbolInfo || {}).pricescale) : tickScale(id)).then(function (scale) { return { bars: bars, scale: scale }; });
+    }).then(function (got) {
+      var bars = got.bars;
+      var priceFormat = applyTick(got.scale);
       state = { candles: bars, tfSeconds: udf ? resolutionSeconds(tf) : tfSeconds(tf) };
       candles.setData(bars.map(function (b) { return { time: sec(b.timestamp), open: b.open, high: b.high, low: b.low, close: b.close }; }));
       volume.setData(bars.map(function (b) { return { time: sec(b.timestamp), value: b.volume, color: b.close >= b.open ? 'rgba(26,127,55,0.4)' : 'rgba(207,34,46,0.4)' }; }));
       bidLine.setData([]);
       askLine.setData([]);
-      window.__chartData = { market_id: id, outcome: Number(outcome), timeframe: tf, source: udf ? 'udf' : 'ohlcv', candles: bars, top_of_book: [] };
+      marker.setMarkers([]);
+      window.__chartData = { market_id: id, outcome: Number(outcome), timeframe: tf, source: udf ? 'udf' : 'ohlcv', candles: bars, top_of_book: [], price_format: priceFormat };
       chart.timeScale().fitContent();
+      writeLink();
       if (bars.length === 0) { status('no trades for this market and outcome'); tape(id, outcome, null, null); return null; }
       var start = bars[0].timestamp;
       var end = new Date((sec(bars[bars.length - 1].timestamp) + state.tfSeconds) * 1000).toISOString();
@@ -182,7 +253,6 @@ const SCRIPT = `(function () {
       var scrub = $('scrub');
       scrub.min = String(sec(start));
       scrub.max = String(sec(end));
-      scrub.value = scrub.max;
       return topOfBook(id, outcome, start, end).then(function (tob) {
         var line = sampleTop(bars, tob);
         bidLine.setData(line.bid);
@@ -195,7 +265,11 @@ const SCRIPT = `(function () {
         var bookFrom = Math.ceil(Date.parse(tob[0].timestamp) / 1000);
         scrub.min = String(Math.max(sec(start), bookFrom));
         $('coverage').textContent += '; order book from ' + tob[0].timestamp;
-        return depthAt(Number(scrub.max));
+        // The instant asked for (no earlier than the book), else the last candle's own time: inside the data, where
+        // the window's end (that candle's close) lies past the tape's last message.
+        var t = at !== null ? Math.max(at, bookFrom) : Math.max(sec(bars[bars.length - 1].timestamp), Number(scrub.min));
+        scrub.value = String(t);
+        return depthAt(t);
       });
     }).catch(function (e) { status(e.message, true); });
   }
@@ -272,8 +346,8 @@ const SCRIPT = `(function () {
   });
   chart.subscribeClick(function (p) {
     if (!market || p.time === undefined || $('scrub').disabled) return;
-    // The book at that candle's close, or where the book begins.
-    var t = Math.max(Number(p.time) + state.tfSeconds, Number($('scrub').min));
+    // The book at the candle's own time (its open, the time the axis and the link name), or where the book begins.
+    var t = Math.max(Number(p.time), Number($('scrub').min));
     $('scrub').value = String(t);
     depthAt(t);
   });
@@ -286,6 +360,9 @@ const SCRIPT = `(function () {
     var at = new Date(t * 1000).toISOString();
     var mine = ++depthSeq;
     $('at').textContent = at;
+    view.at = t;
+    writeLink();
+    markCandle(t);
     return api('/v1/orderbook/snapshot', { market_id: market.id, outcome: $('outcome').value || '0', at: at, depth: 50 }).then(function (book) {
       if (mine !== depthSeq) return; // a later scrub won
       window.__depth = { at: at, bids: book.bids, asks: book.asks, best_bid: book.best_bid, best_ask: book.best_ask, verified: book.verified };
@@ -294,6 +371,13 @@ const SCRIPT = `(function () {
       $('depthinfo').textContent = 'bid ' + book.best_bid + ' / ask ' + book.best_ask + ' · ' + book.bid_levels + ' bid levels, ' + book.ask_levels + ' ask levels · ' +
         (book.verified ? 'verified by the venue' : 'not verified');
     }).catch(function (e) { status(e.message, true); });
+  }
+
+  // A marker on the candle holding the book's instant (none when it falls between candles).
+  function markCandle(t) {
+    var hit = null;
+    state.candles.forEach(function (b) { var s = sec(b.timestamp); if (s <= t && t < s + Math.max(state.tfSeconds, 1)) hit = s; });
+    marker.setMarkers(hit === null ? [] : [{ time: hit, position: 'aboveBar', shape: 'arrowDown', color: '#0969da', text: 'book' }]);
   }
 
   // Cumulative size against price: bids (best first) stepping left, asks stepping right.
@@ -331,5 +415,11 @@ const SCRIPT = `(function () {
     g.fillText(hi.toFixed(3), w - pad - 30, h - 6);
     g.fillText('cum. size ' + top.toFixed(2), pad, 14);
   }
+
+  // Last: a link opened directly (everything above is defined by now).
+  var link = readLink();
+  if (link.timeframe) $('timeframe').value = link.timeframe;
+  if (link.source === 'udf') $('source').value = 'udf';
+  if (link.market) openLink(link);
 })();
 `;

@@ -2,7 +2,8 @@
  * The /charts page: a market's candles at any timeframe with volume, its top of book, and the order-book depth
  * at any instant the user scrubs to. Self-contained (no CDN: the service may run without internet): the page,
  * its script and the charting library (lightweight-charts, from node_modules) are all served by pmlake
- * (src/http/charts-page.ts). It reads only the public API, with the key the user types, sent as X-API-Key.
+ * (src/http/charts-page.ts). It reads only the public API, with the key the user types (kept in the browser's
+ * localStorage, never in a URL), sent as X-API-Key. The view (market, outcome, timeframe, instant) is the URL's query.
  * Plain JS without a build step; every API text goes through textContent, never innerHTML. The chart's data is
  * kept on `window.__chartData` and the depth shown on `window.__depth`, so a browser test can compare them with
  * the API's own answers.
@@ -66,7 +67,7 @@ const PAGE = `<!doctype html>
 </style>
 </head>
 <body>
-<header><h1>pmlake charts</h1><a href="/docs">API docs</a></header>
+<header><h1>pmlake charts</h1><a href="/">home</a><a href="/docs">API docs</a></header>
 <main>
   <div class="bar">
     <label>API key <input id="key" size="40" autocomplete="off" placeholder="X-API-Key"></label>
