@@ -234,9 +234,13 @@ describe('charts page links, tick and instants in a real browser', () => {
       const entries = await page.evaluate(() => history.length);
       await page.selectOption('#outcome', '0');
       await page.waitForFunction(() => (window as any).__chartData?.outcome === 0 && (window as any).__depth !== null, null, { timeout: 30_000 });
-      await page.waitForFunction((a) => new URL(location.href).searchParams.get('outcome') === '0' && (window as any).__depth?.at && Date.parse((window as any).__depth.at) === a, ms(at), {
-        timeout: 30_000,
-      });
+      await page.waitForFunction(
+        (a) => new URL(location.href).searchParams.get('outcome') === '0' && (window as any).__depth?.at && Date.parse((window as any).__depth.at) === a,
+        ms(at),
+        {
+          timeout: 30_000,
+        },
+      );
       expect(query(page)).toEqual({ market: fine.id, outcome: '0', timeframe: '1h', at });
       await page.fill('#timeframe', '4h');
       await page.press('#timeframe', 'Enter');

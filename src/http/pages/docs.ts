@@ -14,6 +14,7 @@ const PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>pmlake API</title>
+<link rel="icon" href="data:,">
 <style>
   body { font: 15px/1.5 system-ui, sans-serif; margin: 0; color: #1b1f24; background: #fafbfc; }
   header { background: #1b1f24; color: #fff; padding: 16px 32px; }

@@ -1,15 +1,20 @@
 import { z } from 'zod';
 import type { Route } from '../route.js';
 import { lakeVersion } from '../../lake/versions.js';
+import { HOME_CSP, homePage } from '../pages/home.js';
 
 /**
  * GET / and GET /v1/status: what uptime probes and a status page call. The anchor documents no shape for either
  * (its root is "service name and version", its status a "curated public system status"), so these say only what
- * pmlake knows without a scan: that it answers, and which lake version it serves.
+ * pmlake knows without a scan: that it answers, and which lake version it serves. A browser at / (it asks for
+ * text/html first) gets a home page linking the same documents (src/http/pages/home.ts).
  */
 
 /** The service's API version, as /health reports it. */
 export const API_VERSION = '1.0.0';
+
+/** The root's JSON, exactly as API clients have always had it. */
+const ROOT = { name: 'pmlake', version: API_VERSION, docs: '/docs', openapi: '/v1/openapi.json', health: '/health', status: '/v1/status' };
 
 const RootResponse = z
   .object({
@@ -47,9 +52,20 @@ export const statusRoutes: Route[] = [
     // Like /health and /v1/stats (and the anchor's client says so of its root): a probe is never rate limited.
     limit: 'none',
     tag: 'System',
-    summary: 'Service name and version, and where its documents are',
+    summary: 'Service name and version, and where its documents are (a browser asking for text/html gets a home page linking them)',
     response: RootResponse,
-    handler: async () => ({ name: 'pmlake', version: API_VERSION, docs: '/docs', openapi: '/v1/openapi.json', health: '/health', status: '/v1/status' }),
+    produces: ['text/html'],
+    handler: async (req, res, ctx) => {
+      res.vary('Accept');
+      // HTML only when the client ranks it above JSON, as a browser's Accept does; */*, application/json, an
+      // unrelated type or no Accept at all keep the JSON (a tie that the client's list leaves open goes to JSON).
+      if (req.accepts(['application/json', 'text/html']) !== 'text/html') return ROOT;
+      const lake = lakeVersion(ctx.config.lakeDir);
+      res.setHeader('Content-Type', 'text/html; charset=utf-8');
+      res.setHeader('Content-Security-Policy', HOME_CSP);
+      res.send(homePage(API_VERSION, { ...ROOT, charts: '/charts' }, { version: lake.version, publishedAt: lake.publishedAt }));
+      return undefined;
+    },
   },
   {
     method: 'get',
