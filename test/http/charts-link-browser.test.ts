@@ -274,4 +274,25 @@ describe('charts page links, tick and instants in a real browser', () => {
       await ctx.close();
     }
   }, 180_000);
+
+  it('a link opened in a browser without a stored key asks for it, then opens the view', async () => {
+    const { ctx, problems, urls } = await context();
+    try {
+      const page = await ctx.newPage();
+      await page.goto(`${L.srv.url}/charts?market=${coarse.id}&outcome=0&timeframe=30m`);
+      await page.waitForFunction(() => /API key/.test(document.getElementById('status')!.textContent ?? ''), null, { timeout: 10_000 });
+      expect(urls.filter((u) => new URL(u).pathname.startsWith('/v1/'))).toEqual([]); // nothing asked without a key
+      await page.fill('#key', L.key);
+      await page.press('#key', 'Enter');
+      await shown(page);
+      const data = (await page.evaluate(() => (window as any).__chartData)) as { market_id: string; timeframe: string; candles: Bar[] };
+      expect({ market_id: data.market_id, timeframe: data.timeframe }).toEqual({ market_id: coarse.id, timeframe: '30m' });
+      expect(data.candles).toEqual(await apiBars(coarse, 0, '30m'));
+      expect(await page.evaluate(() => localStorage.getItem('pmlake.apiKey'))).toBe(L.key);
+      expect(urls.filter((u) => u.includes(L.key))).toEqual([]);
+      expect(problems).toEqual([]);
+    } finally {
+      await ctx.close();
+    }
+  }, 120_000);
 });

@@ -20,8 +20,9 @@ const SCRIPT = `(function () {
   window.__depth = null;
   window.__udf = null;
   window.__coverage = null;
-  // The instant of the book shown (unix seconds), kept across reloads of the same market and written into the link.
-  var view = { at: null };
+  // The view drawn (what the link names: not the boxes, which may hold a timeframe typed but not loaded yet), and
+  // the instant of the book shown (unix seconds), kept across reloads of the same market.
+  var view = { market: null, outcome: '0', timeframe: '', source: 'ohlcv', at: null };
   var KEY_STORE = 'pmlake.apiKey';
 
   function status(text, err) { var s = $('status'); s.textContent = text || ''; s.className = err ? 'err' : ''; }
@@ -36,9 +37,9 @@ const SCRIPT = `(function () {
   // --- the view in the URL
   var isoSec = function (t) { return new Date(t * 1000).toISOString().replace('.000Z', 'Z'); };
   function writeLink() {
-    if (!market) return;
-    var parts = [['market', market.id], ['outcome', $('outcome').value || '0'], ['timeframe', $('timeframe').value.trim()]];
-    if ($('source').value === 'udf') parts.push(['source', 'udf']);
+    if (view.market === null) return;
+    var parts = [['market', view.market], ['outcome', view.outcome], ['timeframe', view.timeframe]];
+    if (view.source === 'udf') parts.push(['source', 'udf']);
     if (view.at !== null) parts.push(['at', isoSec(view.at)]);
     // ':' may stand in a query: the instant stays readable in the address bar.
     var qs = parts.map(function (p) { return p[0] + '=' + encodeURIComponent(p[1]).replace(/%3A/gi, ':'); }).join('&');
@@ -141,7 +142,10 @@ const SCRIPT = `(function () {
     if (!$('key').value.trim()) { pendingLink = l; status('enter your API key to open market #' + l.market); return; }
     pendingLink = null;
     status('loading…');
-    api('/v1/markets/' + encodeURIComponent(l.market), {}).then(function (m) { pick(m, l.outcome, l.at); }).catch(function (e) { status(e.message, true); });
+    api('/v1/markets/' + encodeURIComponent(l.market), {}).then(function (m) { pick(m, l.outcome, l.at); }).catch(function (e) {
+      pendingLink = l; // another key, or Load, tries again
+      status(e.message, true);
+    });
   }
   $('key').addEventListener('change', function () { if (pendingLink) openLink(pendingLink); });
 
@@ -245,6 +249,7 @@ const SCRIPT = `(function () {
       marker.setMarkers([]);
       window.__chartData = { market_id: id, outcome: Number(outcome), timeframe: tf, source: udf ? 'udf' : 'ohlcv', candles: bars, top_of_book: [], price_format: priceFormat };
       chart.timeScale().fitContent();
+      view.market = id; view.outcome = outcome; view.timeframe = tf; view.source = udf ? 'udf' : 'ohlcv';
       writeLink();
       if (bars.length === 0) { status('no trades for this market and outcome'); tape(id, outcome, null, null); return null; }
       var start = bars[0].timestamp;
