@@ -217,6 +217,8 @@ describe('charts page links, tick and instants in a real browser', () => {
       await page.goto(link);
       await shown(page);
       expect(await page.inputValue('#key')).toBe(L.key);
+      // Filled in from storage on every open, the key is masked: it must not show on screen or in a screenshot.
+      expect(await page.getAttribute('#key', 'type')).toBe('password');
       expect(await page.inputValue('#outcome')).toBe(String(outcome));
       expect(await page.inputValue('#timeframe')).toBe('1h');
       expect(await page.textContent('#title')).toContain(fine.question);

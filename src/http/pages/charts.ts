@@ -70,7 +70,7 @@ const PAGE = `<!doctype html>
 <header><h1>pmlake charts</h1><a href="/">home</a><a href="/docs">API docs</a></header>
 <main>
   <div class="bar">
-    <label>API key <input id="key" size="40" autocomplete="off" placeholder="X-API-Key"></label>
+    <label>API key <input id="key" type="password" size="40" autocomplete="off" placeholder="X-API-Key"></label>
     <label>Market <input id="search" size="36" placeholder="search questions…"></label>
   </div>
   <div id="results"></div>
