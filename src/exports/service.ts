@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { Principal } from '../accounts/principal.js';
+import { contentDisposition } from '../downloads/disposition.js';
 import { planDownload } from '../downloads/plan.js';
 import { storeSpec, type PullSpec } from '../downloads/spec.js';
 import { Forbidden, Gone, NotFound } from '../errors.js';
@@ -131,7 +132,7 @@ export class ExportService {
    */
   async downloadUrl(job: ExportJobRow, ttl: number, base: string): Promise<string> {
     const store = await this.store();
-    if (store instanceof S3ObjectStore) return store.presign(job.object_key!, ttl, job.file_name);
+    if (store instanceof S3ObjectStore) return store.presign(job.object_key!, ttl, contentDisposition(job.file_name));
     const expires = Math.floor(Date.now() / 1000) + ttl;
     const signature = signLink(this.secret, { jobId: job.id, userId: job.user_id, objectKey: job.object_key!, expires });
     return `${base}/v1/exports/${encodeURIComponent(job.id)}/file?expires=${expires}&signature=${signature}`;

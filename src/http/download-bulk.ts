@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { sendBulk, type BulkItem } from '../downloads/bulk.js';
 import { planDeps } from './download-send.js';
-import { contentDisposition } from './disposition.js';
+import { contentDisposition } from '../downloads/disposition.js';
 import { checkWindow, isoDateTime, timeframeParam } from './params.js';
 import type { Route } from './route.js';
 

@@ -4,7 +4,7 @@ import { sendCopy } from '../downloads/send.js';
 import type { PullSpec } from '../downloads/spec.js';
 import { CONTENT_TYPES } from '../lake/stream.js';
 import type { AppContext } from './context.js';
-import { contentDisposition } from './disposition.js';
+import { contentDisposition } from '../downloads/disposition.js';
 
 /** What planning a pull needs, out of the handler's context. */
 export function planDeps(ctx: AppContext): PlanDeps {

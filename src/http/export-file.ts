@@ -1,6 +1,6 @@
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
-import { contentDisposition } from './disposition.js';
+import { contentDisposition } from '../downloads/disposition.js';
 import { parseRange } from '../exports/range.js';
 import { CONTENT_TYPES, type CopyFormat } from '../lake/stream.js';
 import { ServiceError } from '../errors.js';

@@ -39,13 +39,14 @@ export async function ensureBucket(client: S3Client, bucket: string): Promise<vo
 
 /**
  * A presigned GET: anyone holding the link may fetch the object until it expires, without an API key, as
- * often as they like (it is not single-use). Content-Disposition names the file for browsers.
+ * often as they like (it is not single-use). `disposition` is the Content-Disposition the store answers with
+ * (the caller's: src/downloads/disposition.ts, the same header pmlake sends itself).
  */
-export async function presignGet(client: S3Client, bucket: string, key: string, ttlSeconds: number, fileName?: string): Promise<string> {
+export async function presignGet(client: S3Client, bucket: string, key: string, ttlSeconds: number, disposition?: string): Promise<string> {
   const cmd = new GetObjectCommand({
     Bucket: bucket,
     Key: key,
-    ...(fileName ? { ResponseContentDisposition: `attachment; filename="${fileName.replace(/[^A-Za-z0-9._-]/g, '_')}"` } : {}),
+    ...(disposition ? { ResponseContentDisposition: disposition } : {}),
   });
   return getSignedUrl(client, cmd, { expiresIn: ttlSeconds });
 }

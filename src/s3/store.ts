@@ -106,8 +106,9 @@ export class S3ObjectStore implements ObjectStore {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
   }
 
-  presign(key: string, ttlSeconds: number, fileName: string): Promise<string> {
-    return presignGet(this.client, this.bucket, key, ttlSeconds, fileName);
+  /** A presigned GET whose answer carries `disposition` as its Content-Disposition. */
+  presign(key: string, ttlSeconds: number, disposition: string): Promise<string> {
+    return presignGet(this.client, this.bucket, key, ttlSeconds, disposition);
   }
 
   async close(): Promise<void> {

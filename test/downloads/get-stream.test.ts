@@ -35,9 +35,7 @@ describe('GET /v1/download/* streaming', () => {
     expect(res.headers.get('content-length')).toBe(String(body.length));
     expect(res.headers.get('x-record-count')).toBe('3');
     expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8');
-    expect(res.headers.get('content-disposition')).toBe(
-      `attachment; filename="raw_polymarket_l2_deltas_normalized.csv"; filename*=UTF-8''raw_polymarket_l2_deltas_normalized.csv`,
-    );
+    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="raw_polymarket_l2_deltas_normalized.csv"`);
     expect(res.headers.get('cache-control')).toBe('no-store');
     expect(res.headers.get('accept-ranges')).toBe('none');
     expect(res.headers.get('transfer-encoding')).toBeNull();
