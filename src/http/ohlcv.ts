@@ -3,6 +3,7 @@ import type { Route } from './route.js';
 import { lakeSources, runJsonArray } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
 import { ohlcvPageQuery } from '../query/ohlcv.js';
+import { CANDLE_SHAPE } from '../query/shapes.js';
 import { selectTokens } from '../markets/resolver.js';
 import { checkWindow, isoDateTime, marketIdParam, queryInt, timeframeParam } from './params.js';
 import { NotFound } from '../errors.js';
@@ -71,10 +72,7 @@ export const ohlcvRoutes: Route[] = [
           q.limit,
         ),
         {
-          timestamps: ['timestamp'],
-          // Prices are DECIMAL(10,6) and volume a sum of DECIMAL(18,6): as doubles they are the numbers a
-          // client parses from the exact text (see JsonShape.doubles).
-          doubles: ['open', 'high', 'low', 'close', 'volume'],
+          ...CANDLE_SHAPE,
           // The builder selects these two bound values first; every row carries the same ones.
           constants: [
             ['market_id', token.token_id],

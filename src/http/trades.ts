@@ -4,6 +4,7 @@ import type { Route } from './route.js';
 import { lakeSources, partitionValues, runJsonArray } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
 import { recentTradesQuery, tradesPageQuery } from '../query/trades.js';
+import { TRADE_SHAPE } from '../query/shapes.js';
 import { planTradePage } from '../query/trade-plan.js';
 import { tradeHours, tradePartitions } from '../lake/trade-hours.js';
 import type { AppContext } from './context.js';
@@ -50,8 +51,6 @@ const TradesQuery = z
     offset: queryInt({ min: 0, max: 1_000_000, default: 0 }),
   })
   .superRefine((v, ctx) => checkWindow(v, ctx));
-
-const TRADE_SHAPE = { timestamps: ['timestamp'] };
 
 const RecentQuery = z.object({ limit: queryInt({ min: 1, max: 100, default: 50 }) });
 

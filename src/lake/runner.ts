@@ -13,15 +13,16 @@ import {
 import { DATASETS, parquetScan, type DatasetDef, type DatasetName } from './layout.js';
 import { lakeVersion, type LakeVersion } from './versions.js';
 import { sqlIdent, sqlString, withConnection, type Query } from './duckdb.js';
-// The one builder the runner runs itself; src/query/file-meta.ts imports nothing of the runner (no cycle).
+// The one builder the runner runs itself, and the resources' output shapes; neither module imports the runner (no cycle).
 import { storedRowsQuery } from '../query/file-meta.js';
+import { shapeReplacements, type RowShape, type TimeUnit } from '../query/shapes.js';
 
 /**
  * The lake runner, the one way to the lake: executes a builder's `{ sql, params }` (src/query/) on the service's
  * DuckDB with the values bound — rows (`runQuery`), one row (`runOne`), a count (`runCount`), one JSON array
  * text (`runJsonArray`), or a byte stream (`startCopy`, re-exported from ./stream.ts) — over the sources below.
  * Rows come back JSON-safe (DECIMAL and BIGINT → number — a BIGINT beyond 2^53 → decimal text — TIMESTAMP →
- * ISO 8601 with `Z`, lists and structs → arrays and objects). Only for small JSON answers: bulk output goes
+ * ISO 8601 with `Z` (isoFromMicros), lists and structs → arrays and objects). Only for small JSON answers: bulk output goes
  * through COPY.
  */
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -52,25 +53,7 @@ export async function runCount(db: DuckDBInstance, q: Query): Promise<number> {
  */
 export { startCopy, type CopyFormat, type CopyStream } from './stream.js';
 
-/** SQL for the ISO 8601 text of a TIMESTAMP, formatted exactly as isoFromMicros does in JavaScript. */
-export function isoSql(col: string): string {
-  return `CASE WHEN epoch_us(${col}) % 1000000 = 0 THEN strftime(${col}, '%Y-%m-%dT%H:%M:%SZ') ` +
-    `WHEN epoch_us(${col}) % 1000 = 0 THEN strftime(${col}, '%Y-%m-%dT%H:%M:%S.%gZ') ` +
-    `ELSE strftime(${col}, '%Y-%m-%dT%H:%M:%S.%fZ') END`;
-}
-
-export type JsonShape = {
-  /** TIMESTAMP columns of the result: written as ISO 8601 with Z. */
-  timestamps?: readonly string[];
-  /** Columns sent as text (BIGINTs beyond 2^53, such as tape sequence numbers). */
-  text?: readonly string[];
-  /**
-   * DECIMAL columns written from their DOUBLE value, as a JSON parser reads them anyway: exact for a scaled value
-   * below 2^53 (an integer over a power of ten is correctly rounded). to_json already does this for the
-   * int64-backed decimals; the explicit cast is cheaper, and for a HUGEINT-backed sum it replaces decimal text
-   * (`27956.270000`) with the same number (`27956.27`). Measured: to_json of an OHLCV row 2.6 → 1.8 µs.
-   */
-  doubles?: readonly string[];
+export type JsonShape = RowShape & {
   /**
    * Columns with one value for every row (bound parameters such as the token id), in select order and first:
    * left out of the SQL and written by JavaScript in front of each row, so DuckDB does not serialise the same
@@ -82,15 +65,13 @@ export type JsonShape = {
 /**
  * Runs a query and returns its rows as one JSON array text, each row serialised by DuckDB (`to_json`), so the
  * values never become JavaScript objects: measured 2× faster than row objects + JSON.stringify for a 10,000
- * row trades page, and faster than a plain DuckDB client reading the same rows. Decimals keep their exact
- * decimal text (`0.280000`), which every JSON parser reads as the number, unless listed in `doubles`.
+ * row trades page, and faster than a plain DuckDB client reading the same rows. The shape is the resource's
+ * (src/query/shapes.ts, the same its files use): timestamps as ISO text, DECIMALs as DOUBLE — to_json writes a
+ * DECIMAL wider than 15 digits with its scale (`68.280000`), and a HUGEINT-backed sum as decimal text. The casts
+ * wrap the builder's query, so they run on the rows sent only, after its LIMIT.
  */
 export async function runJsonArray(db: DuckDBInstance, q: Query, shape: JsonShape = {}): Promise<{ json: string; rows: number }> {
-  const replace = [
-    ...(shape.timestamps ?? []).map((c) => `${isoSql(sqlIdent(c))} AS ${sqlIdent(c)}`),
-    ...(shape.text ?? []).map((c) => `${sqlIdent(c)}::VARCHAR AS ${sqlIdent(c)}`),
-    ...(shape.doubles ?? []).map((c) => `${sqlIdent(c)}::DOUBLE AS ${sqlIdent(c)}`),
-  ];
+  const replace = shapeReplacements(shape, 'json');
   const constants = shape.constants ?? [];
   const exclude = constants.length ? ` EXCLUDE (${constants.map(([c]) => sqlIdent(c)).join(', ')})` : '';
   const inner = replace.length || exclude ? `SELECT *${exclude}${replace.length ? ` REPLACE (${replace.join(', ')})` : ''} FROM (${q.sql})` : q.sql;
@@ -145,14 +126,17 @@ export function decimalToNumber(scaled: bigint, scale: number): number {
   return Number(scaled) / 10 ** scale;
 }
 
-/** `2025-03-02T09:27:55Z`, with `.123` or `.123456` only when the instant has sub-second digits. */
-export function isoFromMicros(micros: bigint): string {
+/**
+ * `2025-03-02T09:27:55Z`, with `.123` or `.123456` only when the instant has sub-second digits; at unit 'ms'
+ * always at least `.123` (isoSql of src/query/shapes.ts in JavaScript).
+ */
+export function isoFromMicros(micros: bigint, unit: TimeUnit = 's'): string {
   const ms = micros / 1000n - (micros % 1000n < 0n ? 1n : 0n);
   const sub = Number(micros - ms * 1000n);
   const base = new Date(Number(ms)).toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
   const msPart = base.slice(20, 23);
   if (sub !== 0) return `${base.slice(0, 19)}.${msPart}${String(sub).padStart(3, '0')}Z`;
-  if (msPart !== '000') return base;
+  if (msPart !== '000' || unit === 'ms') return base;
   return `${base.slice(0, 19)}Z`;
 }
 

@@ -71,6 +71,15 @@ export function incidentsQuery(lake: Lake, tokens: readonly string[], start: big
 }
 
 /**
+ * A sum of seconds stored exact to the millisecond (ms / 1000 as DOUBLE, sql/ingest/coverage.sql), summed in whole
+ * milliseconds: a sum of the doubles carries binary noise (`3025.4610000000002`); whole ms over 1000 is the double
+ * nearest the three-decimal value, which a JSON writer prints as such (`3025.461`).
+ */
+function msSum(col: string): string {
+  return `(sum(CAST(round(${col} * 1000) AS BIGINT)) / 1000)::DOUBLE`;
+}
+
+/**
  * One venue day, per market: the worst status of its tokens, their seconds and checkpoints, and the incidents that
  * began that day. Tokens map to markets through the catalogue (its outcome token lists, as the market resolver
  * reads them); a token the catalogue lacks is listed under a null market_id with its condition id. Worst first.
@@ -89,7 +98,7 @@ tok AS (
   SELECT id AS market_id, unnest(outcome_token_ids) AS asset_id FROM ${lake.from('markets')}
 )
 SELECT tok.market_id, cov.condition_id, ${statusOfRank(`max(${rankSql('cov.status')})`)} AS status, count(*) AS tokens,
-  sum(cov.seconds_verified) AS seconds_verified, sum(cov.seconds_degraded) AS seconds_degraded,
+  ${msSum('cov.seconds_verified')} AS seconds_verified, ${msSum('cov.seconds_degraded')} AS seconds_degraded,
   sum(cov.checkpoints_passed)::BIGINT AS checkpoints_passed, sum(cov.checkpoints_failed)::BIGINT AS checkpoints_failed,
   coalesce(sum(inc.n), 0)::BIGINT AS incidents
 FROM cov

@@ -1,12 +1,12 @@
 import type { Query } from '../lake/duckdb.js';
 import type { CopyFormat } from '../lake/stream.js';
 import type { Timeframe } from '../timeframe.js';
-import { sqlIdent } from '../lake/duckdb.js';
 import { eventTypesCond, perToken, query, windowWhere, type Params, type Window } from './common.js';
 import type { Lake } from '../lake/runner.js';
 import { bucketExpr, ohlcvSelect } from './ohlcv.js';
 import { bookSnapshotsSelect, topOfBookSelect } from './orderbook.js';
 import { TRADE_COLUMNS } from './trades.js';
+import { BOOK_SHAPE, CANDLE_SHAPE, isoSql, shapeReplacements, TOP_OF_BOOK_SHAPE, TRADE_SHAPE, type RowShape, type TimeUnit } from './shapes.js';
 
 const TRADE_SCAN =
   'id, token_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label, side, price, size, usd_value, maker, taker, fee, collateral';
@@ -16,22 +16,22 @@ const TRADE_SCAN =
  * SELECT that src/lake/stream.ts wraps in `COPY (…) TO fifo`. Column names follow the anchor's JSON
  * records (trade rows carry the outcome token id in `market_id`, order-book rows the condition id).
  *
- * Per format: Parquet keeps TIMESTAMP columns and nested lists; CSV and JSON get ISO 8601 text with `Z`
- * (what the JSON query endpoints return) and, in CSV, nested book levels as JSON text — DuckDB's own CSV
- * rendering of a list of structs is not JSON and no CSV reader could parse it back. Decimals become DOUBLE:
- * every value of the lake's DECIMAL(10,6)/(18,6) round-trips exactly through a double's 15 significant digits.
+ * Per format: Parquet keeps TIMESTAMP columns and nested lists; CSV and JSON get each resource's ISO 8601 text
+ * (./shapes.ts: the form the JSON endpoints write too) and, in CSV, nested book levels as JSON text. Decimals
+ * become DOUBLE: every value of the lake's DECIMAL(10,6)/(18,6) round-trips exactly through a double.
+ *
+ * Order: a file is oldest first in every format — read from its start, and a row cap keeps the earliest rows
+ * (the official SDK relies on it) — where the JSON list endpoints page from the newest (the anchor's order for
+ * trades and OHLCV). Outcomes: a market's file holds every outcome (the anchor ships both), one when market_id
+ * is that outcome's token id; the OHLCV endpoint answers one outcome per request (the anchor's `outcome`).
  */
 
 /** Which tokens a pull covers: explicit token ids, every token of a series' markets, or every token (catalogue series). */
 export type TokenSel = { tokens: readonly string[] } | { seriesId: string } | { all: true };
 
-function ts(col: string, format: CopyFormat): string {
-  return format === 'parquet' ? col : `strftime(${col}, '%Y-%m-%dT%H:%M:%S.%fZ')`;
-}
-
-function levels(col: string, format: CopyFormat): string {
-  const l = `list_transform(${col}, l -> {'price': CAST(l.price AS DOUBLE), 'size': CAST(l.size AS DOUBLE)})`;
-  return format === 'csv' ? `CAST(to_json(${l}) AS VARCHAR)` : l;
+/** A timestamp column of a file at `unit`: ISO text in CSV and JSON (./shapes.ts), TIMESTAMP in Parquet. */
+function ts(col: string, format: CopyFormat, unit: TimeUnit): string {
+  return format === 'parquet' ? col : isoSql(col, unit);
 }
 
 function limitClause(limit: number, params: Params): string {
@@ -39,21 +39,15 @@ function limitClause(limit: number, params: Params): string {
   return 'LIMIT $limit';
 }
 
-/** Column conversions of a file: which columns are timestamps, decimals and book-level lists. */
-type Shape = { timestamps?: readonly string[]; decimals?: readonly string[]; levels?: readonly string[] };
-
 /**
- * Wraps a plain SELECT (the query API's builders in src/query/*.ts, which order their rows) in the file's
- * column conversions and the row cap. The inner ORDER BY survives the projection and LIMIT: DuckDB keeps
- * insertion order (preserve_insertion_order is on), and the download tests check the order.
+ * Wraps a plain SELECT (the query API's builders in src/query/*.ts, which order their rows) in the resource's
+ * column forms (./shapes.ts, the same the JSON API writes) and the row cap. The inner ORDER BY survives the
+ * projection and LIMIT: DuckDB keeps insertion order (preserve_insertion_order is on), and the download tests
+ * check the order.
  */
-export function asFile(inner: Query, shape: Shape, format: CopyFormat, limit: number): Query {
+export function asFile(inner: Query, shape: RowShape, format: CopyFormat, limit: number): Query {
   const params: Params = { ...inner.params };
-  const repl = [
-    ...(format === 'parquet' ? [] : (shape.timestamps ?? []).map((c) => `${ts(sqlIdent(c), format)} AS ${sqlIdent(c)}`)),
-    ...(shape.decimals ?? []).map((c) => `CAST(${sqlIdent(c)} AS DOUBLE) AS ${sqlIdent(c)}`),
-    ...(shape.levels ?? []).map((c) => `${levels(sqlIdent(c), format)} AS ${sqlIdent(c)}`),
-  ];
+  const repl = shapeReplacements(shape, format);
   const select = repl.length ? `* REPLACE (${repl.join(', ')})` : '*';
   return query(`SELECT ${select} FROM (${inner.sql}) ${limitClause(limit, params)}`, params);
 }
@@ -69,14 +63,6 @@ export function suffixParams(q: Query, suffix: string): Query {
   }
   return query(sql, params);
 }
-
-const TRADE_SHAPE: Shape = { timestamps: ['timestamp'], decimals: ['price', 'size', 'usd_value', 'fee'] };
-const CANDLE_SHAPE: Shape = { timestamps: ['timestamp'], decimals: ['open', 'high', 'low', 'close', 'volume'] };
-const BOOK_SHAPE: Shape = { timestamps: ['timestamp'], decimals: ['best_bid', 'best_ask'], levels: ['bids', 'asks'] };
-const TOB_SHAPE: Shape = {
-  timestamps: ['timestamp'],
-  decimals: ['best_bid', 'best_bid_size', 'best_ask', 'best_ask_size', 'mid', 'spread'],
-};
 
 /** A series' tokens: every outcome token of the markets the catalogue files under the series. */
 function seriesTokens(lake: Lake, params: Params, seriesId: string): string {
@@ -190,7 +176,7 @@ export function topOfBookDownload(lake: Lake, sel: BookSel, w: Window, limit: nu
           sel.seriesId,
           w,
         );
-  return asFile(inner, TOB_SHAPE, format, limit);
+  return asFile(inner, TOP_OF_BOOK_SHAPE, format, limit);
 }
 
 /**
@@ -245,7 +231,7 @@ export function l2LevelsDownload(lake: Lake, conditionId: string | null, w: Wind
   const params: Params = {};
   const from = tapeFrom(lake, 'l2', 'recv_ts', conditionId, w, limit, params);
   const sql = `SELECT epoch_ms(recv_ts) AS recv_ts, asset_id AS coin, side, level_idx AS level, CAST(price AS DOUBLE) AS price,
-    CAST(size AS DOUBLE) AS size, NULL::INTEGER AS n_orders, ${ts('ts', format)} AS "timestamp", condition_id AS market_id, is_snapshot,
+    CAST(size AS DOUBLE) AS size, NULL::INTEGER AS n_orders, ${ts('ts', format, 'ms')} AS "timestamp", condition_id AS market_id, is_snapshot,
     coalesce(after_gap, false) AS after_gap, hash, seq
   ${from}`;
   return query(sql, params);
@@ -255,7 +241,7 @@ export function l2LevelsDownload(lake: Lake, conditionId: string | null, w: Wind
 export function tapeTradesDownload(lake: Lake, conditionId: string | null, w: Window, limit: number | null, format: CopyFormat): Query {
   const params: Params = {};
   const from = tapeFrom(lake, 'last_trades', 'ts', conditionId, w, limit, params);
-  const sql = `SELECT ${ts('ts', format)} AS "timestamp", ${ts('recv_ts', format)} AS recv_ts, condition_id AS market_id, asset_id,
+  const sql = `SELECT ${ts('ts', format, 'ms')} AS "timestamp", ${ts('recv_ts', format, 'ms')} AS recv_ts, condition_id AS market_id, asset_id,
     side, CAST(price AS DOUBLE) AS price, CAST(size AS DOUBLE) AS size, fee_rate_bps, transaction_hash, seq
   ${from}`;
   return query(sql, params);
@@ -292,7 +278,7 @@ function optionsWhere(sel: OptionsSel, w: Window, params: Params): string[] {
 export function optionsTradesDownload(lake: Lake, sel: OptionsSel, w: Window, limit: number, format: CopyFormat): Query {
   const params: Params = {};
   const where = optionsWhere(sel, w, params);
-  const sql = `SELECT ${ts('ts', format)} AS "timestamp", instrument_name, underlying, ${ts('expiry', format)} AS expiry,
+  const sql = `SELECT ${ts('ts', format, 'ms')} AS "timestamp", instrument_name, underlying, ${ts('expiry', format, 's')} AS expiry,
     strike, option_type, trade_id, price, iv, index_price, amount, direction
   FROM ${lake.from('options')} WHERE ${where.join(' AND ')} ORDER BY ts, trade_id ${limitClause(limit, params)}`;
   return query(sql, params);
@@ -328,7 +314,7 @@ export function optionsGreeksDownload(lake: Lake, sel: OptionsSel, w: Window, li
   // sqrt only of a positive time: DuckDB raises an error (not NaN) for the square root of a negative number.
   const rt = `SELECT *, sqrt(CASE WHEN t_years > 0 AND sigma > 0 THEN t_years END) AS rt FROM (${base})`;
   const d = `SELECT *, (ln(index_price / strike) + 0.5 * sigma * sigma * t_years) / (sigma * rt) AS d1 FROM (${rt})`;
-  const sql = `SELECT ${ts('ts', format)} AS "timestamp", instrument_name, underlying, ${ts('expiry', format)} AS expiry, strike,
+  const sql = `SELECT ${ts('ts', format, 'ms')} AS "timestamp", instrument_name, underlying, ${ts('expiry', format, 's')} AS expiry, strike,
     option_type, trade_id, price, iv, index_price, amount, direction, t_years AS time_to_expiry,
     CASE WHEN option_type = 'C' THEN ${normCdfSql('d1')} ELSE ${normCdfSql('d1')} - 1.0 END AS delta,
     ${normPdfSql('d1')} / (index_price * sigma * rt) AS gamma,

@@ -197,18 +197,19 @@ describe('order book downloads', () => {
     const got = JSON.parse(await res.text()) as {
       market_id: string;
       asset_id: string;
-      seq: number;
+      /** Text, as in the API: it exceeds 2^53. */
+      seq: string;
       bids: { price: number; size: number }[];
       best_bid: number | null;
     }[];
     const want = await L.rows(
-      `SELECT asset_id, seq, len(bids) AS nb, bids[1].price::DOUBLE AS b0 FROM read_parquet(${lakeGlob('book_snapshots')})
+      `SELECT asset_id, seq::VARCHAR AS seq, len(bids) AS nb, bids[1].price::DOUBLE AS b0 FROM read_parquet(${lakeGlob('book_snapshots')})
        WHERE condition_id = '${market.condition_id}' ORDER BY ts, asset_id, seq`,
     );
     expect(got.length).toBe(want.length);
     expect(got.every((r) => r.market_id === market.condition_id)).toBe(true);
     got.forEach((r, i) => {
-      expect(r.seq).toBe(Number(want[i]!.seq));
+      expect(r.seq).toBe(want[i]!.seq);
       expect(r.bids.length).toBe(Number(want[i]!.nb));
       if (r.bids.length) expect(r.bids[0]!.price).toBe(want[i]!.b0);
     });

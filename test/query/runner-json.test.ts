@@ -7,7 +7,7 @@ import { partitionSource, runJsonArray, runQuery } from '../../src/lake/runner.j
 import { partitionDir } from '../../src/lake/layout.js';
 
 /**
- * runJsonArray's shortcuts (DECIMAL written from DOUBLE, constant columns written by JavaScript) against
+ * runJsonArray's shape options (DECIMAL written from DOUBLE, constant columns written by JavaScript) against
  * numbers a JSON parser reads from the exact decimal text, and partitionSource against the files on disk.
  */
 describe('runJsonArray shape options', () => {
@@ -30,7 +30,7 @@ describe('runJsonArray shape options', () => {
     };
     const plain = await runJsonArray(db, q);
     const fast = await runJsonArray(db, q, {
-      doubles: ['price', 'volume'],
+      decimals: ['price', 'volume'],
       constants: [
         ['market_id', q.params.tok],
         ['outcome', 1],

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Route } from '../route.js';
 import { lakeSources, runJsonArray } from '../../lake/runner.js';
 import { topOfBookPageQuery } from '../../query/orderbook.js';
+import { TOP_OF_BOOK_SHAPE } from '../../query/shapes.js';
 import { selectTokens } from '../../markets/resolver.js';
 import { sendJsonText } from '../respond.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from '../params.js';
@@ -55,7 +56,7 @@ export const topOfBookRoutes: Route[] = [
       const out = await runJsonArray(
         ctx.db,
         topOfBookPageQuery(lakeSources(ctx.config.lakeDir), tokens, { start: q.start, end }, { limit: q.limit, offset: q.offset }),
-        { timestamps: ['timestamp'], text: ['seq'] },
+        TOP_OF_BOOK_SHAPE,
       );
       return sendJsonText(res, out);
     },
