@@ -9,7 +9,13 @@ import type { Route } from './route.js';
  * file. Parameters, defaults and maxima follow the anchor; each query is parsed here, once, into a PullSpec.
  */
 
-export const format = (dflt: 'csv' | 'json') => z.enum(['csv', 'parquet', 'json']).default(dflt).describe('Output format');
+export const format = (dflt: 'csv' | 'json') =>
+  z
+    .enum(['csv', 'parquet', 'json'])
+    .default(dflt)
+    .describe(
+      'Output format. Every format holds the same rows in the same order, oldest first; csv and json write timestamps as the JSON endpoints do (ISO 8601 UTC: whole seconds for trades and OHLCV, milliseconds for venue-clock data: books, the tape, options), parquet as TIMESTAMP',
+    );
 export const optionalDate = isoDateTime.optional();
 export const rowLimit = (max: number, dflt: number) => z.coerce.number().int().min(1).max(max).default(dflt).describe('Max rows');
 
@@ -97,11 +103,21 @@ export function fileRoute<S extends z.ZodType>(path: string, summary: string, q:
 type T<S extends z.ZodType> = z.infer<S>;
 
 export const fileDownloadRoutes: Route[] = [
-  fileRoute('/v1/download/trades', 'Trades of a market as a file (both outcomes; a token id narrows to one)', TradesQuery, (v: T<typeof TradesQuery>) => ({
-    kind: 'trades',
-    ...v,
-  })),
-  fileRoute('/v1/download/ohlcv', 'OHLCV candles of a market at any timeframe as a file', OhlcvQuery, (v: T<typeof OhlcvQuery>) => ({ kind: 'ohlcv', ...v })),
+  fileRoute(
+    '/v1/download/trades',
+    'Trades of a market as a file: each outcome oldest first, outcome by outcome (a token id narrows to one)',
+    TradesQuery,
+    (v: T<typeof TradesQuery>) => ({
+      kind: 'trades',
+      ...v,
+    }),
+  ),
+  fileRoute(
+    '/v1/download/ohlcv',
+    'OHLCV candles of a market at any timeframe as a file, oldest first, every outcome (a token id narrows to one)',
+    OhlcvQuery,
+    (v: T<typeof OhlcvQuery>) => ({ kind: 'ohlcv', ...v }),
+  ),
   fileRoute('/v1/download/orderbook', 'Order-book snapshots of a market (rows keyed by condition id) as a file', BookQuery, (v: T<typeof BookQuery>) => ({
     kind: 'orderbook',
     ...v,

@@ -15,7 +15,7 @@ export const OHLCVResponse = z
   .object({
     market_id: z.string().describe('The outcome token id'),
     outcome: z.number().int().nullable(),
-    timestamp: z.string().meta({ format: 'date-time', description: 'Bucket start, ISO 8601 UTC' }),
+    timestamp: z.string().meta({ format: 'date-time', description: 'Bucket start, ISO 8601 UTC in whole seconds (2025-09-21T23:54:00Z), as in the files' }),
     open: z.number(),
     high: z.number(),
     low: z.number(),

@@ -17,7 +17,7 @@ export const TradeResponse = z
   .object({
     id: z.string(),
     market_id: z.string().describe('The outcome token id (not markets.id)'),
-    timestamp: z.string().meta({ format: 'date-time', description: 'Block time, ISO 8601 UTC' }),
+    timestamp: z.string().meta({ format: 'date-time', description: 'Block time, ISO 8601 UTC in whole seconds (2025-09-21T23:54:00Z), as in the files' }),
     block_number: z.number().int().nullable(),
     transaction_hash: z.string().nullable(),
     outcome: z.number().int().nullable(),

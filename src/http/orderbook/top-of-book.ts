@@ -14,7 +14,7 @@ export const TopOfBookResponse = z
   .object({
     market_id: z.string().nullable().describe('The market condition id (0x…)'),
     asset_id: z.string(),
-    timestamp: z.string().meta({ format: 'date-time' }),
+    timestamp: z.string().meta({ format: 'date-time', description: 'Venue time, ISO 8601 UTC in milliseconds (2025-09-14T00:00:00.405Z), as in the files' }),
     seq: z.string().describe('Arrival sequence number (receive ms × 1e6 + rank), as text: it exceeds 2^53'),
     best_bid: z.number().nullable(),
     best_bid_size: z.number().nullable(),
