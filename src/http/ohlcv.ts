@@ -56,7 +56,7 @@ export const ohlcvRoutes: Route[] = [
     cost: 'query',
     auth: 'key',
     tag: 'trades',
-    summary: 'OHLCV candles at any timeframe, newest first; empty buckets omitted',
+    summary: 'OHLCV candles of one outcome at any timeframe, newest first; empty buckets omitted',
     query: OhlcvQuery,
     response: z.array(OHLCVResponse),
     handler: async (_req, res, ctx) => {

@@ -15,7 +15,7 @@ import { lakeVersion, type LakeVersion } from './versions.js';
 import { sqlIdent, sqlString, withConnection, type Query } from './duckdb.js';
 // The one builder the runner runs itself, and the resources' output shapes; neither module imports the runner (no cycle).
 import { storedRowsQuery } from '../query/file-meta.js';
-import { shapeReplacements, type RowShape, type TimeUnit } from '../query/shapes.js';
+import { shapeReplacements, type RowShape } from '../query/shapes.js';
 
 /**
  * The lake runner, the one way to the lake: executes a builder's `{ sql, params }` (src/query/) on the service's
@@ -126,17 +126,14 @@ export function decimalToNumber(scaled: bigint, scale: number): number {
   return Number(scaled) / 10 ** scale;
 }
 
-/**
- * `2025-03-02T09:27:55Z`, with `.123` or `.123456` only when the instant has sub-second digits; at unit 'ms'
- * always at least `.123` (isoSql of src/query/shapes.ts in JavaScript).
- */
-export function isoFromMicros(micros: bigint, unit: TimeUnit = 's'): string {
+/** `2025-03-02T09:27:55Z`, with `.123` or `.123456` only when the instant has sub-second digits (isoSql at 's'). */
+export function isoFromMicros(micros: bigint): string {
   const ms = micros / 1000n - (micros % 1000n < 0n ? 1n : 0n);
   const sub = Number(micros - ms * 1000n);
   const base = new Date(Number(ms)).toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
   const msPart = base.slice(20, 23);
   if (sub !== 0) return `${base.slice(0, 19)}.${msPart}${String(sub).padStart(3, '0')}Z`;
-  if (msPart !== '000' || unit === 'ms') return base;
+  if (msPart !== '000') return base;
   return `${base.slice(0, 19)}Z`;
 }
 
