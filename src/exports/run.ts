@@ -1,5 +1,5 @@
 import type { Principal } from '../accounts/principal.js';
-import { CONTENT_TYPES, startCopy, type CopyFormat, type CopyStream } from '../lake/stream.js';
+import { CONTENT_TYPES, startCopy, type CopyStream } from '../lake/stream.js';
 import { planDownload } from '../downloads/plan.js';
 import { loadSpec } from '../downloads/spec.js';
 import { failExport, recordProgress, requeueExport, startAttempt, succeedExport, type ExportJobRow } from '../state/exports.js';
@@ -7,6 +7,7 @@ import { completePull, getPull } from '../state/pulls.js';
 import type { ExportDeps } from './deps.js';
 import { AccountGone, failureMessage, failureReason, StorageError } from './failure.js';
 import { FeedStopped, MultipartUpload, settleWithin } from './multipart.js';
+import { Progress } from './progress.js';
 import type { ObjectStore } from './store.js';
 
 /**
@@ -36,27 +37,6 @@ const PART_SIZE = 8 * 1024 * 1024;
  */
 const PROGRESS_FIRST_MS = 1000;
 const PROGRESS_MS = 5000;
-
-/** Counts bytes, and rows for the line-per-row formats (CSV minus its header, JSON array one record a line). */
-class Progress {
-  bytes = 0;
-  lines = 0;
-  private readonly countLines: boolean;
-  constructor(private readonly format: CopyFormat) {
-    // Parquet has no lines: scanning its bytes for 0x0A would count nothing useful.
-    this.countLines = format !== 'parquet';
-  }
-
-  add(chunk: Buffer): void {
-    this.bytes += chunk.length;
-    if (this.countLines) for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) this.lines += 1;
-  }
-
-  /** Rows so far: lines minus the CSV header / the JSON array's opening line; Parquet has no lines to count. */
-  rows(): number {
-    return this.format === 'parquet' ? 0 : Math.max(0, this.lines - 1);
-  }
-}
 
 async function principalOf(d: ExportDeps, userId: string): Promise<Principal | null> {
   const u = await d.state.getUser(userId);
