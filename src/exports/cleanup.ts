@@ -2,7 +2,7 @@ import type { Logger } from '../log.js';
 import type { Db } from '../state/db.js';
 import { clearUploadId, jobsWithStatus } from '../state/exports.js';
 import type { Slot } from './run.js';
-import type { ObjectStore } from './store.js';
+import { jobPrefix, type ObjectStore } from './store.js';
 
 /**
  * Uploads nobody will finish must not keep their parts (issue 11 item 5: 0.8–3 GB per interrupted export
@@ -29,6 +29,22 @@ export async function discardRecordedUpload(deps: Deps, store: () => Promise<Obj
   } catch (err) {
     deps.log.warn({ err, job: job.id, upload_id: job.upload_id }, 'upload of an export not discarded yet; the sweep retries');
     return false;
+  }
+}
+
+/**
+ * Discards what earlier attempts left under one job's prefix when the job ends (./run.ts): uploads no record
+ * names (an attempt killed between creating its upload and recording it), whichever attempt began them. Only
+ * those last touched before `before`, the ending attempt's beginning: its own upload is completed or discarded
+ * by then (or kept recorded for the sweep), and one begun later is a newer holder's, which must not be touched.
+ * A store that cannot list uploads (s3rver) finds none; a failure is logged and left to the age sweep.
+ */
+export async function discardJobUploads(deps: Deps, store: () => Promise<ObjectStore>, job: { id: string; user_id: string }, before: Date): Promise<void> {
+  try {
+    const n = await (await store()).sweepUploads(jobPrefix(job), before, new Set());
+    if (n) deps.log.info({ job: job.id, uploads: n }, 'uploads left by earlier attempts discarded');
+  } catch (err) {
+    deps.log.warn({ err, job: job.id }, 'uploads of a finished export not discarded; the age sweep retries');
   }
 }
 

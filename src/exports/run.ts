@@ -2,13 +2,13 @@ import type { Principal } from '../accounts/principal.js';
 import { CONTENT_TYPES, startCopy, type CopyStream } from '../lake/stream.js';
 import { planDownload } from '../downloads/plan.js';
 import { loadSpec } from '../downloads/spec.js';
-import { failExport, recordProgress, requeueExport, startAttempt, succeedExport, type ExportJobRow } from '../state/exports.js';
+import { failExport, giveUpExport, holdsExport, recordProgress, requeueExport, startAttempt, succeedExport, type ExportJobRow } from '../state/exports.js';
 import { completePull, getPull } from '../state/pulls.js';
 import type { ExportDeps } from './deps.js';
 import { AccountGone, failureMessage, failureReason, StorageError } from './failure.js';
 import { FeedStopped, MultipartUpload, settleWithin } from './multipart.js';
 import { Progress } from './progress.js';
-import type { ObjectStore } from './store.js';
+import { jobPrefix, type ObjectStore } from './store.js';
 
 /**
  * One export job's build: its stored spec (src/downloads/spec.ts) → plan → DuckDB COPY into a FIFO →
@@ -27,6 +27,12 @@ export type RunDeps = ExportDeps & {
   /** Discards a previous attempt's upload recorded on the job; false when the store could not do it now. */
   discardOrphan(job: { id: string; object_key: string | null; upload_id: string | null }): Promise<boolean>;
   deleteObject(key: string): Promise<void>;
+  /**
+   * At the job's end, before it shows its end: discards the uploads under its key prefix last touched before
+   * `before` (this attempt's beginning) — whichever earlier attempt began them, recorded on the job or not (one
+   * killed between creating its upload and recording it). Never throws.
+   */
+  discardJobUploads(job: { id: string; user_id: string }, before: Date): Promise<void>;
 };
 
 const PART_SIZE = 8 * 1024 * 1024;
@@ -55,6 +61,8 @@ export async function runExport(d: RunDeps, job: ExportJobRow, worker: string, l
   const id = job.id;
   const log = d.log.child({ export_job: id, worker });
   const attempt = job.attempts + 1;
+  // Uploads under the job's prefix last touched before this moment are earlier attempts' (./cleanup.ts).
+  const begun = new Date();
   // What an earlier attempt left (it died, or failed while the store was down) goes first: its upload's parts,
   // and an object it may have completed before dying unmarked. This attempt gets a key of its own.
   if (job.upload_id && !(await d.discardOrphan(job))) {
@@ -63,12 +71,14 @@ export async function runExport(d: RunDeps, job: ExportJobRow, worker: string, l
     return;
   }
   if (job.object_key) await d.deleteObject(job.object_key);
-  if (job.status === 'running' && attempt > d.maxAttempts) {
-    await failExport(d.state, id, `interrupted ${job.attempts} times (its worker stopped); nothing was charged`, null, worker);
+  if (job.status === 'running' && job.attempts >= d.maxAttempts) {
+    // The claim counted one more attempt; none runs: the job shows the attempts that did.
+    await d.discardJobUploads(job, begun);
+    await giveUpExport(d.state, id, worker, job.attempts, `interrupted ${job.attempts} times (its worker stopped); nothing was charged`);
     log.warn({ attempts: job.attempts }, 'export failed: interrupted too often');
     return;
   }
-  const key = `exports/${job.user_id}/${job.id}/${attempt}/${job.file_name}`;
+  const key = `${jobPrefix(job)}${attempt}/${job.file_name}`;
   if (!(await startAttempt(d.state, id, worker, key))) return;
   const principal = await principalOf(d, job.user_id);
   const slot: Slot = { copy: null, upload: null };
@@ -109,7 +119,10 @@ export async function runExport(d: RunDeps, job: ExportJobRow, worker: string, l
         copy,
         (b) => counted.add(b),
         // Awaited by the upload before its first part: the id is on the job before any part exists (crash-safe).
-        (uploadId) => recordProgress(d.state, id, worker, 0, 0, uploadId),
+        // Not recorded (the job is no longer this worker's): the upload is discarded now, not left to nobody.
+        async (uploadId) => {
+          if (!(await recordProgress(d.state, id, worker, 0, 0, uploadId))) throw new FeedStopped('the job is no longer this worker’s');
+        },
       )
       .catch((err: unknown) => {
         // Stopped by its input (the COPY failed first): not the store's fault.
@@ -131,6 +144,12 @@ export async function runExport(d: RunDeps, job: ExportJobRow, worker: string, l
     const bytes = counted.bytes;
     await recordProgress(d.state, id, worker, rows, bytes, null);
     if (leaseLost.aborted) throw leaseLost.reason;
+    if (!(await holdsExport(d.state, id, worker))) {
+      // Taken over, or deleted with its account, since the last renewal: nobody will serve this file.
+      await d.deleteObject(key);
+      log.warn('export finished after the job stopped being this worker’s; its file was deleted');
+      return;
+    }
     // The file is complete in object storage: now, and only now, the pull is charged — once per job: a charge
     // an earlier attempt made before its worker died is found by its id and kept (settled if left pending).
     const found = await getPull(d.state, chargeIdOf(id));
@@ -156,6 +175,7 @@ export async function runExport(d: RunDeps, job: ExportJobRow, worker: string, l
         });
     } catch (err) {
       await d.deleteObject(key);
+      await d.discardJobUploads(job, begun);
       await failExport(d.state, id, `charge refused: ${failureReason(err, false)}; the file was deleted and nothing was charged`, null, worker);
       log.warn({ err }, 'export charge refused');
       return;
@@ -163,10 +183,13 @@ export async function runExport(d: RunDeps, job: ExportJobRow, worker: string, l
     if (ticket) await ticket.commit({ bytes, rows });
     else if (charged?.status === 'pending') await completePull(d.state, chargeId, bytes, rows, new Date());
     const expiresAt = new Date(Date.now() + d.config.exportRetentionHours * 3_600_000).toISOString();
+    await d.discardJobUploads(job, begun);
     if (await succeedExport(d.state, id, worker, { rows, bytes, cost: 0, expiresAt })) {
       log.info({ rows, bytes, ms: Date.now() - started, copy_ms: copyMs, upload_ms: uploadMs }, 'export succeeded');
     } else {
-      // Taken over meanwhile: the new holder deletes this attempt's object (its key is on the job) and keeps the charge.
+      // Taken over meanwhile: the new holder keeps the charge. It deleted this attempt's object when it started
+      // (the key was on the job), but perhaps before the object was complete: deleted here too.
+      await d.deleteObject(key);
       log.warn('export finished after its lease was lost; the worker that took it over completes it');
     }
   } catch (err) {
@@ -189,6 +212,7 @@ export async function runExport(d: RunDeps, job: ExportJobRow, worker: string, l
       await requeueExport(d.state, id, worker, 'interrupted by a service restart; re-queued').catch(() => {});
       log.info('export interrupted by shutdown; re-queued');
     } else {
+      await d.discardJobUploads(job, begun);
       await failExport(d.state, id, failureMessage(err, false), orphan, worker).catch((e: unknown) => log.error({ err: e }, 'export failure not recorded'));
       // The whole error (addresses, paths) stays here, in the log; the job's `error` names only what failed.
       log.warn({ err, orphan_upload: orphan }, 'export failed');

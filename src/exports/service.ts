@@ -7,7 +7,7 @@ import { storeSpec, type PullSpec } from '../downloads/spec.js';
 import { Forbidden, Gone, NotFound } from '../errors.js';
 import { S3ObjectStore } from '../s3/store.js';
 import { createOrGetExport, expireExport, getExport, jobsWithStatus, type ExportJobRow } from '../state/exports.js';
-import { discardRecordedUpload, sweepExports } from './cleanup.js';
+import { discardJobUploads, discardRecordedUpload, sweepExports } from './cleanup.js';
 import type { ExportDeps } from './deps.js';
 import { checkLink, loadLinkSecret, signLink } from './links.js';
 import { LocalObjectStore, type LocalObject } from './local-store.js';
@@ -31,7 +31,7 @@ import type { ObjectStore } from './store.js';
  * failed build discards its upload and charges nothing; parts that could not be discarded then (store down,
  * a crash) are retried by the sweep (./cleanup.ts).
  */
-const MAX_ATTEMPTS = 3;
+export const MAX_ATTEMPTS = 3;
 const EXPIRE_EVERY_MS = 60_000;
 const SWEEP_EVERY_MS = 15 * 60_000;
 
@@ -77,6 +77,7 @@ export class ExportService {
         maxAttempts: MAX_ATTEMPTS,
         discardOrphan: (job: { id: string; object_key: string | null; upload_id: string | null }) => this.discardOrphan(job),
         deleteObject: (key: string) => this.deleteObject(key),
+        discardJobUploads: (job: { id: string; user_id: string }, before: Date) => discardJobUploads(this.deps, () => this.store(), job, before),
       };
       this.worker = new ExportWorker({
         state: this.deps.state,

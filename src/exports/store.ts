@@ -34,3 +34,13 @@ export function s3ErrorOf(err: unknown): { status: number | undefined; name: str
   const e = err as { $metadata?: { httpStatusCode?: number }; name?: string } | null;
   return { status: e?.$metadata?.httpStatusCode, name: e?.name };
 }
+
+/** A user's export files in the store: `exports/<user id>/<job id>/<attempt>/<file name>`. */
+export function userPrefix(userId: string): string {
+  return `exports/${userId}/`;
+}
+
+/** One job's files, of every attempt. */
+export function jobPrefix(job: { id: string; user_id: string }): string {
+  return `${userPrefix(job.user_id)}${job.id}/`;
+}

@@ -123,11 +123,17 @@ export async function setTotalRows(t: Db, id: string, total: number): Promise<vo
   await benignRun(t, sql`UPDATE export_jobs SET total_rows = ${total} WHERE id = ${id}`);
 }
 
-export async function recordProgress(t: Db, id: string, worker: string, rows: number, bytes: number, uploadId: string | null): Promise<void> {
+/** Records progress (and the upload id, when given); false when the job is no longer this worker's. */
+export async function recordProgress(t: Db, id: string, worker: string, rows: number, bytes: number, uploadId: string | null): Promise<boolean> {
   // Not benign when it records an upload id: that must be on disk before the first part is sent (crash-safe).
   const q = sql`UPDATE export_jobs SET rows_written = ${rows}, bytes_written = ${bytes}, upload_id = coalesce(${uploadId}, upload_id)
                 WHERE id = ${id} AND worker = ${worker} AND status = 'running'`;
-  await (uploadId === null ? benignRun(t, q) : t.run(q));
+  return (await (uploadId === null ? benignRun(t, q) : t.run(q))) === 1;
+}
+
+/** Whether the job is still running under this worker (not taken over, failed, or deleted with its account). */
+export async function holdsExport(t: Db, id: string, worker: string): Promise<boolean> {
+  return (await t.get(sql`SELECT id FROM export_jobs WHERE id = ${id} AND worker = ${worker} AND status = 'running'`)) !== undefined;
 }
 
 /** running → succeeded, in the caller's transaction (the charge commits with it); false when no longer ours. */
@@ -156,6 +162,18 @@ export async function failExport(t: Db, id: string, error: string, orphanUploadI
     sql`UPDATE export_jobs SET status = 'failed', error = ${error.slice(0, 1000)}, completed_at = ${now()}, upload_id = ${orphanUploadId},
           lease_until = NULL
         WHERE id = ${id} AND status IN ('queued', 'running') AND (CAST(${worker} AS TEXT) IS NULL OR worker = ${worker})`,
+  );
+}
+
+/**
+ * running → failed without a new attempt: the claim that found the job interrupted too often counted one, and
+ * the job shows the `attempts` that ran instead.
+ */
+export async function giveUpExport(t: Db, id: string, worker: string, attempts: number, error: string): Promise<void> {
+  await t.run(
+    sql`UPDATE export_jobs SET status = 'failed', error = ${error.slice(0, 1000)}, completed_at = ${now()}, upload_id = NULL, lease_until = NULL,
+          attempts = ${attempts}
+        WHERE id = ${id} AND worker = ${worker} AND status = 'running'`,
   );
 }
 

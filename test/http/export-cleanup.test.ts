@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPmlakeServer } from '../../bench/server.js';
 import { LocalObjectStore } from '../../src/exports/local-store.js';
+import { MAX_ATTEMPTS } from '../../src/exports/service.js';
 import { activeCopies } from '../../src/lake/stream.js';
 import type { RunningServer } from '../../src/server.js';
 import { activateSubscriptionTx } from '../../src/state/accounts.js';
@@ -30,12 +31,34 @@ function uploads(stateDir: string): { id: string; parts: string[]; bytes: number
     return { id, parts: files.filter((f) => /^\d+$/.test(f)), bytes: files.reduce((n, f) => n + fs.statSync(path.join(root, id, f)).size, 0) };
   });
 }
+/**
+ * Upload directories with the key their upload.json names and their stored part count, read while a server
+ * may be creating or removing them (a directory without a whole upload.json yet, or gone between two reads).
+ */
+function uploadKeys(stateDir: string): { id: string; key: string; parts: number }[] {
+  const root = uploadsOf(stateDir);
+  if (!fs.existsSync(root)) return [];
+  return fs.readdirSync(root).flatMap((id) => {
+    try {
+      const files = fs.readdirSync(path.join(root, id));
+      let key = '';
+      try {
+        key = (JSON.parse(fs.readFileSync(path.join(root, id, 'upload.json'), 'utf8')) as { key: string }).key;
+      } catch {
+        // not written yet: read again on the next poll
+      }
+      return [{ id, key, parts: files.filter((f) => /^\d+$/.test(f)).length }];
+    } catch {
+      return [];
+    }
+  });
+}
 const submit = (url: string, key: string, idem: string) =>
   fetch(`${url}/v1/exports`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': key },
     body: JSON.stringify({ kind: 'raw', series_id: 'polymarket:raw-tape', format: 'csv', idempotency_key: idem }),
-  }).then((r) => r.json() as Promise<{ id: string }>);
+  }).then((r) => r.json() as Promise<{ id: string; file_name: string }>);
 async function poll(url: string, key: string, id: string): Promise<Record<string, any>> {
   for (;;) {
     const j = (await (await fetch(`${url}/v1/exports/${id}`, { headers: { 'x-api-key': key } })).json()) as Record<string, any>;
@@ -117,6 +140,56 @@ describe('interrupted exports, default store', () => {
       await srv.close();
       srv = await startTestServer(testConfig({ PMLAKE_LAKE: B.lakeDir, PMLAKE_STATE: state }));
       expect((await fetch(link.replace(/^http:\/\/[^/]+/, srv.url))).status).toBe(200);
+    } finally {
+      await srv?.close();
+      tmp.cleanup();
+    }
+  });
+
+  it('an export interrupted MAX_ATTEMPTS times (SIGKILL) fails saying so, attempts agreeing, and leaves no upload of any attempt', async () => {
+    const tmp = tempDir('pmlake-export-thrice-');
+    const state = path.join(tmp.dir, 'state');
+    const store = StateStore.open(state);
+    const user = await store.upsertUser('thrice@example.com', 'professional');
+    await store.tx((t) => activateSubscriptionTx(t, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }));
+    const key = (await store.createApiKey({ userId: user.id, name: 't', prefix: 'pm_' })).plaintext;
+    await store.close();
+    let srv: RunningServer | null = null;
+    try {
+      let jobId = '';
+      let fileName = '';
+      let unrecorded = '';
+      for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+        const child = await startPmlakeServer({ lakeDir: B.lakeDir, stateDir: state, env: { LOG_LEVEL: 'warn' }, logFile: path.join(tmp.dir, 'child.log') });
+        if (attempt === 1) ({ id: jobId, file_name: fileName } = (await submit(child.url, key, 'k-thrice')) as { id: string; file_name: string });
+        // This attempt's own upload holds a part (the previous attempt's was discarded when it started).
+        while (!uploadKeys(state).some((u) => u.key.includes(`/${jobId}/${attempt}/`) && u.id !== unrecorded && u.parts > 0)) {
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        const exited = new Promise((r) => child.child.once('exit', r));
+        child.child.kill('SIGKILL');
+        await exited;
+        if (attempt === 2) {
+          // What an attempt killed between creating its upload and recording it on the job leaves: the store's
+          // files under the job's prefix, named by no record (the real local store writes them).
+          const local = new LocalObjectStore(path.join(state, 'exports'));
+          const k = `exports/${user.id}/${jobId}/2/${fileName}`;
+          unrecorded = await local.createUpload(k, 'text/csv');
+          await local.uploadPart(k, unrecorded, 1, Buffer.alloc(MiB, 7));
+        }
+      }
+      srv = await startTestServer(testConfig({ PMLAKE_LAKE: B.lakeDir, PMLAKE_STATE: state }));
+      const done = await poll(srv.url, key, jobId);
+      expect(done.status).toBe('failed');
+      // One count: the attempts that ran, the error's, and the bound.
+      expect(done.attempts).toBe(MAX_ATTEMPTS);
+      expect(done.error).toBe(`interrupted ${MAX_ATTEMPTS} times (its worker stopped); nothing was charged`);
+      // Nothing of any attempt is left: neither the recorded uploads nor the unrecorded one, and no object.
+      expect(uploadKeys(state)).toEqual([]);
+      expect(fs.readdirSync(path.join(state, 'exports', 'objects'))).toEqual([]);
+      const row = sqliteOf(srv.ctx.state).prepare('SELECT upload_id, worker FROM export_jobs WHERE id = ?').get(jobId) as { upload_id: string | null };
+      expect(row.upload_id).toBeNull();
+      expect(sqliteOf(srv.ctx.state).prepare(`SELECT COUNT(*) AS n FROM pulls WHERE user_id = ?`).get(user.id)).toEqual({ n: 0 });
     } finally {
       await srv?.close();
       tmp.cleanup();
