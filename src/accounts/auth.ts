@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { createLocalJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { StateStore } from '../state/store.js';
 import type { Authenticator, Principal } from './principal.js';
-import { activeSubscription, userForEmail } from '../state/accounts.js';
+import { activeSubscription, dashboardUser } from '../state/accounts.js';
 import { planOf, PLANS } from './plans.js';
 import type { UserRow } from '../state/store.js';
 
@@ -101,8 +101,9 @@ export function keyAuthenticator(store: StateStore): Authenticator {
 
 /**
  * The legacy dashboard scheme: `Authorization: Bearer <JWT>`, verified with an HS256 secret or a JWKS file,
- * mapped to the user by its `email` claim (a first login creates a Free user). The token must carry `exp`.
- * A JWT has both scopes: it is the account owner at the dashboard.
+ * mapped to the user by its `email` claim (a first login creates a Free user). The token must carry `exp`; once
+ * an account was deleted, tokens for its address must carry an `iat` after the deletion (state/accounts.ts
+ * dashboardUser). A JWT has both scopes: it is the account owner at the dashboard.
  */
 export function jwtAuthenticator(store: StateStore, opts: { secret?: string | undefined; jwksFile?: string | undefined }): Authenticator | null {
   let key: Uint8Array | JWTVerifyGetKey;
@@ -123,15 +124,19 @@ export function jwtAuthenticator(store: StateStore, opts: { secret?: string | un
       const m = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/.exec(header);
       if (!m || header.length > 8192) return null;
       let email: string;
+      let issuedAtMs: number | null;
       try {
         const { payload } = await jwtVerify(m[1]!, key as Uint8Array, { algorithms, requiredClaims: ['exp'] });
         email = typeof payload.email === 'string' ? payload.email.trim() : '';
+        // jose has checked that an iat present is a number.
+        issuedAtMs = typeof payload.iat === 'number' ? payload.iat * 1000 : null;
       } catch {
         return null;
       }
       if (!email || email.length > 320 || !email.includes('@')) return null;
       // Outside the try: a state database out of reach is a 503 (Unavailable), not a bad token.
-      const user = await userForEmail(store, email);
+      const user = await dashboardUser(store, email, issuedAtMs);
+      if (!user) return null;
       return { userId: user.id, email: user.email, keyId: null, plan: await planInForce(store, user), scopes: ['read', 'download'], authMethod: 'jwt' };
     },
   };

@@ -1,8 +1,8 @@
 import type { Logger } from '../log.js';
 import type { Db } from '../state/db.js';
-import { clearUploadId, jobsWithStatus } from '../state/exports.js';
+import { clearUploadId, finishPurge, jobsWithStatus, pendingPurges } from '../state/exports.js';
 import type { Slot } from './run.js';
-import { jobPrefix, type ObjectStore } from './store.js';
+import { jobPrefix, userPrefix, type ObjectStore } from './store.js';
 
 /**
  * Uploads nobody will finish must not keep their parts (issue 11 item 5: 0.8–3 GB per interrupted export
@@ -13,7 +13,9 @@ import { jobPrefix, type ObjectStore } from './store.js';
  *    not in progress is discarded: the local store's part directories by age; an S3 store's
  *    ListMultipartUploads → discard (AbortMultipartUpload, or its fallback in ../s3/store.ts) of uploads
  *    initiated before the bound. s3rver cannot list uploads (501): there only the recorded ones are found.
- * Runs at start-up and every 15 minutes; re-queued jobs discard their previous attempt's upload themselves.
+ *  - the files of deleted accounts (objects and uploads under the account's prefix) are removed.
+ * Runs at start-up and every 15 minutes; re-queued jobs discard their previous attempt's upload themselves, and
+ * a job at its end every upload an earlier attempt left under its prefix.
  */
 type Job = { id: string; object_key: string | null; upload_id: string | null };
 /** What the cleanup uses: the job records and the log (nothing of the HTTP layer). */
@@ -65,4 +67,25 @@ export async function sweepExports(deps: Deps, store: () => Promise<ObjectStore>
   }
   if (recorded > 0 || (stale ?? 0) > 0) deps.log.info({ recorded, stale }, 'export uploads discarded');
   if (stale === null) deps.log.debug('the export store cannot list its uploads; only recorded ones were discarded');
+}
+
+/**
+ * Removes the export files of deleted accounts (src/state/lifecycle.ts confirmDeletion records each one): every
+ * object and unfinished upload under the account's prefix, then the record. Run right after a deletion and by
+ * every sweep, so a store that was down, or a process that died in between, only delays it. An export still
+ * building for the account stops at its next lease renewal (its job is gone) and discards what it made itself.
+ */
+export async function purgeDeletedAccounts(deps: Deps, store: () => Promise<ObjectStore>): Promise<number> {
+  let purged = 0;
+  for (const userId of await pendingPurges(deps.state)) {
+    try {
+      await (await store()).deleteUnder(userPrefix(userId));
+      await finishPurge(deps.state, userId);
+      purged += 1;
+    } catch (err) {
+      deps.log.warn({ err, user: userId }, "a deleted account's export files are not removed yet; the sweep retries");
+    }
+  }
+  if (purged > 0) deps.log.info({ accounts: purged }, 'export files of deleted accounts removed');
+  return purged;
 }

@@ -128,6 +128,19 @@ export class LocalObjectStore implements ObjectStore {
     }
   }
 
+  async deleteUnder(prefix: string): Promise<void> {
+    if (!prefix.endsWith('/')) throw new Error('a prefix names a directory');
+    await fsp.rm(this.objectPath(prefix.slice(0, -1)), { recursive: true, force: true, maxRetries: 3 });
+    // Uploads are by id: each one's upload.json names its key.
+    for (const id of await fsp.readdir(this.uploads)) {
+      const key = await fsp.readFile(path.join(this.uploads, id, 'upload.json'), 'utf8').then(
+        (s) => (JSON.parse(s) as { key?: string }).key,
+        () => undefined,
+      );
+      if (key?.startsWith(prefix)) await fsp.rm(path.join(this.uploads, id), { recursive: true, force: true, maxRetries: 3 });
+    }
+  }
+
   /** Opens a finished object for reading, or null when there is none. The caller closes `file`. */
   async open(key: string): Promise<LocalObject | null> {
     const file = await fsp.open(this.objectPath(key), 'r').catch((err: NodeJS.ErrnoException) => {

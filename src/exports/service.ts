@@ -7,7 +7,7 @@ import { storeSpec, type PullSpec } from '../downloads/spec.js';
 import { Forbidden, Gone, NotFound } from '../errors.js';
 import { S3ObjectStore } from '../s3/store.js';
 import { createOrGetExport, expireExport, getExport, jobsWithStatus, type ExportJobRow } from '../state/exports.js';
-import { discardJobUploads, discardRecordedUpload, sweepExports } from './cleanup.js';
+import { discardJobUploads, discardRecordedUpload, purgeDeletedAccounts, sweepExports } from './cleanup.js';
 import type { ExportDeps } from './deps.js';
 import { checkLink, loadLinkSecret, signLink } from './links.js';
 import { LocalObjectStore, type LocalObject } from './local-store.js';
@@ -156,10 +156,22 @@ export class ExportService {
     return { job, object };
   }
 
-  /** Discards uploads left behind (failed jobs' recorded ones, and any older than the bound); see ./cleanup.ts. */
+  /**
+   * Removes the export files of accounts deleted so far (./cleanup.ts purgeDeletedAccounts): called right after a
+   * deletion, and by every sweep. Never throws: what is not removed now stays recorded for the next sweep.
+   */
+  async purgeDeleted(): Promise<void> {
+    await purgeDeletedAccounts(this.deps, () => this.store()).catch((err: unknown) => this.deps.log.warn({ err }, 'export purge failed'));
+  }
+
+  /**
+   * Discards uploads left behind (failed jobs' recorded ones, and any older than the bound) and deleted
+   * accounts' files; see ./cleanup.ts.
+   */
   sweep(olderThanHours = this.deps.config.exportStaleUploadHours): Promise<void> {
     // One sweep at a time: a slow store must not pile them up.
-    this.sweeping ??= sweepExports(this.deps, () => this.store(), this.running, olderThanHours)
+    this.sweeping ??= purgeDeletedAccounts(this.deps, () => this.store())
+      .then(() => sweepExports(this.deps, () => this.store(), this.running, olderThanHours))
       .catch((err: unknown) => this.deps.log.warn({ err }, 'export sweep failed'))
       .finally(() => {
         this.sweeping = null;

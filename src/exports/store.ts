@@ -26,6 +26,12 @@ export interface ObjectStore {
    */
   sweepUploads(prefix: string, before: Date, keep: ReadonlySet<string>): Promise<number | null>;
   deleteObject(key: string): Promise<void>;
+  /**
+   * Removes every finished object and every unfinished upload under `prefix` (a deleted account's files).
+   * Resolves once they are gone; rejects when that could not be done, so the caller can retry. A store that
+   * cannot list its uploads (s3rver) removes the objects only.
+   */
+  deleteUnder(prefix: string): Promise<void>;
   close(): Promise<void>;
 }
 

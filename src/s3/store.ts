@@ -4,6 +4,7 @@ import {
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   ListMultipartUploadsCommand,
+  ListObjectsV2Command,
   UploadPartCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
@@ -104,6 +105,17 @@ export class S3ObjectStore implements ObjectStore {
 
   async deleteObject(key: string): Promise<void> {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+  }
+
+  async deleteUnder(prefix: string): Promise<void> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      for (const o of page.Contents ?? []) if (o.Key) await this.deleteObject(o.Key);
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    // Every unfinished upload, whenever it began (the latest date there is).
+    await this.sweepUploads(prefix, new Date(8.64e15), new Set());
   }
 
   /** A presigned GET whose answer carries `disposition` as its Content-Disposition. */

@@ -1,4 +1,5 @@
 import { lockUser, type Db } from './db.js';
+import { emailDigest } from './lifecycle.js';
 import { list, sql } from './sql.js';
 import { newId, now, type ApiKeyRow, type Scope, type StateStore, type UserRow } from './store.js';
 
@@ -110,9 +111,33 @@ export async function provisionKey(store: StateStore, userId: string, name: stri
   return created;
 }
 
-/** Creates (or finds) the user a dashboard JWT names; a first login gets the Free plan. */
-export async function userForEmail(store: StateStore, email: string): Promise<UserRow> {
-  return (await store.getUserByEmail(email)) ?? store.upsertUser(email, 'free');
+/**
+ * The user a dashboard token names by its address, created on a first login (Free plan); null when the token
+ * may not sign in. After an account is deleted its address is free, but a token issued up to the erasure
+ * (`issuedAtMs` not after it, or unknown: a token without `iat`) is refused whether or not the address has
+ * an account again: it must not bring the erased person back as a new user, nor sign in to the next account.
+ * Only a token issued after the erasure — a sign-in at the dashboard since — creates a new account.
+ * The user and the erasure are read in one statement (one snapshot): a deletion committing meanwhile is either
+ * wholly seen (no user, its erasure) or not at all (the user still there, for this last request).
+ */
+export async function dashboardUser(store: StateStore, email: string, issuedAtMs: number | null): Promise<UserRow | null> {
+  const address = email.trim().toLowerCase();
+  const found = await store.get<Partial<UserRow> & { deleted_at: string | null; erased_at: string | null }>(
+    sql`SELECT u.id, u.email, u.plan, u.created_at, u.deleted_at, e.erased_at
+        FROM (SELECT 1 AS one) AS x
+        LEFT JOIN users u ON u.email = ${address}
+        LEFT JOIN account_erasures e ON e.email_hash = ${emailDigest(address)}`,
+  );
+  // Seconds (iat) against milliseconds: a token of the erasure's own second counts as issued before it.
+  if (found?.erased_at && (issuedAtMs === null || issuedAtMs <= Date.parse(found.erased_at))) return null;
+  if (found?.id) {
+    // A pseudonymised (deleted) account signs in to nothing.
+    if (found.deleted_at) return null;
+    return { id: found.id, email: found.email!, plan: found.plan!, created_at: found.created_at! };
+  }
+  await store.run(sql`INSERT INTO users (id, email, plan, created_at) VALUES (${newId('usr')}, ${address}, 'free', ${now()}) ON CONFLICT (email) DO NOTHING`);
+  // Created here, or by a concurrent first login of the same address (its insert won).
+  return (await store.getUserByEmail(address)) ?? null;
 }
 
 // ---- subscriptions ----

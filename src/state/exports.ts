@@ -193,3 +193,13 @@ export async function expireExport(t: Db, id: string): Promise<void> {
 export async function clearUploadId(t: Db, id: string, uploadId: string): Promise<void> {
   await t.run(sql`UPDATE export_jobs SET upload_id = NULL WHERE id = ${id} AND upload_id = ${uploadId}`);
 }
+
+/** Deleted accounts whose export files are still to be removed from the store (migration 500), oldest first. */
+export async function pendingPurges(t: Db): Promise<string[]> {
+  return (await t.all<{ user_id: string }>(sql`SELECT user_id FROM export_purges ORDER BY requested_at, user_id`)).map((r) => r.user_id);
+}
+
+/** The account's export files are gone. Benign: lost to a power cut, the purge runs again and finds nothing. */
+export async function finishPurge(t: Db, userId: string): Promise<void> {
+  await benignRun(t, sql`DELETE FROM export_purges WHERE user_id = ${userId}`);
+}

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { Db } from './db.js';
 import { sql } from './sql.js';
 import { newId, type StateStore } from './store.js';
@@ -34,6 +35,15 @@ export type DeletionRequestRow = {
 export type Origin = { ipHash: string | null; userAgent: string | null };
 
 export type PrivacyEvent = { userId: string; event: string; metadata: Record<string, unknown>; origin: Origin; at: Date };
+
+/**
+ * How an erased address is remembered (migration 500): its SHA-256, never the address. A dashboard token names
+ * its user by address alone, so without this a token issued before the deletion would sign the erased person
+ * up again as a new user (src/state/accounts.ts dashboardUser).
+ */
+export function emailDigest(email: string): string {
+  return crypto.createHash('sha256').update(email.trim().toLowerCase(), 'utf8').digest('hex');
+}
 
 /** Appends one event inside the caller's transaction. */
 export async function appendPrivacyEventTx(t: Db, e: PrivacyEvent): Promise<void> {
@@ -162,8 +172,12 @@ export type DeletionSummary = { keys_revoked: number; downloads_erased: number; 
  * - every API key revoked at once (and its user-chosen name erased); being an ordinary write it moves
  *   StateStore.changeStamp on every replica, so the key caches empty and each key fails on the very next request;
  * - personal data erased: the email pseudonymised (`deleted+<user id>@deleted.invalid`: the row stays, because
- *   the money records point at it), download history, request counters and export jobs deleted, checkout return
- *   URLs blanked, the privacy log's IP hashes and user agents cleared;
+ *   the money records point at it), download history, request counters and export jobs deleted (a running one
+ *   too: its worker sees the job gone and discards what it built), checkout return URLs blanked, the privacy
+ *   log's IP hashes and user agents cleared;
+ * - remembered: when the address was erased (by its SHA-256: dashboard tokens issued until then are refused),
+ *   and that the account's export files are to be removed from the export store (export_purges: the export
+ *   service does it after the commit, and its sweep retries until it is done);
  * - kept, because billing records must be: the credit account and its append-only ledger (amounts, dates),
  *   orders and their items, subscriptions (any active one ends now), checkouts' amounts and dates.
  */
@@ -174,6 +188,14 @@ export async function confirmDeletion(store: StateStore, tokenHash: string, at: 
     if (found.outcome !== 'pending') return found;
     const userId = found.row.user_id;
     const iso = at.toISOString();
+    const user = await t.get<{ email: string }>(sql`SELECT email FROM users WHERE id = ${userId}`);
+    if (user) {
+      await t.run(
+        sql`INSERT INTO account_erasures (email_hash, erased_at) VALUES (${emailDigest(user.email)}, ${iso})
+            ON CONFLICT (email_hash) DO UPDATE SET erased_at = excluded.erased_at`,
+      );
+    }
+    await t.run(sql`INSERT INTO export_purges (user_id, requested_at) VALUES (${userId}, ${iso}) ON CONFLICT (user_id) DO NOTHING`);
     const keys = await t.run(sql`UPDATE api_keys SET revoked_at = ${iso} WHERE user_id = ${userId} AND revoked_at IS NULL`);
     await t.run(sql`UPDATE api_keys SET name = 'deleted' WHERE user_id = ${userId}`);
     await t.run(sql`UPDATE users SET email = ${`deleted+${userId}@deleted.invalid`}, plan = 'free', deleted_at = ${iso} WHERE id = ${userId}`);
@@ -186,8 +208,7 @@ export async function confirmDeletion(store: StateStore, tokenHash: string, at: 
     );
     const downloads = await t.run(sql`DELETE FROM pulls WHERE user_id = ${userId}`);
     const usage = await t.run(sql`DELETE FROM usage_daily WHERE user_id = ${userId}`);
-    // A running job is left to finish (its worker owns the row); its file is market data, not personal data.
-    const jobs = await t.run(sql`DELETE FROM export_jobs WHERE user_id = ${userId} AND status != 'running'`);
+    const jobs = await t.run(sql`DELETE FROM export_jobs WHERE user_id = ${userId}`);
     await t.run(sql`UPDATE privacy_events SET ip_hash = NULL, user_agent = NULL WHERE user_id = ${userId}`);
     await t.run(sql`UPDATE account_deletion_requests SET status = 'confirmed', resolved_at = ${iso} WHERE id = ${found.row.id}`);
     await t.run(sql`UPDATE account_deletion_requests SET reason = NULL WHERE user_id = ${userId}`);

@@ -242,5 +242,22 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       ALTER TABLE export_jobs ADD COLUMN lease_until TEXT;
       CREATE INDEX export_jobs_claim ON export_jobs(status, created_at);
     `,
+  },  {
+    // Deletion holds: an erased address's SHA-256 and when it was erased (dashboard tokens issued before then are
+    // refused: src/accounts/auth.ts), and the accounts whose export files are still to be removed from the
+    // export store (src/exports/service.ts). Accounts deleted before this migration have files to remove too.
+    id: 500,
+    name: 'account deletion: erased addresses, export purges',
+    sql: `
+      CREATE TABLE account_erasures (
+        email_hash TEXT PRIMARY KEY,
+        erased_at TEXT NOT NULL
+      );
+      CREATE TABLE export_purges (
+        user_id TEXT PRIMARY KEY REFERENCES users(id),
+        requested_at TEXT NOT NULL
+      );
+      INSERT INTO export_purges (user_id, requested_at) SELECT id, deleted_at FROM users WHERE deleted_at IS NOT NULL;
+    `,
   },
 ];

@@ -246,5 +246,22 @@ export const PG_MIGRATIONS: Migration[] = [
       CREATE TRIGGER api_keys_changed AFTER DELETE OR UPDATE OF user_id, key_hash, scopes, expires_at, revoked_at, scheduled_revoke_at ON api_keys
         FOR EACH STATEMENT EXECUTE FUNCTION pmlake_state_changed();
     `,
+  },  {
+    // Deletion holds: an erased address's SHA-256 and when it was erased (dashboard tokens issued before then are
+    // refused: src/accounts/auth.ts), and the accounts whose export files are still to be removed from the
+    // export store (src/exports/service.ts). Accounts deleted before this migration have files to remove too.
+    id: 500,
+    name: 'account deletion: erased addresses, export purges',
+    sql: `
+      CREATE TABLE account_erasures (
+        email_hash TEXT PRIMARY KEY,
+        erased_at TEXT NOT NULL
+      );
+      CREATE TABLE export_purges (
+        user_id TEXT PRIMARY KEY REFERENCES users(id),
+        requested_at TEXT NOT NULL
+      );
+      INSERT INTO export_purges (user_id, requested_at) SELECT id, deleted_at FROM users WHERE deleted_at IS NOT NULL;
+    `,
   },
 ];

@@ -6,13 +6,17 @@ import { call } from '../helpers/accounts.js';
 import { buildAccountsLake } from '../helpers/accounts-lake.js';
 import type { RunningServer } from '../../src/server.js';
 import { adjustBalance } from '../../src/state/billing.js';
-import { originOf, requestDeletion } from '../../src/accounts/lifecycle.js';
+import { exportMyData, originOf, requestDeletion } from '../../src/accounts/lifecycle.js';
 import { sqliteOf } from '../helpers/state.js';
 
 const JWT_SECRET = 'lifecycle-jwt-secret-0123456789abcdef';
 const UA = 'lifecycle-test/1.0';
 const sha256 = (s: string) => crypto.createHash('sha256').update(s, 'utf8').digest('hex');
-const jwt = (email: string) => new SignJWT({ email }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('10m').sign(new TextEncoder().encode(JWT_SECRET));
+/** A dashboard token for the address; `issuedNow` sets its iat (the clock's current second). */
+const jwt = (email: string, issuedNow = false) => {
+  const t = new SignJWT({ email }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('10m');
+  return (issuedNow ? t.setIssuedAt() : t).sign(new TextEncoder().encode(JWT_SECRET));
+};
 
 describe('account lifecycle: data export, privacy events, deletion', () => {
   const tmp = tempDir();
@@ -117,13 +121,17 @@ describe('account lifecycle: data export, privacy events, deletion', () => {
       expect(again.body.detail).toMatch(/already used.*confirmed/);
     }
 
-    // The old email is free again: its JWT is a new, empty account.
-    const fresh = await call(srv, 'GET', '/v1/user/data-export', as(t));
+    // The token of before the deletion signs in to nothing; one issued after it (a sign-in since) is a new,
+    // empty account (test/http/account-deletion.test.ts has the rest).
+    expect((await call(srv, 'GET', '/v1/user/data-export', as(t))).status).toBe(401);
+    while (Math.floor(Date.now() / 1000) * 1000 <= Date.parse(ok.body.deleted_at)) await new Promise((r) => setTimeout(r, 50));
+    const fresh = await call(srv, 'GET', '/v1/user/data-export', as(await jwt(email, true)));
     expect(fresh.body.user.id).not.toBe(userId);
     expect([fresh.body.api_keys, fresh.body.orders, fresh.body.credit_ledger]).toEqual([[], [], []]);
-    // The pseudonymised account, read through its pseudonym: billing kept, personal data gone.
+    // The pseudonymised account (no token signs in to it), read by the core: billing kept, personal data gone.
     const pseudo = `deleted+${userId}@deleted.invalid`;
-    const after = (await call(srv, 'GET', '/v1/user/data-export', as(await jwt(pseudo)))).body;
+    expect((await call(srv, 'GET', '/v1/user/me', as(await jwt(pseudo, true)))).status).toBe(401);
+    const after = JSON.parse(JSON.stringify(await exportMyData(srv.ctx.state, userId, originOf('127.0.0.1', UA))));
     expect(after.user).toMatchObject({ id: userId, email: pseudo, deleted_at: ok.body.deleted_at });
     expect(JSON.stringify(after)).not.toContain(email);
     expect(after.api_keys.map((k: any) => [k.id, k.name, k.revoked_at])).toEqual(keys.map((k) => [k.id, 'deleted', ok.body.deleted_at]));

@@ -88,12 +88,15 @@ export const userLifecycleRoutes: Route[] = [
     cost: 'cheap',
     auth: 'public',
     tag: 'User',
-    summary: 'Confirm account deletion with the token: revokes every key at once, erases personal data, keeps billing records',
+    summary:
+      'Confirm account deletion with the token: revokes every key and earlier dashboard token at once, erases personal data and export files, keeps billing records',
     body: DeleteConfirmRequest,
     handler: async (req, res, ctx) => {
       const body = res.locals.body as z.infer<typeof DeleteConfirmRequest>;
       const out = await confirmDeletion(ctx.state, body.token);
       req.log.info({ request_id: out.request_id, keys_revoked: out.keys_revoked }, 'account deleted');
+      // Its export files go before the answer (the export service's sweep retries what the store refuses now).
+      await ctx.exports.purgeDeleted();
       return out;
     },
   },
