@@ -165,4 +165,41 @@ describe.each(SETUPS)('account deletion ($name)', (setup) => {
     // The pseudonymised account signs in to nothing either.
     expect((await call(srv, 'GET', '/v1/user/me', { bearer: await sign(`deleted+${userId}@deleted.invalid`, nowSeconds()) })).status).toBe(401);
   });
+
+  it('an export still building when the account is deleted leaves no file and charges nothing', async () => {
+    const { srv } = env;
+    const state = srv.ctx.state;
+    const email = 'building@example.com';
+    const token = await sign(email, nowSeconds());
+    const userId = (await call(srv, 'GET', '/v1/user/me', { bearer: token })).body.id as string;
+    await state.upsertUser(email, 'professional');
+    // The build waits, its file whole in the store's parts, until the deletion has been answered.
+    const store = await srv.ctx.exports.store();
+    const complete = store.completeUpload.bind(store);
+    let reached = false;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    store.completeUpload = async (...args) => {
+      reached = true;
+      await gate;
+      return complete(...args);
+    };
+    try {
+      const sub = await call(srv, 'POST', '/v1/exports', { bearer: token, body: { kind: 'trades', market_id: '1001', format: 'csv' } });
+      expect(sub.status).toBe(202);
+      while (!reached) await new Promise((r) => setTimeout(r, 20));
+      const req = await call(srv, 'POST', '/v1/user/delete-request', { bearer: token, body: {} });
+      const ok = await call(srv, 'POST', '/v1/user/delete-confirm', { body: { token: req.body.token } });
+      expect(ok.status).toBe(200);
+      expect(ok.body.export_jobs_erased).toBe(1);
+    } finally {
+      release();
+      store.completeUpload = complete;
+    }
+    await srv.ctx.exports.idle();
+    expect(await objectsUnder(`exports/${userId}/`)).toEqual([]);
+    if (!env.s3) expect(localUploadsUnder(`exports/${userId}/`)).toEqual([]);
+    expect(await state.all(sql`SELECT id FROM pulls WHERE user_id = ${userId}`)).toEqual([]);
+    expect(await state.all(sql`SELECT id FROM export_jobs WHERE user_id = ${userId}`)).toEqual([]);
+  });
 });
