@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseTimeframe, type Timeframe } from '../timeframe.js';
 import { CONDITION_ID_MESSAGE } from '../markets/resolver.js';
+import { isoFromMicros } from '../lake/runner.js';
 
 /**
  * zod pieces shared by the query endpoints. Query strings arrive as text: booleans as 'true'/'false',
@@ -58,12 +59,16 @@ export function parseIsoMicros(text: string): bigint | null {
   return micros;
 }
 
+/** An ISO 8601 date or datetime as query text: an unencoded '+' arrives as a space ("…T12:00:00 00:00" is "+00:00"). */
+function queryIsoMicros(v: string): bigint | null {
+  return parseIsoMicros(v.trim().replace(/(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$/, '$1+$2'));
+}
+
 export const isoDateTime = z
   .string()
   .max(64)
   .transform((v, ctx) => {
-    // An unencoded '+' in a query string arrives as a space: read "…T12:00:00 00:00" as "+00:00".
-    const micros = parseIsoMicros(v.trim().replace(/(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$/, '$1+$2'));
+    const micros = queryIsoMicros(v);
     if (micros === null) {
       ctx.addIssue({ code: 'custom', message: 'Input should be a valid ISO 8601 date or datetime, e.g. 2025-03-01 or 2025-03-01T12:00:00Z' });
       return z.NEVER;
@@ -109,9 +114,20 @@ export function checkWindow<T extends { start?: bigint | undefined; end?: bigint
 /** Exact 0/1 outcome index as in the spec. */
 export const outcomeParam = z.coerce.number().int().min(0).max(1);
 
-/** A UTC day, `YYYY-MM-DD` exactly (an impossible day such as 2025-02-30 is refused), kept as that text. */
+/**
+ * A UTC day as `YYYY-MM-DD` text. Taken as a day (`2025-03-01`) or as any date-time the other endpoints take,
+ * which names the UTC day it falls in (`2025-03-02T00:00:00Z` → 2025-03-02, `2025-03-02T01:00:00+02:00` →
+ * 2025-03-01); an impossible day such as 2025-02-30 is refused.
+ */
 export const isoDay = z
   .string()
-  .max(10)
-  .refine((v) => /^\d{4}-\d{2}-\d{2}$/.test(v) && parseIsoMicros(v) !== null, { message: 'Input should be a UTC day as YYYY-MM-DD, e.g. 2025-03-01' })
-  .meta({ type: 'string', format: 'date' });
+  .max(64)
+  .transform((v, ctx) => {
+    const micros = queryIsoMicros(v);
+    if (micros === null) {
+      ctx.addIssue({ code: 'custom', message: 'Input should be a UTC day (2025-03-01) or an ISO 8601 datetime (2025-03-01T12:00:00Z, its UTC day)' });
+      return z.NEVER;
+    }
+    return isoFromMicros(micros).slice(0, 10);
+  })
+  .meta({ anyOf: [{ type: 'string', format: 'date' }, { type: 'string', format: 'date-time' }] });
