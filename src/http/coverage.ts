@@ -4,6 +4,9 @@ import { lakeSources, runQuery } from '../lake/runner.js';
 import { venueCoverageQuery } from '../query/coverage.js';
 import { queryInt, isoDay } from './params.js';
 import { Status } from './markets/coverage.js';
+import { setNextLink } from './next-link.js';
+
+const MAX_OFFSET = 1_000_000;
 
 /**
  * GET /v1/coverage?date=: the tape's condition on one UTC day, per market — the worst status of its tokens, like
@@ -15,7 +18,7 @@ const VenueCoverageQuery = z.object({
   date: isoDay.describe('The UTC day'),
   status: Status.optional().describe('Only markets whose (worst) status is this'),
   limit: queryInt({ min: 1, max: 10_000, default: 1000, description: 'Markets per page' }),
-  offset: queryInt({ min: 0, max: 1_000_000, default: 0 }),
+  offset: queryInt({ min: 0, max: MAX_OFFSET, default: 0 }),
 });
 
 export const VenueCoverageResponse = z
@@ -49,12 +52,16 @@ export const coverageRoutes: Route[] = [
     summary: "The tape's condition on one UTC day, per market (worst status of its tokens), and how many markets have each status",
     query: VenueCoverageQuery,
     response: VenueCoverageResponse,
-    handler: async (_req, res, ctx) => {
+    paged: true,
+    handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof VenueCoverageQuery>;
       const all = await runQuery(ctx.db, venueCoverageQuery(lakeSources(ctx.config.lakeDir), q.date));
       const summary = { verified: 0, degraded: 0, unverified: 0, missing: 0 };
       for (const m of all) summary[m.status as keyof typeof summary] += 1;
-      const shown = (q.status === undefined ? all : all.filter((m) => m.status === q.status)).slice(q.offset, q.offset + q.limit);
+      const matching = q.status === undefined ? all : all.filter((m) => m.status === q.status);
+      const shown = matching.slice(q.offset, q.offset + q.limit);
+      const next = q.offset + q.limit;
+      if (matching.length > next && next <= MAX_OFFSET) setNextLink(req, res, ctx.config, { offset: next });
       res.locals.rows = shown.length;
       return { date: q.date, markets: shown, total_markets: all.length, summary };
     },

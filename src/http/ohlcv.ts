@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
-import { lakeSources, runJsonArray } from '../lake/runner.js';
+import { lakeSources, runJsonRows } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
 import { ohlcvPageQuery } from '../query/ohlcv.js';
 import { CANDLE_SHAPE } from '../query/shapes.js';
 import { selectTokens } from '../markets/resolver.js';
 import { checkWindow, isoDateTime, marketIdParam, queryInt, timeframeParam } from './params.js';
 import { NotFound } from '../errors.js';
+import { setNextLink } from './next-link.js';
 
 /** Far above any market's outcome count; bounds the parameter before any lookup. */
 const MAX_OUTCOME = 1000;
@@ -59,17 +60,19 @@ export const ohlcvRoutes: Route[] = [
     summary: 'OHLCV candles of one outcome at any timeframe, newest first; empty buckets omitted',
     query: OhlcvQuery,
     response: z.array(OHLCVResponse),
-    handler: async (_req, res, ctx) => {
+    paged: true,
+    handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof OhlcvQuery>;
       const r = await ctx.markets.resolve(q.market_id);
       const [token] = selectTokens(r, q.outcome);
       if (!token) throw new NotFound('Market has no outcome tokens');
-      const out = await runJsonArray(
+      // One bar more than the page says whether older bars exist.
+      const rows = await runJsonRows(
         ctx.db,
         ohlcvPageQuery(
           lakeSources(ctx.config.lakeDir),
           { token: token.token_id, outcome: token.outcome_index, timeframe: q.timeframe, start: q.start, end: q.end },
-          q.limit,
+          q.limit + 1,
         ),
         {
           ...CANDLE_SHAPE,
@@ -80,7 +83,14 @@ export const ohlcvRoutes: Route[] = [
           ],
         },
       );
-      return sendJsonText(res, out);
+      const shown = rows.slice(0, q.limit);
+      if (rows.length > q.limit) {
+        // Bars are newest first, one per bucket: the rest are the buckets before the last one shown, and `end` at a
+        // bucket's start is not widened (a bucket boundary is its own ceiling).
+        const last = JSON.parse(shown[shown.length - 1]!) as { timestamp: string };
+        setNextLink(req, res, ctx.config, { end: last.timestamp });
+      }
+      return sendJsonText(res, { json: `[${shown.join(',')}]`, rows: shown.length });
     },
   },
 ];

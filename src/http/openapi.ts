@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
+import { LINK_HEADER_DOC } from './next-link.js';
 
 /**
  * GET /v1/openapi.json: an OpenAPI 3.1 document generated from the route table itself — the same zod
@@ -89,7 +90,9 @@ export function buildOpenApi(table: readonly Route[]): Json {
     if (r.response) okContent['application/json'] = { schema: toSchema(r.response, 'output') };
     for (const t of r.produces ?? []) okContent[t] = { schema: t.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' } };
     if (Object.keys(okContent).length === 0) okContent['application/json'] = { schema: {} };
-    const responses: Json = { [String(r.status ?? 200)]: { description: 'Successful Response', content: okContent } };
+    const ok: Json = { description: 'Successful Response', content: okContent };
+    if (r.paged) ok.headers = { Link: { description: LINK_HEADER_DOC, schema: { type: 'string' } } };
+    const responses: Json = { [String(r.status ?? 200)]: ok };
     if (r.auth === 'key') responses['401'] = err('Missing or invalid API key: {"detail":"Invalid API key"}');
     if (r.credentials === 'jwt') responses['403'] = err('Called with an API key: {"detail":"This endpoint needs the dashboard bearer token"}');
     if (parameters.some((x) => x.name === 'market_id' || x.name === 'series_id')) {

@@ -4,8 +4,8 @@
  * for and age out). Least recently used entries go first once the byte budget is spent. Made for the trades
  * pages of busy markets: the same first pages are asked for by many clients between two ingests.
  */
-export class PageCache {
-  private readonly entries = new Map<string, { json: string; rows: number }>();
+export class PageCache<V extends { json: string } = { json: string; rows: number }> {
+  private readonly entries = new Map<string, V>();
   private bytes = 0;
 
   constructor(
@@ -13,7 +13,7 @@ export class PageCache {
     private readonly maxEntryBytes: number,
   ) {}
 
-  get(key: string): { json: string; rows: number } | undefined {
+  get(key: string): V | undefined {
     const hit = this.entries.get(key);
     if (hit) {
       // Refresh its place: the map's order is the eviction order.
@@ -23,7 +23,7 @@ export class PageCache {
     return hit;
   }
 
-  set(key: string, value: { json: string; rows: number }): void {
+  set(key: string, value: V): void {
     // Strings are UTF-16 in memory; JSON of trades is ASCII, so length × 2 is the cost.
     const size = value.json.length * 2 + key.length * 2;
     if (size > this.maxEntryBytes || this.entries.has(key)) return;

@@ -43,6 +43,11 @@ export type Route = {
   response?: z.ZodType;
   /** Status of a successful response (default 200). */
   status?: number;
+  /**
+   * A list that pages: it answers `Link: <…>; rel="next"` when it stopped at its limit while more rows match
+   * (./next-link.ts), and the OpenAPI document says so on its success response.
+   */
+  paged?: boolean;
   /** Media types of a success response that is not (only) JSON, e.g. ['text/html'] or ['text/csv', 'application/vnd.apache.parquet']; for the OpenAPI document. */
   produces?: string[];
   /** Returns a JSON body, or undefined when it wrote the response itself (streams, redirects). */

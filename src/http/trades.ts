@@ -1,9 +1,9 @@
 import type { Response } from 'express';
 import { z } from 'zod';
 import type { Route } from './route.js';
-import { lakeSources, partitionValues, runJsonArray } from '../lake/runner.js';
+import { lakeSources, partitionValues, runCount, runJsonRows } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
-import { recentTradesQuery, tradesPageQuery } from '../query/trades.js';
+import { recentTradesQuery, tradesCountQuery, tradesPageQuery } from '../query/trades.js';
 import { TRADE_SHAPE } from '../query/shapes.js';
 import { planTradePage } from '../query/trade-plan.js';
 import { tradeHours, tradePartitions } from '../lake/trade-hours.js';
@@ -12,6 +12,8 @@ import { PageCache } from './page-cache.js';
 import { monthOf } from '../query/common.js';
 import { selectTokens } from '../markets/resolver.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from './params.js';
+import { setNextLink } from './next-link.js';
+import { nextByTime } from './time-cursor.js';
 
 export const TradeResponse = z
   .object({
@@ -55,10 +57,12 @@ const TradesQuery = z
 const RecentQuery = z.object({ limit: queryInt({ min: 1, max: 100, default: 50 }) });
 
 /** Answered pages by request and trades file versions: 32 MB, pages of up to 2 MB (≈ 4,000 trades). */
-const pages = new PageCache(32 * 2 ** 20, 2 * 2 ** 20);
+type Page = { json: string; rows: number; next?: { end: string; offset: number } | undefined };
+const pages = new PageCache<Page>(32 * 2 ** 20, 2 * 2 ** 20);
 
 /**
- * One page of trades. A market's page is read from the partitions it lands in, each token from the newest
+ * One page of trades, and where the next one starts when more trades match (read one row beyond the page to
+ * know; ./time-cursor.ts). A market's page is read from the partitions it lands in, each token from the newest
  * hours that hold the page (src/query/trade-plan.ts) — not a top-N over the whole market — and the answer is
  * kept until a trades file changes: the busiest markets' first pages are what a crowd asks for. A page still
  * deep after the plan's skipped partitions (offset ≥ DEEP_PAGE_OFFSET) takes two steps in its statement: the
@@ -69,7 +73,7 @@ async function tradesPage(
   res: Response,
   q: z.infer<typeof TradesQuery>,
   tokens: string[] | undefined,
-): Promise<{ json: string; rows: number } | null> {
+): Promise<Page | null> {
   const lakeDir = ctx.config.lakeDir;
   const parts = tradePartitions(lakeDir);
   const key = JSON.stringify([
@@ -87,13 +91,22 @@ async function tradesPage(
   if (hit) return hit;
   // Only a page to compute takes a 'query' slot (route admission 'handler'); null: the client left meanwhile.
   if (res.locals.admit && !(await res.locals.admit())) return null;
-  const page = { limit: q.limit, offset: q.offset };
+  const page = { limit: q.limit + 1, offset: q.offset };
   const from = q.start === undefined ? undefined : monthOf(q.start);
   const to = q.end === undefined ? undefined : monthOf(q.end);
   const inWindow = parts.filter((p) => (from === undefined || p.month >= from) && (to === undefined || p.month <= to));
   const plan = tokens === undefined ? undefined : await planTradePage(tradeHours(ctx.db, lakeDir, inWindow, tokens, q.side), q, page);
   const f = { tokens, outcome: q.outcome, side: q.side, start: q.start, end: q.end, plan };
-  const out = await runJsonArray(ctx.db, tradesPageQuery(lakeSources(lakeDir), f, page), TRADE_SHAPE);
+  const lake = lakeSources(lakeDir);
+  const rows = await runJsonRows(ctx.db, tradesPageQuery(lake, f, page), TRADE_SHAPE);
+  const shown = rows.slice(0, q.limit);
+  let next: Page['next'];
+  if (rows.length > q.limit) {
+    // Newest first: the rest is at or before the last trade's instant (./time-cursor.ts); "beyond" it is newer.
+    const n = await nextByTime(shown, 'desc', { offset: q.offset, bound: q.end }, (at) => runCount(ctx.db, tradesCountQuery(lake, { ...f, start: at })));
+    next = { end: n.at, offset: n.offset };
+  }
+  const out: Page = { json: `[${shown.join(',')}]`, rows: shown.length, next };
   pages.set(key, out);
   return out;
 }
@@ -109,7 +122,8 @@ export const tradeRoutes: Route[] = [
     summary: 'Trades, newest first (any window length; start inclusive, end exclusive)',
     query: TradesQuery,
     response: z.array(TradeResponse),
-    handler: async (_req, res, ctx) => {
+    paged: true,
+    handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof TradesQuery>;
       let tokens: string[] | undefined;
       if (q.market_id !== undefined) {
@@ -117,6 +131,7 @@ export const tradeRoutes: Route[] = [
         tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
       }
       const out = await tradesPage(ctx, res, q, tokens);
+      if (out?.next) setNextLink(req, res, ctx.config, out.next);
       return out ? sendJsonText(res, out) : undefined;
     },
   },
@@ -126,17 +141,25 @@ export const tradeRoutes: Route[] = [
     cost: 'query',
     auth: 'key',
     tag: 'trades',
-    summary: 'Newest trades across all markets',
+    summary: 'Newest trades across all markets (the next page continues on /v1/trades, the same list in the same order)',
     query: RecentQuery,
     response: z.array(TradeResponse),
-    handler: async (_req, res, ctx) => {
+    paged: true,
+    handler: async (req, res, ctx) => {
       const { limit } = res.locals.query as z.infer<typeof RecentQuery>;
       const lake = lakeSources(ctx.config.lakeDir);
-      // The newest month partition almost always holds enough rows; read older ones only when it does not.
+      // The newest month partition almost always holds enough rows; read older ones only when it does not. One row
+      // more than the page says whether older trades exist.
       const months = partitionValues(ctx.config.lakeDir, 'trades');
-      let out = months.length > 1 ? await runJsonArray(ctx.db, recentTradesQuery(lake, limit, months[months.length - 1]), TRADE_SHAPE) : null;
-      if (!out || out.rows < limit) out = await runJsonArray(ctx.db, recentTradesQuery(lake, limit, undefined), TRADE_SHAPE);
-      return sendJsonText(res, out);
+      let rows = months.length > 1 ? await runJsonRows(ctx.db, recentTradesQuery(lake, limit + 1, months[months.length - 1]), TRADE_SHAPE) : null;
+      if (!rows || rows.length <= limit) rows = await runJsonRows(ctx.db, recentTradesQuery(lake, limit + 1, undefined), TRADE_SHAPE);
+      const shown = rows.slice(0, limit);
+      if (rows.length > limit) {
+        // Recent trades are the head of /v1/trades without market_id (same rows, same order), which takes the rest.
+        const n = await nextByTime(shown, 'desc', { offset: 0 }, () => Promise.resolve(0));
+        setNextLink(req, res, ctx.config, { end: n.at, offset: n.offset, limit }, '/v1/trades');
+      }
+      return sendJsonText(res, { json: `[${shown.join(',')}]`, rows: shown.length });
     },
   },
 ];

@@ -71,6 +71,12 @@ export type JsonShape = RowShape & {
  * wrap the builder's query, so they run on the rows sent only, after its LIMIT.
  */
 export async function runJsonArray(db: DuckDBInstance, q: Query, shape: JsonShape = {}): Promise<{ json: string; rows: number }> {
+  const rows = await runJsonRows(db, q, shape);
+  return { json: `[${rows.join(',')}]`, rows: rows.length };
+}
+
+/** runJsonArray's rows, each its own JSON object text: a page that read one row more than it shows drops it here. */
+export async function runJsonRows(db: DuckDBInstance, q: Query, shape: JsonShape = {}): Promise<string[]> {
   const replace = shapeReplacements(shape, 'json');
   const constants = shape.constants ?? [];
   const exclude = constants.length ? ` EXCLUDE (${constants.map(([c]) => sqlIdent(c)).join(', ')})` : '';
@@ -80,10 +86,10 @@ export async function runJsonArray(db: DuckDBInstance, q: Query, shape: JsonShap
   return withConnection(db, async (conn) => {
     const reader = await conn.runAndReadAll(`SELECT to_json(_r)::VARCHAR AS j FROM (${inner}) _r`, q.params as Record<string, DuckDBValue>);
     const col = (reader.getColumns()[0] ?? []) as string[];
-    if (!head) return { json: `[${col.join(',')}]`, rows: col.length };
+    if (!head) return col;
     const rows = new Array<string>(col.length);
     for (let i = 0; i < col.length; i++) rows[i] = head + col[i]!.slice(1);
-    return { json: `[${rows.join(',')}]`, rows: col.length };
+    return rows;
   });
 }
 

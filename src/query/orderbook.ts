@@ -227,3 +227,11 @@ export function topOfBookPageQuery(lake: Lake, tokens: readonly string[], w: Win
   const base = topOfBookSelect(lake, tokens, w);
   return query(`${base.sql}\nLIMIT $limit OFFSET $offset`, { ...base.params, limit: page.limit, offset: page.offset });
 }
+
+/** How many top-of-book changes a window holds (what topOfBookSelect would return). */
+export function topOfBookCountQuery(lake: Lake, tokens: readonly string[], w: Window): Query {
+  const params: Params = {};
+  const where = windowWhere('ts', w, params, { column: 'date' });
+  const rows = perToken(lake.from('top_of_book'), 'asset_id', tokens, 'ts', where, params);
+  return query(`SELECT count(*) AS n FROM ${rows} b`, params);
+}

@@ -38,6 +38,13 @@ ORDER BY ts ${dir}, block_number ${dir}, log_index ${dir}, id ${dir}`,
   );
 }
 
+/** How many trades match (the plan, if any, is not used: every matching row is counted). */
+export function tradesCountQuery(lake: Lake, f: TradeFilter): Query {
+  const params: Params = {};
+  const source = tradeSource(lake, { ...f, plan: undefined }, params, [], 'id');
+  return query(`SELECT count(*) AS n FROM ${source} t`, params);
+}
+
 /** The filtered trade rows (one scan per token when tokens are given), extra conditions pushed into each scan. */
 function tradeSource(lake: Lake, f: TradeFilter, params: Params, extra: readonly string[], columns: string = SCAN_COLUMNS): string {
   const where = filterWhere(f, params);

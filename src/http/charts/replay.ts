@@ -5,6 +5,7 @@ import { lakeSources, runQuery, type Row } from '../../lake/runner.js';
 import { replayTicksQuery } from '../../query/charts.js';
 import { queryInt } from '../params.js';
 import { resolveSymbol, symbolParam } from './symbol.js';
+import { setNextLink } from '../next-link.js';
 
 /**
  * GET /v1/charts/replay/ticks: one outcome's trades in [from, to] (unix seconds, both inclusive), OLDEST first
@@ -79,11 +80,13 @@ export const replayRoutes: Route[] = [
     summary: 'Trade ticks of one outcome for replay, oldest first, paged by a seconds cursor (next_from)',
     query: TicksQuery,
     response: TicksResponse,
-    handler: async (_req, res, ctx) => {
+    paged: true,
+    handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof TicksQuery>;
       const s = await resolveSymbol(ctx, q.symbol);
       const { ticks, next } = await page(ctx, s.token.token_id, q.from, q.to, q.limit);
       res.locals.rows = ticks.length;
+      if (next !== null) setNextLink(req, res, ctx.config, { from: next });
       return {
         symbol: s.symbol,
         market_id: String(s.resolved.market.id),

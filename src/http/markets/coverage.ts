@@ -4,6 +4,7 @@ import { lakeSources, runOne, runQuery, type Json, type Row } from '../../lake/r
 import { COVERAGE_STATUSES, coverageDaysQuery, coverageSpanQuery, incidentsQuery } from '../../query/coverage.js';
 import { DAY_MICROS } from '../../query/common.js';
 import { isoDay, MarketPath } from '../params.js';
+import { setNextLink, type LinkChanges } from '../next-link.js';
 
 /**
  * GET /v1/markets/{market_id}/coverage: the tape's coverage of one market (issue 15) per UTC day and outcome — how
@@ -19,8 +20,14 @@ export const Status = z.enum(COVERAGE_STATUSES);
 
 const MarketCoverageQuery = z
   .object({
-    start: isoDay.optional().describe('First UTC day (inclusive); default: the last day minus 365, or the first day of the tape'),
-    end: isoDay.optional().describe(`Last UTC day (inclusive); default: the tape's last day. At most ${MAX_COVERAGE_DAYS} days from start`),
+    start: isoDay
+      .optional()
+      .describe(
+        'First UTC day (inclusive; a date-time names its UTC day); default: the last day minus 365, or the first day of the tape. Omitted, pages go back in time from the last day (Link rel="next": the days before); given without end, forward',
+      ),
+    end: isoDay
+      .optional()
+      .describe(`Last UTC day (inclusive; a date-time names its UTC day); default: the tape's last day. At most ${MAX_COVERAGE_DAYS} days from start`),
   })
   .superRefine((v, ctx) => {
     if (v.start === undefined || v.end === undefined) return;
@@ -77,7 +84,8 @@ export const marketCoverageRoutes: Route[] = [
     params: MarketPath,
     query: MarketCoverageQuery,
     response: MarketCoverageResponse,
-    handler: async (_req, res, ctx) => {
+    paged: true,
+    handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof MarketCoverageQuery>;
       const r = await ctx.markets.resolve(res.locals.params.market_id);
       const tokens = r.token ? [r.token] : r.tokens;
@@ -86,12 +94,23 @@ export const marketCoverageRoutes: Route[] = [
       const lake = lakeSources(ctx.config.lakeDir);
       let start: string | null = q.start ?? null;
       let end: string | null = q.end ?? null;
+      let next: LinkChanges | null = null;
       if (start === null || end === null) {
-        // Open ends: the tape's own first and last day, at most MAX_COVERAGE_DAYS apart.
+        // Open ends: the tape's own first and last day, at most MAX_COVERAGE_DAYS apart. Where that cap cut the
+        // tape, the next page holds the days beyond the cut: later ones when start was given, else earlier ones.
         const span = await runOne(ctx.db, coverageSpanQuery(lake, ids));
-        end ??= minDay((span?.last_day as string | null) ?? null, start === null ? null : addDays(start, MAX_COVERAGE_DAYS - 1));
-        start ??= end === null ? null : maxDay((span?.first_day as string | null) ?? null, addDays(end, -(MAX_COVERAGE_DAYS - 1)));
+        const first = (span?.first_day as string | null) ?? null;
+        const last = (span?.last_day as string | null) ?? null;
+        if (start !== null) {
+          end = minDay(last, addDays(start, MAX_COVERAGE_DAYS - 1));
+          if (last !== null && end !== null && last > end) next = { start: addDays(end, 1), end: null };
+        } else {
+          end ??= last;
+          start = end === null ? null : maxDay(first, addDays(end, -(MAX_COVERAGE_DAYS - 1)));
+          if (first !== null && start !== null && first < start) next = { start: null, end: addDays(start, -1) };
+        }
       }
+      if (next) setNextLink(req, res, ctx.config, next);
       const days: Row[] = [];
       const incidents: Row[] = [];
       let truncated = false;

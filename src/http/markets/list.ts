@@ -9,6 +9,10 @@ import { parseOptionsSeries, RAW_DATASETS } from '../../downloads/catalog.js';
 import { isMarketSeries, oneSeries } from '../series-catalogue.js';
 import { checkWindow, isoDateTime, queryBool, queryInt } from '../params.js';
 import { MarketResponse, marketOut } from './view.js';
+import { setNextLink } from '../next-link.js';
+
+/** The offset bound of the spec (GET /v1/markets: offset max 1000000). */
+const MAX_OFFSET = 1_000_000;
 
 /** GET /v1/markets: the catalogue, filtered, searched and sorted (src/query/markets.ts). */
 
@@ -41,7 +45,7 @@ const ListMarketsQuery = z
       .transform((v): SortBy | undefined => ((SORT_BY as readonly string[]).includes(v ?? '') ? (v as SortBy) : undefined))
       .describe(`All descending: ${SORT_BY.join(', ')}. Default top (most rows), or end_date when series_id is set; an unknown value sorts by the default`),
     limit: queryInt({ min: 1, max: 1000, default: 100 }),
-    offset: queryInt({ min: 0, max: 1_000_000, default: 0 }),
+    offset: queryInt({ min: 0, max: MAX_OFFSET, default: 0 }),
   })
   .superRefine((v, ctx) => checkWindow({ start: v.ending_after, end: v.ending_before }, ctx, ['ending_after', 'ending_before']));
 
@@ -96,10 +100,16 @@ export const marketListRoutes: Route[] = [
     summary: 'List markets',
     query: ListMarketsQuery,
     response: z.array(MarketResponse),
-    handler: async (_req, res, ctx) => {
-      const rows = (await listMarkets(ctx, res.locals.query)).map(marketOut);
-      res.locals.rows = rows.length;
-      return rows;
+    paged: true,
+    handler: async (req, res, ctx) => {
+      const q = res.locals.query as z.infer<typeof ListMarketsQuery>;
+      // One market more than the page says whether the list goes on (the order is total: ties broken by id).
+      const rows = (await listMarkets(ctx, { ...q, limit: q.limit + 1 })).map(marketOut);
+      const next = q.offset + q.limit;
+      // Past the spec's offset bound no URL could ask for the rest: a narrower filter can.
+      if (rows.length > q.limit && next <= MAX_OFFSET) setNextLink(req, res, ctx.config, { offset: next });
+      res.locals.rows = Math.min(rows.length, q.limit);
+      return rows.slice(0, q.limit);
     },
   },
 ];

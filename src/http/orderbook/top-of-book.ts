@@ -1,12 +1,14 @@
 import { z } from 'zod';
 import type { Route } from '../route.js';
-import { lakeSources, runJsonArray } from '../../lake/runner.js';
-import { topOfBookPageQuery } from '../../query/orderbook.js';
+import { lakeSources, runCount, runJsonRows } from '../../lake/runner.js';
+import { topOfBookCountQuery, topOfBookPageQuery } from '../../query/orderbook.js';
 import { TOP_OF_BOOK_SHAPE } from '../../query/shapes.js';
 import { selectTokens } from '../../markets/resolver.js';
 import { sendJsonText } from '../respond.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from '../params.js';
 import { delayCap } from './delay.js';
+import { setNextLink } from '../next-link.js';
+import { nextByTime } from '../time-cursor.js';
 
 /** GET /v1/orderbook/top_of_book: every change of best bid/ask of one outcome in a window. */
 
@@ -46,6 +48,7 @@ export const topOfBookRoutes: Route[] = [
     summary: 'Every change of best bid/ask of one outcome in a window, oldest first',
     query: TopQuery,
     response: z.array(TopOfBookResponse),
+    paged: true,
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof TopQuery>;
       const r = await ctx.markets.resolve(q.market_id);
@@ -53,12 +56,18 @@ export const topOfBookRoutes: Route[] = [
       let end = q.end;
       const cap = delayCap(req.principal);
       if (cap !== null && (end === undefined || end > cap)) end = cap;
-      const out = await runJsonArray(
-        ctx.db,
-        topOfBookPageQuery(lakeSources(ctx.config.lakeDir), tokens, { start: q.start, end }, { limit: q.limit, offset: q.offset }),
-        TOP_OF_BOOK_SHAPE,
-      );
-      return sendJsonText(res, out);
+      const lake = lakeSources(ctx.config.lakeDir);
+      // One row more than the page says whether later changes exist.
+      const rows = await runJsonRows(ctx.db, topOfBookPageQuery(lake, tokens, { start: q.start, end }, { limit: q.limit + 1, offset: q.offset }), TOP_OF_BOOK_SHAPE);
+      const shown = rows.slice(0, q.limit);
+      if (rows.length > q.limit) {
+        // Oldest first: the rest is at or after the last change's instant (../time-cursor.ts); "beyond" it is older.
+        const n = await nextByTime(shown, 'asc', { offset: q.offset, bound: q.start }, (at) =>
+          runCount(ctx.db, topOfBookCountQuery(lake, tokens, { start: q.start, end: at })),
+        );
+        setNextLink(req, res, ctx.config, { start: n.at, offset: n.offset });
+      }
+      return sendJsonText(res, { json: `[${shown.join(',')}]`, rows: shown.length });
     },
   },
 ];
