@@ -5,12 +5,9 @@ import { sendJsonText } from './respond.js';
 import { ohlcvPageQuery } from '../query/ohlcv.js';
 import { CANDLE_SHAPE } from '../query/shapes.js';
 import { selectTokens } from '../markets/resolver.js';
-import { checkWindow, isoDateTime, marketIdParam, queryInt, timeframeParam } from './params.js';
+import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt, timeframeParam } from './params.js';
 import { NotFound } from '../errors.js';
 import { setNextLink } from './next-link.js';
-
-/** Far above any market's outcome count; bounds the parameter before any lookup. */
-const MAX_OUTCOME = 1000;
 
 export const OHLCVResponse = z
   .object({
@@ -29,16 +26,9 @@ export const OHLCVResponse = z
 const OhlcvQuery = z
   .object({
     market_id: marketIdParam,
-    // The spec gives ohlcv's outcome no bound (only /v1/trades' is 0 or 1), and a market may have more than two
-    // outcomes (the catalogue keeps every outcome a market lists): any index the market has is served, one it lacks
-    // is a 422 naming outcome (selectTokens), as the anchor's own bound answers outcome=2 on a binary market.
-    outcome: z.coerce
-      .number()
-      .int()
-      .min(0)
-      .max(MAX_OUTCOME)
+    outcome: outcomeParam
       .default(0)
-      .describe("Outcome index (0 = first, e.g. Yes/Up; up to the market's last outcome); ignored when market_id is a token id"),
+      .describe("Outcome index (0 = first, e.g. Yes/Up; any outcome the market has); ignored when market_id is a token id"),
     timeframe: timeframeParam
       .prefault('1h')
       .describe(

@@ -111,8 +111,16 @@ export function checkWindow<T extends { start?: bigint | undefined; end?: bigint
   }
 }
 
-/** Exact 0/1 outcome index as in the spec. */
-export const outcomeParam = z.coerce.number().int().min(0).max(1);
+/** Far above any market's outcome count: bounds the parameter before any lookup. */
+export const MAX_OUTCOME = 1000;
+
+/**
+ * An outcome index (0 = the first, e.g. Yes/Up), the same rule on every endpoint: any outcome the market has. A
+ * market may list more than two (the catalogue keeps every outcome it lists), so the bound here is only a sanity
+ * bound; the market's own count is checked where it is resolved (selectTokens: an outcome it lacks is a 422
+ * naming `outcome`, as a bound would be).
+ */
+export const outcomeParam = z.coerce.number().int().min(0).max(MAX_OUTCOME);
 
 /**
  * A UTC day as `YYYY-MM-DD` text. Taken as a day (`2025-03-01`) or as any date-time the other endpoints take,

@@ -47,7 +47,7 @@ const TradesQuery = z
     market_id: marketIdParam.optional(),
     start: isoDateTime.optional().describe('Inclusive'),
     end: isoDateTime.optional().describe('Exclusive'),
-    outcome: outcomeParam.optional(),
+    outcome: outcomeParam.optional().describe("Outcome index (any outcome the market has); without market_id, trades of that outcome index in every market"),
     side: sideParam.optional(),
     limit: queryInt({ min: 1, max: 10_000, default: 100 }),
     offset: queryInt({ min: 0, max: 1_000_000, default: 0 }),

@@ -176,16 +176,30 @@ describe('GET /v1/trades/ohlcv for a market with three outcomes', () => {
     expect(r.body.v).toEqual(want.map((b) => b.volume));
   });
 
-  it('an outcome the market lacks is a 422 naming outcome; /v1/trades keeps the spec bound 0 or 1', async () => {
-    for (const o of [3, 7, 1000]) {
-      const r = await L.get(`/v1/trades/ohlcv?market_id=4242001&outcome=${o}`);
-      expect(r.status, String(o)).toBe(422);
-      expect(r.body.detail[0].loc).toEqual(['query', 'outcome']);
+  it('one outcome rule on every endpoint: any outcome the market has is served, another is a 422 naming outcome', async () => {
+    // Outcome 2 of the three: the third token's trades, newest first; its (empty) top of book; a book it has no
+    // data for is a 404 about the data, not a refusal of the outcome.
+    const third = fills.filter((f) => f.token === TOKENS[2]).sort((a, b) => (a.us !== b.us ? (a.us < b.us ? 1 : -1) : b.block - a.block || b.log - a.log));
+    const trades = await L.get('/v1/trades?market_id=4242001&outcome=2&limit=10000');
+    expect(trades.status).toBe(200);
+    expect(trades.body.map((t: { market_id: string; outcome: number; block_number: number }) => [t.market_id, t.outcome, t.block_number])).toEqual(
+      third.map((f) => [TOKENS[2], 2, f.block]),
+    );
+    const top = await L.get('/v1/orderbook/top_of_book?market_id=4242001&outcome=2');
+    expect([top.status, top.body]).toEqual([200, []]);
+    const book = await L.get('/v1/orderbook/snapshot?market_id=4242001&outcome=2');
+    expect(book.status).toBe(404);
+    expect(book.body.detail).toMatch(/^No order book data/);
+    // Across every market: trades of outcome index 2 are the third token's.
+    const anyMarket = await L.get('/v1/trades?outcome=2&limit=10000');
+    expect(anyMarket.body.map((t: { market_id: string }) => t.market_id)).toEqual(third.map(() => TOKENS[2]));
+    for (const endpoint of ['/v1/trades', '/v1/trades/ohlcv', '/v1/orderbook/top_of_book', '/v1/orderbook/snapshot']) {
+      for (const o of [3, 7, 1000, 1001, -1]) {
+        const r = await L.get(`${endpoint}?market_id=4242001&outcome=${o}`);
+        expect(r.status, `${endpoint} ${o}`).toBe(422);
+        expect(r.body.detail[0].loc, `${endpoint} ${o}`).toEqual(['query', 'outcome']);
+      }
     }
-    expect((await L.get('/v1/trades/ohlcv?market_id=4242001&outcome=1001')).status).toBe(422);
-    const trades = await L.get('/v1/trades?market_id=4242001&outcome=2');
-    expect(trades.status).toBe(422);
-    expect(trades.body.detail[0].loc).toEqual(['query', 'outcome']);
     expect((await L.get('/v1/trades/ohlcv?market_id=9999999&outcome=2')).status).toBe(404);
   });
 });

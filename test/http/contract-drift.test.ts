@@ -94,8 +94,8 @@ const ALLOWED: Rule[] = [
     why: "the spec wins: any timeframe (e.g. 7m, 30s), not only the anchor's list",
   },
   {
-    match: /^~ GET \/v1\/trades\/ohlcv parameter query outcome$/,
-    why: "the spec gives ohlcv's outcome no 0/1 bound: any outcome the market has (one it lacks is a 422 naming outcome)",
+    match: /^~ GET \/v1\/trades(\/ohlcv)? parameter query outcome$/,
+    why: 'one outcome rule on every endpoint: any outcome the market has (a market may list more than two; one it lacks is a 422 naming outcome)',
     check: adds('maximum'),
   },
   { match: /^~ GET \/v1\/trades parameter query side$/, why: 'the spec wins: side is "buy or sell" (lower case), not also BUY/SELL' },

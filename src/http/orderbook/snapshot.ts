@@ -48,7 +48,7 @@ export const BookResponse = z
 
 const SnapshotQuery = z.object({
   market_id: marketIdParam,
-  outcome: outcomeParam.default(0).describe('Outcome index; ignored when market_id is a token id'),
+  outcome: outcomeParam.default(0).describe('Outcome index (any outcome the market has); ignored when market_id is a token id'),
   at: isoDateTime.optional().describe('The instant (default: now). Any instant, not only stored snapshot times'),
   depth: queryInt({ min: 1, max: 1000, default: 50, description: 'Levels per side' }),
 });

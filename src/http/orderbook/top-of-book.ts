@@ -30,7 +30,7 @@ export const TopOfBookResponse = z
 const TopQuery = z
   .object({
     market_id: marketIdParam,
-    outcome: outcomeParam.default(0),
+    outcome: outcomeParam.default(0).describe('Outcome index (any outcome the market has); ignored when market_id is a token id'),
     start: isoDateTime.optional().describe('Inclusive'),
     end: isoDateTime.optional().describe('Exclusive'),
     limit: queryInt({ min: 1, max: 10_000, default: 1000 }),
