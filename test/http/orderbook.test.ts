@@ -192,6 +192,26 @@ describe('GET /v1/orderbook/snapshot and /top_of_book', () => {
     if (r.body.asks.length === 2) expect(r.body.asks[0].price).toBeLessThan(r.body.asks[1].price);
   });
 
+  it("without at: the latest book, stamped with its own time (the tape's last message), not the request's", async () => {
+    const micros = (iso: string): bigint => BigInt(Date.parse(iso)) * 1000n + BigInt((/\.\d{3}(\d{1,3})Z$/.exec(iso)?.[1] ?? '').padEnd(3, '0'));
+    for (const token of tokens) {
+      const tape = tapes.get(token)!;
+      const last = tape.reduce((m, r) => (r.us > m ? r.us : m), tape[0]!.us);
+      const want = replay(tape, last);
+      const r = await L.get(`/v1/orderbook/snapshot?market_id=${token}&depth=1000`);
+      expect(r.status).toBe(200);
+      expect(micros(r.body.timestamp), token).toBe(last);
+      expect(r.body.timestamp).toBe(r.body.book_timestamp);
+      expect(r.body.latest).toBe(true);
+      expect([r.body.bids, r.body.asks]).toEqual([want.bids, want.asks]);
+      // Asked for an instant, the answer is stamped with it and is not "the latest".
+      const at = new Date(Number(last / 1000n) + 3_600_000).toISOString();
+      const asked = await L.get(`/v1/orderbook/snapshot?market_id=${token}&depth=1000&at=${at}`);
+      expect([asked.body.timestamp, asked.body.latest]).toEqual([at.replace('.000Z', 'Z'), false]);
+      expect([asked.body.bids, asked.body.asks]).toEqual([want.bids, want.asks]);
+    }
+  });
+
   it('404 before any data, 404 unknown market, 422 bad parameters, 401 without key', async () => {
     const token = tokens[0]!;
     const before = await L.get(`/v1/orderbook/snapshot?market_id=${token}&at=2001-01-01T00:00:00Z`);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Route } from '../route.js';
 import { NotFound } from '../../errors.js';
 import { selectTokens } from '../../markets/resolver.js';
-import { isoDateTime, marketIdParam, outcomeParam, queryInt } from '../params.js';
+import { isoDateTime, marketIdParam, outcomeParam, parseIsoMicros, queryInt } from '../params.js';
 import { bookAt } from './book-at.js';
 import { delayCap, nowMicros } from './delay.js';
 import { verifiedAt } from '../../lake/book-verified.js';
@@ -17,7 +17,9 @@ export const BookResponse = z
     asset_id: z.string().describe('The outcome token id'),
     outcome: z.number().int(),
     outcome_label: z.string().nullable(),
-    timestamp: z.string().meta({ format: 'date-time', description: 'The instant asked for' }),
+    timestamp: z
+      .string()
+      .meta({ format: 'date-time', description: 'The instant asked for (`at`); without `at`, the time of the latest book (book_timestamp)' }),
     book_timestamp: z.string().meta({ format: 'date-time' }).nullable().describe('Receive time of the last message the book reflects'),
     snapshot_timestamp: z
       .string()
@@ -31,6 +33,9 @@ export const BookResponse = z
     best_ask: z.number().nullable(),
     mid: z.number().nullable(),
     spread: z.number().nullable(),
+    latest: z
+      .boolean()
+      .describe('True when no `at` was given: the latest book available (to a delayed plan, the latest it may see), stamped with its own time'),
     bid_levels: z.number().int().describe('Levels on the book (before depth is applied)'),
     ask_levels: z.number().int(),
     verified: z
@@ -49,7 +54,7 @@ export const BookResponse = z
 const SnapshotQuery = z.object({
   market_id: marketIdParam,
   outcome: outcomeParam.default(0).describe('Outcome index (any outcome the market has); ignored when market_id is a token id'),
-  at: isoDateTime.optional().describe('The instant (default: now). Any instant, not only stored snapshot times'),
+  at: isoDateTime.optional().describe('The instant; omitted, the latest book available. Any instant, not only stored snapshot times'),
   depth: queryInt({ min: 1, max: 1000, default: 50, description: 'Levels per side' }),
 });
 
@@ -73,9 +78,18 @@ export const orderbookSnapshotRoutes: Route[] = [
       const wanted = q.at ?? nowMicros();
       const at = cap !== null && wanted > cap ? cap : wanted;
       const deps = { db: ctx.db, lakeDir: ctx.config.lakeDir };
+      if (q.at === undefined) {
+        // The latest book is stamped with its own time, days old as it may be, not with the request's; the
+        // verification is of that instant too.
+        const book = await bookAt(deps, r, token, at, q.depth);
+        const stamp = (book.book_timestamp as string | null) ?? (book.timestamp as string);
+        const v = await verifiedAt(deps, token.token_id, parseIsoMicros(stamp)!);
+        res.locals.rows = 1;
+        return { ...book, timestamp: stamp, latest: true, verified: v.verified, checkpoint_timestamp: v.checkpoint };
+      }
       const [book, v] = await Promise.all([bookAt(deps, r, token, at, q.depth), verifiedAt(deps, token.token_id, at)]);
       res.locals.rows = 1;
-      return { ...book, verified: v.verified, checkpoint_timestamp: v.checkpoint };
+      return { ...book, latest: false, verified: v.verified, checkpoint_timestamp: v.checkpoint };
     },
   },
 ];
