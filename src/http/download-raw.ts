@@ -1,41 +1,36 @@
 import { z } from 'zod';
 import { planOf, REFERENCE_RATE_PER_MB } from '../accounts/plans.js';
 import { findRawDataset, rawDatasetsListing } from '../downloads/catalog.js';
-import { wrongDataType } from '../downloads/plan.js';
-import { lakeSources, runOne } from '../lake/runner.js';
+import { planDownload } from '../downloads/plan.js';
+import { datasetBytesPerRow, runOne } from '../lake/runner.js';
+import type { DatasetName } from '../lake/layout.js';
 import { pullCoverage } from '../downloads/coverage.js';
-import { rawEstimate } from '../query/downloads.js';
+import { pullRowsQuery } from '../query/downloads.js';
+import { planDeps } from './download-send.js';
 import { fileRoute, format, optionalDate, rowLimit } from './download-files.js';
 import { checkWindow, marketIdParam } from './params.js';
 import type { Route } from './route.js';
 
 /** /v1/download/raw*: the raw tape — its catalogue, a free size estimate, and the file itself. */
 
-const RawQuery = z
-  .object({
-    data_type: z.string().min(1).max(64).describe("Raw data set, e.g. 'polymarket_l2_deltas' (or its series id)"),
-    market_id: marketIdParam.optional().describe('Optional: only frames of this market'),
-    start: optionalDate,
-    end: optionalDate,
-    format: format('json'),
-    shape: z
-      .enum(['raw', 'normalized'])
-      .default('raw')
-      .describe(
-        "'raw' = verbatim venue frames {recv_ts (epoch ms), frame}. 'normalized' (polymarket_l2_deltas, polymarket_trades) = flat rows; for the L2 tape the anchor's per-level depth rows (recv_ts in epoch ms, coin = token id, side, level = position in its message, price, size, n_orders = null: not given by the venue) then timestamp, market_id (condition id), is_snapshot, after_gap (first rows after a detected gap), hash, seq",
-      ),
-    limit: rowLimit(2_000_000, 500_000),
-  })
-  .superRefine((v, ctx) => checkWindow(v, ctx));
+/** What selects a raw pull's rows: the download and its estimate take the same ones (the download adds format). */
+const rawSelectors = {
+  data_type: z.string().min(1).max(64).describe("Raw data set, e.g. 'polymarket_l2_deltas' (or its series id)"),
+  market_id: marketIdParam.optional().describe('Optional: only frames of this market'),
+  start: optionalDate,
+  end: optionalDate,
+  shape: z
+    .enum(['raw', 'normalized'])
+    .default('raw')
+    .describe(
+      "'raw' = verbatim venue frames {recv_ts (epoch ms), frame}. 'normalized' (polymarket_l2_deltas, polymarket_trades) = flat rows; for the L2 tape the anchor's per-level depth rows (recv_ts in epoch ms, coin = token id, side, level = position in its message, price, size, n_orders = null: not given by the venue) then timestamp, market_id (condition id), is_snapshot, after_gap (first rows after a detected gap), hash, seq",
+    ),
+  limit: rowLimit(2_000_000, 500_000),
+};
 
-const RawEstimateQuery = z
-  .object({
-    data_type: z.string().min(1).max(64),
-    start: optionalDate,
-    end: optionalDate,
-    limit: rowLimit(2_000_000, 500_000),
-  })
-  .superRefine((v, ctx) => checkWindow(v, ctx));
+const RawQuery = z.object({ ...rawSelectors, format: format('json') }).superRefine((v, ctx) => checkWindow(v, ctx));
+
+const RawEstimateQuery = z.object(rawSelectors).superRefine((v, ctx) => checkWindow(v, ctx));
 
 type T<S extends z.ZodType> = z.infer<S>;
 
@@ -62,14 +57,21 @@ export const rawDownloadRoutes: Route[] = [
     query: RawEstimateQuery,
     handler: async (req, res, ctx) => {
       const v = res.locals.query as T<typeof RawEstimateQuery>;
-      const ds = findRawDataset(v.data_type);
-      if (!ds) throw wrongDataType('unknown_raw_data_type', `unknown raw data_type '${v.data_type}'; see /v1/download/raw/datasets`);
-      const r = await runOne(ctx.db, rawEstimate(lakeSources(ctx.config.lakeDir), ds.eventTypes, { start: v.start, end: v.end }));
+      // The download's own plan (same refusals: unknown data type or market, shape not offered) without its row
+      // cap: the rows counted are the ones it would send, for one market as for the whole venue.
+      const pull = await planDownload(planDeps(ctx), req.principal, { kind: 'raw', ...v, format: 'json', limit: null });
+      const ds = findRawDataset(v.data_type)!;
+      const r = await runOne(ctx.db, pullRowsQuery(pull.query, v.shape === 'raw' ? 'frame' : undefined));
       const rows = Number(r?.rows ?? 0);
       const capped = rows > v.limit;
       const outRows = Math.min(rows, v.limit);
-      // JSON records {"recv_ts": <13 digits>, "frame": "<text>"}: about 30 bytes around each frame.
-      const bytes = rows === 0 ? 0 : Math.round((Number(r?.frame_bytes ?? 0) / rows + 30) * outRows);
+      // Frames: JSON records {"recv_ts": <13 digits>, "frame": "<text>"}, about 30 bytes around each frame. Flat
+      // rows: what the data set stores per row, as the market estimates price them.
+      let bytes = 0;
+      if (v.shape === 'normalized') {
+        const flat: DatasetName = ds.normalized === 'last_trades' ? 'last_trades' : 'l2';
+        bytes = Math.round(outRows * (await datasetBytesPerRow(ctx.db, ctx.config.lakeDir, flat)));
+      } else if (rows > 0) bytes = Math.round((Number(r?.text_bytes ?? 0) / rows + 30) * outRows);
       const plan = planOf(req.principal?.plan ?? 'free');
       const mb = bytes / (1024 * 1024);
       const rate = REFERENCE_RATE_PER_MB.raw ?? 0;
@@ -91,8 +93,8 @@ export const rawDownloadRoutes: Route[] = [
         included_in_plan: plan.datasets.includes('raw') ? plan.name : null,
         fair_use_share: plan.fair_use_bytes_month > 0 ? bytes / plan.fair_use_bytes_month : null,
         pricing_note: 'Included in the plan and counted against its monthly fair-use volume; the per-MB rate is a reference only.',
-        // The undivided frame tape spans every market: each day's worst token.
-        coverage: await pullCoverage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, { all: true }, { start: v.start, end: v.end }),
+        // The market's tokens, or for the undivided tape every market: each day's worst token.
+        coverage: await pullCoverage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, pull.coverage?.scope ?? { all: true }, { start: v.start, end: v.end }),
       };
     },
   },

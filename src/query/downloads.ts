@@ -1,4 +1,4 @@
-import type { Query } from '../lake/duckdb.js';
+import { sqlIdent, type Query } from '../lake/duckdb.js';
 import type { CopyFormat } from '../lake/stream.js';
 import type { Timeframe } from '../timeframe.js';
 import { eventTypesCond, perToken, query, windowWhere, type Params, type Window } from './common.js';
@@ -247,16 +247,13 @@ export function tapeTradesDownload(lake: Lake, conditionId: string | null, w: Wi
   return query(sql, params);
 }
 
-/** Row count and captured bytes of the frames a raw pull would return (for /raw/estimate). */
-export function rawEstimate(lake: Lake, eventTypes: readonly string[], w: Window): Query {
-  const params: Params = {};
-  const where = windowWhere('recv_ts', w, params, { column: 'date' });
-  const types = eventTypesCond(eventTypes, params, 'event');
-  if (types) where.push(types);
-  const sql = `SELECT count(*) AS rows, coalesce(sum(strlen(frame)), 0) AS frame_bytes,
-    min(recv_ts) AS first_ts, max(recv_ts) AS last_ts
-  FROM ${lake.from('raw')} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}`;
-  return query(sql, params);
+/**
+ * The rows a pull's SELECT returns, counted (for /raw/estimate: the download's own statement, so the count is
+ * what it would send), with the summed length of one text column (a frame's captured bytes) when named.
+ */
+export function pullRowsQuery(q: Query, textColumn?: string): Query {
+  const text = textColumn === undefined ? '' : `, coalesce(sum(strlen(${sqlIdent(textColumn)})), 0) AS text_bytes`;
+  return query(`SELECT count(*) AS rows${text} FROM (${q.sql}) p`, q.params);
 }
 
 // ---------------------------------------------------------------------------------------------------------
