@@ -104,6 +104,10 @@ const ALLOWED: Rule[] = [
     why: "pmlake key ids are short opaque ids, not the anchor's UUIDs",
   },
   { match: /^\+ GET \/v1\/download\/raw parameter query market_id$/, why: 'extra: a raw pull narrowed to one market' },
+  {
+    match: /^\+ GET \/v1\/download\/raw\/estimate parameter query (market_id|shape)$/,
+    why: "the estimate takes the download's selectors (one market, the flat shape) and sizes exactly that download",
+  },
   { match: /^\+ GET \/v1\/download\/series parameter query timeframe$/, why: 'extra: series OHLCV at any timeframe' },
 
   // Named schemas only pmlake has: responses the anchor leaves inline or lacks, the error body.
