@@ -42,7 +42,8 @@ const PAGE = `<!doctype html>
 <header><h1 id="title">pmlake API</h1><p id="desc"></p><p><a href="/charts" style="color:#9ecbff">Charts</a>: candles, top of book and order-book depth of any market</p></header>
 <main>
   <p>Machine-readable description: <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI <span id="oas"></span>, version <span id="version"></span>).
-  Send your key in the <code>X-API-Key</code> header. Errors are JSON <code>{"detail": ...}</code>; invalid parameters answer 422 naming the parameter.</p>
+  Send your key in the <code>X-API-Key</code> header. Errors are JSON <code>{"detail": ...}</code>; invalid parameters answer 422 naming the parameter.
+  A list that stopped at its limit while more rows match says so with a <code>Link: &lt;url&gt;; rel="next"</code> header: follow it for the next page.</p>
   <p><label>API key for "try it": <input id="key" size="44" autocomplete="off"></label></p>
   <nav id="nav"></nav>
   <div id="error"></div>
