@@ -26,9 +26,7 @@ export const OHLCVResponse = z
 const OhlcvQuery = z
   .object({
     market_id: marketIdParam,
-    outcome: outcomeParam
-      .default(0)
-      .describe("Outcome index (0 = first, e.g. Yes/Up; any outcome the market has); ignored when market_id is a token id"),
+    outcome: outcomeParam.default(0).describe('Outcome index (0 = first, e.g. Yes/Up; any outcome the market has); ignored when market_id is a token id'),
     timeframe: timeframeParam
       .prefault('1h')
       .describe(

@@ -138,4 +138,9 @@ export const isoDay = z
     }
     return isoFromMicros(micros).slice(0, 10);
   })
-  .meta({ anyOf: [{ type: 'string', format: 'date' }, { type: 'string', format: 'date-time' }] });
+  .meta({
+    anyOf: [
+      { type: 'string', format: 'date' },
+      { type: 'string', format: 'date-time' },
+    ],
+  });

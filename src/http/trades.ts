@@ -47,7 +47,7 @@ const TradesQuery = z
     market_id: marketIdParam.optional(),
     start: isoDateTime.optional().describe('Inclusive'),
     end: isoDateTime.optional().describe('Exclusive'),
-    outcome: outcomeParam.optional().describe("Outcome index (any outcome the market has); without market_id, trades of that outcome index in every market"),
+    outcome: outcomeParam.optional().describe('Outcome index (any outcome the market has); without market_id, trades of that outcome index in every market'),
     side: sideParam.optional(),
     limit: queryInt({ min: 1, max: 10_000, default: 100 }),
     offset: queryInt({ min: 0, max: 1_000_000, default: 0 }),
@@ -68,12 +68,7 @@ const pages = new PageCache<Page>(32 * 2 ** 20, 2 * 2 ** 20);
  * deep after the plan's skipped partitions (offset ≥ DEEP_PAGE_OFFSET) takes two steps in its statement: the
  * page's keys from the narrow sort columns, then those rows in full (tradesPageQuery, src/query/trades.ts).
  */
-async function tradesPage(
-  ctx: AppContext,
-  res: Response,
-  q: z.infer<typeof TradesQuery>,
-  tokens: string[] | undefined,
-): Promise<Page | null> {
+async function tradesPage(ctx: AppContext, res: Response, q: z.infer<typeof TradesQuery>, tokens: string[] | undefined): Promise<Page | null> {
   const lakeDir = ctx.config.lakeDir;
   const parts = tradePartitions(lakeDir);
   const key = JSON.stringify([

@@ -27,7 +27,7 @@ describe('market coverage pages and coverage days as date-times', () => {
   let market: { id: string; condition_id: string; tokens: string[] };
   /** The days the tape has for the market (any token), ascending. */
   let tapeDays: string[] = [];
-  let pool: string[] = [];
+  const pool: string[] = [];
   let next = 0;
 
   const get = async (p: string) => {
@@ -126,9 +126,7 @@ describe('market coverage pages and coverage days as date-times', () => {
     const d = tapeDays[100]!;
     const asDay = await get(`/v1/markets/${market.id}/coverage?start=${d}&end=${addDays(d, 30)}`);
     expect(asDay.status).toBe(200);
-    const asTime = await get(
-      `/v1/markets/${market.id}/coverage?start=${d}T00:00:00Z&end=${encodeURIComponent(`${addDays(d, 31)}T01:30:00+02:00`)}`,
-    );
+    const asTime = await get(`/v1/markets/${market.id}/coverage?start=${d}T00:00:00Z&end=${encodeURIComponent(`${addDays(d, 31)}T01:30:00+02:00`)}`);
     expect(asTime.status).toBe(200);
     expect(asTime.body).toEqual(asDay.body);
     expect([asTime.body.start, asTime.body.end]).toEqual([d, addDays(d, 30)]);

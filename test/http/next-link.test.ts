@@ -102,7 +102,7 @@ describe('Link rel="next" on paged lists', () => {
     expect(first.searchParams.get('offset')).toBe('2');
   });
 
-  it('recent trades: the newest trades, and the rest of all markets\' trades on /v1/trades, in order', async () => {
+  it("recent trades: the newest trades, and the rest of all markets' trades on /v1/trades, in order", async () => {
     const want = [...trades].sort(newestFirst);
     const chain = await walk('/v1/trades/recent?limit=100');
     expect(new URL(chain.links[0]!).pathname).toBe('/v1/trades');
@@ -182,7 +182,9 @@ describe('Link rel="next" on paged lists', () => {
 
   it("top of book: one outcome's changes page by page, oldest first, also from inside a shared instant", async () => {
     const token = market.tokens[0]!;
-    const rows = await L.rows(`SELECT epoch_us(ts) AS us, seq::VARCHAR AS seq FROM read_parquet(${glob(L.lakeDir, 'top_of_book')}) WHERE asset_id = '${token}'`);
+    const rows = await L.rows(
+      `SELECT epoch_us(ts) AS us, seq::VARCHAR AS seq FROM read_parquet(${glob(L.lakeDir, 'top_of_book')}) WHERE asset_id = '${token}'`,
+    );
     const want = rows.map((r) => ({ us: BigInt(r.us as bigint), seq: BigInt(String(r.seq)) })).sort((a, b) => cmp(a.us, b.us) || cmp(a.seq, b.seq));
     expect(want.length).toBeGreaterThan(50);
     const chain = await walk(`/v1/orderbook/top_of_book?market_id=${market.id}&outcome=0&limit=13`);
