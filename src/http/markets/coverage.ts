@@ -4,7 +4,8 @@ import { lakeSources, runOne, runQuery, type Json, type Row } from '../../lake/r
 import { COVERAGE_STATUSES, coverageDaysQuery, coverageSpanQuery, incidentsQuery } from '../../query/coverage.js';
 import { DAY_MICROS } from '../../query/common.js';
 import { isoDay, MarketPath } from '../params.js';
-import { setNextLink, type LinkChanges } from '../next-link.js';
+import { setNextLink } from '../next-link.js';
+import { coverageWindow, dayNumber } from './coverage-window.js';
 
 /**
  * GET /v1/markets/{market_id}/coverage: the tape's coverage of one market (issue 15) per UTC day and outcome — how
@@ -92,24 +93,10 @@ export const marketCoverageRoutes: Route[] = [
       const byId = new Map(tokens.map((t) => [t.token_id, t]));
       const ids = tokens.map((t) => t.token_id);
       const lake = lakeSources(ctx.config.lakeDir);
-      let start: string | null = q.start ?? null;
-      let end: string | null = q.end ?? null;
-      let next: LinkChanges | null = null;
-      if (start === null || end === null) {
-        // Open ends: the tape's own first and last day, at most MAX_COVERAGE_DAYS apart. Where that cap cut the
-        // tape, the next page holds the days beyond the cut: later ones when start was given, else earlier ones.
-        const span = await runOne(ctx.db, coverageSpanQuery(lake, ids));
-        const first = (span?.first_day as string | null) ?? null;
-        const last = (span?.last_day as string | null) ?? null;
-        if (start !== null) {
-          end = minDay(last, addDays(start, MAX_COVERAGE_DAYS - 1));
-          if (last !== null && end !== null && last > end) next = { start: addDays(end, 1), end: null };
-        } else {
-          end ??= last;
-          start = end === null ? null : maxDay(first, addDays(end, -(MAX_COVERAGE_DAYS - 1)));
-          if (first !== null && start !== null && first < start) next = { start: null, end: addDays(start, -1) };
-        }
-      }
+      // Open ends need the tape's own first and last day.
+      const span = q.start === undefined || q.end === undefined ? await runOne(ctx.db, coverageSpanQuery(lake, ids)) : undefined;
+      const tape = { first: (span?.first_day as string | null) ?? null, last: (span?.last_day as string | null) ?? null };
+      const { start, end, next } = coverageWindow(q, tape, MAX_COVERAGE_DAYS);
       if (next) setNextLink(req, res, ctx.config, next);
       const days: Row[] = [];
       const incidents: Row[] = [];
@@ -152,21 +139,4 @@ function detailOf(v: Json | undefined): Json {
   } catch {
     return { text: v };
   }
-}
-
-function dayNumber(day: string): number {
-  return Date.parse(`${day}T00:00:00Z`) / 86_400_000;
-}
-
-function addDays(day: string, n: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
-}
-
-/** Days compare as text (YYYY-MM-DD); null means "no bound". */
-function minDay(a: string | null, b: string | null): string | null {
-  return a === null ? b : b === null ? a : a < b ? a : b;
-}
-
-function maxDay(a: string | null, b: string | null): string | null {
-  return a === null ? b : b === null ? a : a > b ? a : b;
 }
