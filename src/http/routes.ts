@@ -7,6 +7,7 @@ import { marketCoverageRoutes } from './markets/coverage.js';
 import { coverageRoutes } from './coverage.js';
 import { seriesRoutes } from './series.js';
 import { tradeRoutes } from './trades.js';
+import { recentTradeRoutes } from './trades-recent.js';
 import { ohlcvRoutes } from './ohlcv.js';
 import { orderbookSnapshotRoutes } from './orderbook/snapshot.js';
 import { topOfBookRoutes } from './orderbook/top-of-book.js';
@@ -51,6 +52,7 @@ export const routes: Route[] = [
   ...coverageRoutes,
   ...seriesRoutes,
   ...tradeRoutes,
+  ...recentTradeRoutes,
   ...ohlcvRoutes,
   // /v1/orderbook
   ...orderbookSnapshotRoutes,

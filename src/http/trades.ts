@@ -1,9 +1,9 @@
 import type { Response } from 'express';
 import { z } from 'zod';
 import type { Route } from './route.js';
-import { lakeSources, partitionValues, runCount, runJsonRows } from '../lake/runner.js';
+import { lakeSources, runCount, runJsonRows } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
-import { recentTradesQuery, tradesCountQuery, tradesPageQuery } from '../query/trades.js';
+import { tradesCountQuery, tradesPageQuery } from '../query/trades.js';
 import { TRADE_SHAPE } from '../query/shapes.js';
 import { planTradePage } from '../query/trade-plan.js';
 import { tradeHours, tradePartitions } from '../lake/trade-hours.js';
@@ -53,8 +53,6 @@ const TradesQuery = z
     offset: queryInt({ min: 0, max: 1_000_000, default: 0 }),
   })
   .superRefine((v, ctx) => checkWindow(v, ctx));
-
-const RecentQuery = z.object({ limit: queryInt({ min: 1, max: 100, default: 50 }) });
 
 /** Answered pages by request and trades file versions: 32 MB, pages of up to 2 MB (≈ 4,000 trades). */
 type Page = { json: string; rows: number; next?: { end: string; offset: number } | undefined };
@@ -128,33 +126,6 @@ export const tradeRoutes: Route[] = [
       const out = await tradesPage(ctx, res, q, tokens);
       if (out?.next) setNextLink(req, res, ctx.config, out.next);
       return out ? sendJsonText(res, out) : undefined;
-    },
-  },
-  {
-    method: 'get',
-    path: '/v1/trades/recent',
-    cost: 'query',
-    auth: 'key',
-    tag: 'trades',
-    summary: 'Newest trades across all markets (the next page continues on /v1/trades, the same list in the same order)',
-    query: RecentQuery,
-    response: z.array(TradeResponse),
-    paged: true,
-    handler: async (req, res, ctx) => {
-      const { limit } = res.locals.query as z.infer<typeof RecentQuery>;
-      const lake = lakeSources(ctx.config.lakeDir);
-      // The newest month partition almost always holds enough rows; read older ones only when it does not. One row
-      // more than the page says whether older trades exist.
-      const months = partitionValues(ctx.config.lakeDir, 'trades');
-      let rows = months.length > 1 ? await runJsonRows(ctx.db, recentTradesQuery(lake, limit + 1, months[months.length - 1]), TRADE_SHAPE) : null;
-      if (!rows || rows.length <= limit) rows = await runJsonRows(ctx.db, recentTradesQuery(lake, limit + 1, undefined), TRADE_SHAPE);
-      const shown = rows.slice(0, limit);
-      if (rows.length > limit) {
-        // Recent trades are the head of /v1/trades without market_id (same rows, same order), which takes the rest.
-        const n = await nextByTime(shown, 'desc', { offset: 0 }, () => Promise.resolve(0));
-        setNextLink(req, res, ctx.config, { end: n.at, offset: n.offset, limit }, '/v1/trades');
-      }
-      return sendJsonText(res, { json: `[${shown.join(',')}]`, rows: shown.length });
     },
   },
 ];
