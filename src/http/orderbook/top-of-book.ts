@@ -58,7 +58,11 @@ export const topOfBookRoutes: Route[] = [
       if (cap !== null && (end === undefined || end > cap)) end = cap;
       const lake = lakeSources(ctx.config.lakeDir);
       // One row more than the page says whether later changes exist.
-      const rows = await runJsonRows(ctx.db, topOfBookPageQuery(lake, tokens, { start: q.start, end }, { limit: q.limit + 1, offset: q.offset }), TOP_OF_BOOK_SHAPE);
+      const rows = await runJsonRows(
+        ctx.db,
+        topOfBookPageQuery(lake, tokens, { start: q.start, end }, { limit: q.limit + 1, offset: q.offset }),
+        TOP_OF_BOOK_SHAPE,
+      );
       const shown = rows.slice(0, q.limit);
       if (rows.length > q.limit) {
         // Oldest first: the rest is at or after the last change's instant (../time-cursor.ts); "beyond" it is older.
