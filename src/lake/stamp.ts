@@ -20,6 +20,15 @@ export class StampedCache<T> {
 
   constructor(private readonly opts: { maxEntries?: number; maxAgeMs?: number } = {}) {}
 
+  /**
+   * Whether the value for the current stamp is held or already being computed: a `get` now would start no
+   * computation of its own (a route that pays for lake scans with a slot takes one only when this is false).
+   */
+  has(lakeDir: string, key: string): boolean {
+    const e = this.entries.get(`${lakeDir}\u0000${key}`);
+    return e !== undefined && e.stamp === lakeStamp(lakeDir) && (this.opts.maxAgeMs === undefined || Date.now() - e.at < this.opts.maxAgeMs);
+  }
+
   /** The value and when it was computed. */
   async get(lakeDir: string, key: string, compute: () => Promise<T>): Promise<{ value: T; at: number }> {
     const stamp = lakeStamp(lakeDir);

@@ -84,7 +84,7 @@ export function listMarketsQuery(lake: Lake, f: MarketListFilter): Query {
     where.push('end_date <= $ending_before');
     params.ending_before = tsParam(f.endingBefore);
   }
-  const sort: SortBy = f.sortBy ?? (series !== undefined ? 'end_date' : 'top');
+  const sort = listSort(f);
   params.limit = f.limit;
   params.offset = f.offset;
   const sql = `SELECT ${MARKET_COLUMNS}
@@ -92,6 +92,31 @@ FROM ${lake.from('markets')}
 ${where.length ? `WHERE ${where.join('\n  AND ')}\n` : ''}ORDER BY ${ORDER[sort]}, id
 LIMIT $limit OFFSET $offset`;
   return query(sql, params);
+}
+
+/** A list's order: its sort_by, else end_date within a series, else top. */
+export function listSort(f: Pick<MarketListFilter, 'sortBy' | 'series'>): SortBy {
+  return f.sortBy ?? (f.series !== undefined ? 'end_date' : 'top');
+}
+
+/**
+ * The whole catalogue, for the market list answered from memory (src/markets/catalogue.ts): the Market columns,
+ * end_date as exact microseconds (text: a far date exceeds 2^53) and each row's place under every sort_by,
+ * ranked by DuckDB with listMarketsQuery's own ORDER BY — so a page from memory is the page that query returns.
+ */
+export function marketCatalogueQuery(lake: Lake): Query {
+  const ranks = SORT_BY.map((s) => `row_number() OVER (ORDER BY ${ORDER[s]}, id) AS rank_${s}`);
+  return query(`SELECT ${MARKET_COLUMNS}, epoch_us(end_date)::VARCHAR AS end_us,\n  ${ranks.join(',\n  ')}\nFROM ${lake.from('markets')}`, {});
+}
+
+/** The condition ids a raw tape data set's frames name (listMarketsQuery's raw series scope, as a set). */
+export function rawConditionIdsQuery(lake: Lake, eventTypes: readonly string[]): Query {
+  const params: Params = {};
+  const types = eventTypesCond(eventTypes, params, 'raw_e');
+  return query(
+    `SELECT DISTINCT cid FROM (SELECT unnest(condition_ids) AS cid FROM ${lake.from('raw')}${types ? ` WHERE ${types}` : ''}) WHERE cid IS NOT NULL`,
+    params,
+  );
 }
 
 export function marketByIdQuery(lake: Lake, id: string): Query {

@@ -1,9 +1,11 @@
+import type { Response } from 'express';
 import { z } from 'zod';
 import type { Route } from '../route.js';
 import type { AppContext } from '../context.js';
 import { NotFound } from '../../errors.js';
-import { lakeSources, runQuery, type Row } from '../../lake/runner.js';
-import { listMarketsQuery, SORT_BY, type MarketSeriesScope, type SortBy } from '../../query/markets.js';
+import type { Row } from '../../lake/runner.js';
+import { SORT_BY, type MarketSeriesScope, type SortBy } from '../../query/markets.js';
+import { catalogueHeld, listFromCatalogue } from '../../markets/catalogue.js';
 import { catalogueSeries, resolveSeriesId } from '../../markets/series-ids.js';
 import { parseOptionsSeries, RAW_DATASETS } from '../../downloads/catalog.js';
 import { isMarketSeries, oneSeries } from '../series-catalogue.js';
@@ -14,7 +16,7 @@ import { setNextLink } from '../next-link.js';
 /** The offset bound of the spec (GET /v1/markets: offset max 1000000). */
 const MAX_OFFSET = 1_000_000;
 
-/** GET /v1/markets: the catalogue, filtered, searched and sorted (src/query/markets.ts). */
+/** GET /v1/markets: the catalogue, filtered, searched and sorted (src/markets/catalogue.ts, src/query/markets.ts). */
 
 const ListMarketsQuery = z
   .object({
@@ -67,34 +69,38 @@ async function seriesScope(ctx: AppContext, id: string): Promise<MarketSeriesSco
   throw new NotFound('Series not found');
 }
 
-async function listMarkets(ctx: AppContext, q: z.infer<typeof ListMarketsQuery>): Promise<Row[]> {
-  const lake = lakeSources(ctx.config.lakeDir);
+/**
+ * The page from the version's catalogue held in memory (src/markets/catalogue.ts). Only reading it — once per
+ * lake version — scans the lake, so only then does the request take a 'query' slot (route admission 'handler');
+ * null: the client left while it waited.
+ */
+async function listMarkets(ctx: AppContext, res: Response, q: z.infer<typeof ListMarketsQuery>): Promise<Row[] | null> {
+  const lakeDir = ctx.config.lakeDir;
   const series = q.series_id === undefined ? undefined : await seriesScope(ctx, q.series_id);
-  return runQuery(
-    ctx.db,
-    listMarketsQuery(lake, {
-      active: q.active,
-      closed: q.closed,
-      resolved: q.resolved,
-      search: q.search,
-      category: q.category,
-      series,
-      hasData: q.has_data,
-      dataType: q.data_type,
-      endingAfter: q.ending_after,
-      endingBefore: q.ending_before,
-      sortBy: q.sort_by,
-      limit: q.limit,
-      offset: q.offset,
-    }),
-  );
+  if (!catalogueHeld(lakeDir, { series }) && res.locals.admit && !(await res.locals.admit())) return null;
+  return listFromCatalogue(ctx.db, lakeDir, {
+    active: q.active,
+    closed: q.closed,
+    resolved: q.resolved,
+    search: q.search,
+    category: q.category,
+    series,
+    hasData: q.has_data,
+    dataType: q.data_type,
+    endingAfter: q.ending_after,
+    endingBefore: q.ending_before,
+    sortBy: q.sort_by,
+    limit: q.limit,
+    offset: q.offset,
+  });
 }
 
 export const marketListRoutes: Route[] = [
   {
     method: 'get',
     path: '/v1/markets',
-    cost: 'cheap',
+    cost: 'query',
+    admission: 'handler',
     auth: 'key',
     tag: 'markets',
     summary: 'List markets',
@@ -104,7 +110,9 @@ export const marketListRoutes: Route[] = [
     handler: async (req, res, ctx) => {
       const q = res.locals.query as z.infer<typeof ListMarketsQuery>;
       // One market more than the page says whether the list goes on (the order is total: ties broken by id).
-      const rows = (await listMarkets(ctx, { ...q, limit: q.limit + 1 })).map(marketOut);
+      const page = await listMarkets(ctx, res, { ...q, limit: q.limit + 1 });
+      if (page === null) return undefined;
+      const rows = page.map(marketOut);
       const next = q.offset + q.limit;
       // Past the spec's offset bound no URL could ask for the rest: a narrower filter can.
       if (rows.length > q.limit && next <= MAX_OFFSET) setNextLink(req, res, ctx.config, { offset: next });
