@@ -1,5 +1,6 @@
 import { loadConfig, ConfigError } from './config.js';
 import { createLogger } from './log.js';
+import { StartupError } from './errors.js';
 
 /**
  * The operator CLI: `npm run -s pmlake -- <command> [args]`. Each command lives in its own module and is
@@ -58,6 +59,11 @@ main(process.argv.slice(2)).then(
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
       process.exitCode = 2;
+      return;
+    }
+    if (err instanceof StartupError) {
+      process.stderr.write(`pmlake ${process.argv[2] ?? ''}: ${err.message}\n`);
+      process.exitCode = 1;
       return;
     }
     const log = createLogger();

@@ -25,6 +25,12 @@ export type ErrorKind =
   | 'upstream_failed'
   | 'unavailable';
 
+/**
+ * A process cannot start for a reason its operator fixes (the listen address is taken): the CLI prints the
+ * message alone on stderr and exits 1. Not a ServiceError: no request is being answered.
+ */
+export class StartupError extends Error {}
+
 export class ServiceError extends Error {
   constructor(
     readonly kind: ErrorKind,

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { accountAuthenticator } from './accounts/auth.js';
 import { buildCore, type Core } from './compose.js';
@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import { createApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
 import type { Logger } from './log.js';
+import { StartupError } from './errors.js';
 import { failInterruptedDownloads, pendingDownloads } from './state/pulls.js';
 import { downloadIdPrefix } from './accounts/usage.js';
 
@@ -51,18 +52,25 @@ export async function createContext(config: Config, log: Logger): Promise<AppCon
 export type RunningServer = { server: Server; url: string; ctx: AppContext; close(): Promise<void> };
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
-  const { core, ctx } = await buildServe(config, log);
-  const app = createApp(ctx);
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
-    s.once('error', reject);
-  }).catch(async (err: unknown) => {
-    // Port taken, address unavailable: nothing listens, so nothing may keep running either.
-    await core.close();
-    throw err;
+  // The address is taken before anything else: a second `serve` pointed at a busy port must stop before it
+  // touches the state (it would fail the running server's downloads as cut off) or starts an export worker.
+  let app: RequestListener | null = null;
+  const server = createServer((req, res) => {
+    if (app) return void app(req, res);
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"detail":"Server starting; retry shortly"}');
   });
+  await listen(server, config.port, config.host);
+  let built: Awaited<ReturnType<typeof buildServe>>;
+  try {
+    built = await buildServe(config, log);
+  } catch (err) {
+    await new Promise((r) => server.close(r));
+    throw err;
+  }
+  const { core, ctx } = built;
+  app = createApp(ctx);
   const { port } = server.address() as AddressInfo;
-  const url = `http://${config.host}:${port}`;
+  const url = `http://${hostPort(config.host, port)}`;
   return {
     server,
     url,
@@ -76,4 +84,29 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         });
       }),
   };
+}
+
+function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Listens, or fails in words the operator acts on (the address taken, not on this machine, not allowed). */
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      const at = hostPort(host, port);
+      const why: Record<string, string> = {
+        EADDRINUSE: `address ${at} is already in use (another process listens there; set PORT or HOST)`,
+        EADDRNOTAVAIL: `address ${at} is not available: no interface of this machine has that address (HOST)`,
+        EACCES: `permission denied to listen on ${at} (ports below 1024 need privileges; set PORT)`,
+      };
+      const message = err.code ? why[err.code] : undefined;
+      reject(message ? new StartupError(message) : err);
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
 }
