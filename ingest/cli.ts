@@ -2,10 +2,11 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { LakeLockedError, LakeLockUnavailableError } from './ledger.js';
 import { runIngest } from './run.js';
+import { ingestSummaryText, summarizeIssues } from './issues.js';
 
 /**
  * `pmlake ingest <file-or-dir>...`: lands every input in $PMLAKE_LAKE and prints a JSON report on stdout
- * (progress and logs go to stderr). Exit codes: 0 when at least one input was read or everything was already
+ * (progress, logs and the closing summary naming each issue go to stderr). Exit codes: 0 when at least one input was read or everything was already
  * ingested (malformed parts are reported as issues), 1 when nothing at all could be read, 2 for usage
  * errors, a lake locked by another running ingest, or a lock that could not be taken (PMLAKE_DATABASE_URL set
  * and PostgreSQL unreachable: nothing ingested).
@@ -35,8 +36,11 @@ export async function ingestCommand(args: string[]): Promise<number> {
       ...report,
       issues: report.issues.slice(0, MAX_ISSUES),
       issues_total: report.issues.length,
+      issue_summary: summarizeIssues(report.issues).slice(0, MAX_ISSUES),
     };
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    // For the person at the terminal (stdout stays one JSON document): each issue by file, what and count.
+    process.stderr.write(ingestSummaryText('pmlake ingest', report));
     const nothingRead = report.ingested === 0 && report.skipped === 0;
     return nothingRead ? 1 : 0;
   } catch (err) {

@@ -11,7 +11,11 @@ import type { VersionDraft } from './versions.js';
  * top of book / candles for what was touched, writes every touched partition atomically through
  * ingest/partitions.ts, and only then records each input's content hash in the ledger.
  */
-export type IngestIssue = { file: string; line?: number; message: string };
+/**
+ * Something ingest skipped or could not store. `line`: where (the first such line when the issue covers
+ * several); `count`: how many records (lines, rows, frames, points) it stands for when more than one.
+ */
+export type IngestIssue = { file: string; line?: number; message: string; count?: number };
 
 export type BatchContext = {
   conn: DuckDBConnection;

@@ -101,14 +101,14 @@ export async function finishTape(
 
   const noTime = await scalar(conn, 'SELECT count(*) FROM _ws_recv WHERE recv_ms IS NULL');
   if (noTime > 0) {
-    ctx.issues.push({ file, message: `${noTime} frame(s) carry no timestamp at all; skipped` });
+    ctx.issues.push({ file, message: `${noTime} frame(s) carry no timestamp at all; skipped`, count: noTime });
     bump(ctx, 'frames_without_time', noTime);
   }
   const report = (n: number, el: number, what: string, counter: string): void => {
     if (n === 0) return;
     bump(ctx, counter, n);
     const w = where(el);
-    ctx.issues.push({ file, ...(w.line !== undefined ? { line: w.line } : {}), message: `${n} ${what}; first at ${w.at}` });
+    ctx.issues.push({ file, ...(w.line !== undefined ? { line: w.line } : {}), message: `${n} ${what}; first at ${w.at}`, count: n });
   };
   report(total('not_obj'), firstEl('not_obj_el'), 'message(s) that are not JSON objects, skipped', 'malformed_messages');
   if (levelsSent > l2Added) {

@@ -49,6 +49,7 @@ export const wsCsvHandler: SourceHandler = {
         file,
         line: Number(bad?.[1]),
         message: `${Number(bad?.[0])} row(s) with an unreadable timestamp, changes or asset_id; first at this line`,
+        count: Number(bad?.[0]),
       });
       ctx.counts.bad_csv_rows = (ctx.counts.bad_csv_rows ?? 0) + Number(bad?.[0]);
       await conn.run('DELETE FROM _ws_m WHERE ts_ms IS NULL OR changes IS NULL OR asset_id IS NULL');

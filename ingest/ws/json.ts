@@ -197,7 +197,8 @@ function salvageLines(
     throw new Error(duckdbMessage.split('\n')[0]);
   }
   for (const line of bad.slice(0, 20)) ctx.issues.push({ file, line, message: 'malformed JSON line skipped' });
-  if (bad.length > 20) ctx.issues.push({ file, message: `${bad.length - 20} more malformed JSON lines skipped` });
+  // Past the first 20 lines named one by one, the rest as one issue with their number.
+  if (bad.length > 20) ctx.issues.push({ file, message: 'malformed JSON line skipped', count: bad.length - 20 });
   bump(ctx, 'malformed_lines', bad.length);
   const dir = makeScratchDir(ctx.lakeDir, 'salvage');
   const out = path.join(dir, 'good.jsonl');
@@ -236,7 +237,7 @@ async function stageRestExtras(ctx: BatchContext, file: string): Promise<void> {
   ).getRows()[0]?.[0];
   if (Number(hist)) {
     bump(ctx, 'rest_price_history_points_not_stored', Number(hist));
-    ctx.issues.push({ file, message: `${Number(hist)} /prices-history point(s) have no data set in the lake; counted, not stored` });
+    ctx.issues.push({ file, message: `${Number(hist)} /prices-history point(s) have no data set in the lake; counted, not stored`, count: Number(hist) });
   }
   await conn.run('DROP TABLE IF EXISTS _ws_rest_tr');
 }

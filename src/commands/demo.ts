@@ -8,6 +8,7 @@ import { loadConfig, type Config } from '../config.js';
 import { createLogger, type Logger } from '../log.js';
 import { startServer } from '../server.js';
 import { runIngest } from '../../ingest/run.js';
+import { ingestSummaryText } from '../../ingest/issues.js';
 import { generate } from '../../ingest/generate/index.js';
 import { runUntilStopped } from './until-stopped.js';
 
@@ -93,7 +94,7 @@ export async function buildDemoLake(config: Pick<Config, 'lakeDir' | 'snapshotSe
     log,
     progress: true,
   });
-  out.write(`ingest: ${report.ingested} files landed, ${report.skipped} already in the lake, ${report.issues.length} issues, ${report.seconds.toFixed(1)} s\n`);
+  out.write(ingestSummaryText('ingest', report));
 }
 
 /** The market with the most trades, so the printed curl line returns candles. */
