@@ -13,6 +13,7 @@ import { machineInfo, renderMarkdown, renderText, writeResults } from './table.j
 import { ohlcvScenarios } from './scenarios/ohlcv.js';
 import { tradesPage1k, tradesPageDeep, tradesPageFirst } from './scenarios/trades.js';
 import { mixedLoad } from './scenarios/mixed.js';
+import { marketsListMixed } from './scenarios/markets-list.js';
 import { bookAtInstant } from './scenarios/orderbook.js';
 import { ingestWs } from './scenarios/ingest.js';
 import { compactAppendedLake, ingestAppend, prepareAppendedLake } from './scenarios/ingest-append.js';
@@ -88,6 +89,7 @@ function allScenarios(scale: Scale): Scenario[] {
     httpSmallRedis(scale.httpSeconds),
     httpSmallPg(scale.httpSeconds),
     mixedLoad(scale.mixedSeconds),
+    marketsListMixed(scale.mixedSeconds),
   ];
 }
 

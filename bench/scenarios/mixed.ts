@@ -24,21 +24,21 @@ import { Connection } from './load-client.js';
  * `PMLAKE_QUERY_CONCURRENCY=0 PMLAKE_STREAM_CONCURRENCY=0 pmlake bench --only mixed-load` measures without
  * load shedding.
  */
-const CLIENT_TIMEOUT_MS = 30_000;
+export const CLIENT_TIMEOUT_MS = 30_000;
 
-type Kind = { name: string; connections: number; paths: string[] };
-type Outcome = { name: string; requests: number; rps: number; p50: number; p99: number; max: number; s503: number; other: number; timeouts: number };
+export type Kind = { name: string; connections: number; paths: string[] };
+export type Outcome = { name: string; requests: number; rps: number; p50: number; p99: number; max: number; s503: number; other: number; timeouts: number };
 
 /**
  * Opens every connection of a kind with one untimed request each. Connections opened while other loops of the
  * same client are already busy waited for their first turn until the busy ones stopped (measured with
  * node:http: 20 late connections made one request each in 10 s) — the client's doing, not the server's.
  */
-async function connect(kind: Kind, conns: Connection[], keys: string[]): Promise<void> {
+export async function connect(kind: Kind, conns: Connection[], keys: string[]): Promise<void> {
   await Promise.all(conns.map((c, i) => c.get(kind.paths[i % kind.paths.length]!, { 'x-api-key': keys[i]! })));
 }
 
-async function fire(kind: Kind, conns: Connection[], until: number, keys: string[]): Promise<Outcome> {
+export async function fire(kind: Kind, conns: Connection[], until: number, keys: string[]): Promise<Outcome> {
   const started = Date.now();
   const ms: number[] = [];
   const statuses = new Map<number, number>();
