@@ -10,7 +10,8 @@ import { catalogueSeries, resolveSeriesId } from '../../markets/series-ids.js';
 import { parseOptionsSeries, RAW_DATASETS } from '../../downloads/catalog.js';
 import { isMarketSeries, oneSeries } from '../series-catalogue.js';
 import { checkWindow, isoDateTime, queryBool, queryInt } from '../params.js';
-import { MarketResponse, marketOut } from './view.js';
+import { MarketResponse, marketJson } from './view.js';
+import { sendJsonText } from '../respond.js';
 import { setNextLink } from '../next-link.js';
 
 /** The offset bound of the spec (GET /v1/markets: offset max 1000000). */
@@ -112,12 +113,11 @@ export const marketListRoutes: Route[] = [
       // One market more than the page says whether the list goes on (the order is total: ties broken by id).
       const page = await listMarkets(ctx, res, { ...q, limit: q.limit + 1 });
       if (page === null) return undefined;
-      const rows = page.map(marketOut);
       const next = q.offset + q.limit;
       // Past the spec's offset bound no URL could ask for the rest: a narrower filter can.
-      if (rows.length > q.limit && next <= MAX_OFFSET) setNextLink(req, res, ctx.config, { offset: next });
-      res.locals.rows = Math.min(rows.length, q.limit);
-      return rows.slice(0, q.limit);
+      if (page.length > q.limit && next <= MAX_OFFSET) setNextLink(req, res, ctx.config, { offset: next });
+      const shown = page.slice(0, q.limit);
+      return sendJsonText(res, { json: `[${shown.map(marketJson).join(',')}]`, rows: shown.length });
     },
   },
 ];

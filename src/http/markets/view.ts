@@ -61,6 +61,19 @@ export const MarketResponse = z
   .meta({ id: 'MarketResponse' });
 
 /**
+ * A catalogue row's Market object as JSON text, built once per row object: the list's rows are held per lake
+ * version (src/markets/catalogue.ts), so a page is the concatenation of texts built before — stringifying them
+ * per request was most of a list's cost under load. A new version's rows are new objects, new entries.
+ */
+const marketTexts = new WeakMap<Row, string>();
+
+export function marketJson(m: Row): string {
+  let text = marketTexts.get(m);
+  if (text === undefined) marketTexts.set(m, (text = JSON.stringify(marketOut(m))));
+  return text;
+}
+
+/**
  * Outcome labels. A market seen only on the tape or in fills has tokens but no metadata (NULL outcomes),
  * and its token order is ingest's sort order, not the venue's. Labels stay parallel to outcome_token_ids:
  * the anchor's default ["Yes","No"] only for exactly two tokens, else one "Outcome <index>" per token
