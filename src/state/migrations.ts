@@ -1,11 +1,46 @@
 /**
- * Schema migrations, applied in order once each, per backend: SQLITE_MIGRATIONS for the embedded file,
- * PG_MIGRATIONS for PostgreSQL (./pg-migrations.ts; the same ids, the same tables and columns, each dialect's
- * types). Append new entries to both; never edit an applied one.
+ * The state schema, migration by migration, applied in order once each: one list, from which both backends are
+ * migrated (SQLITE_MIGRATIONS for the embedded file, PG_MIGRATIONS for PostgreSQL), so one id names one change in
+ * both. Where the dialects differ the text says so in place (`${d.…}`). Times stay ISO-8601 text (fixed width, so
+ * they compare as they sort in SQLite), amounts integer cents (BIGINT in PostgreSQL), flags integers; `seq`
+ * columns count up by themselves. Append new entries; never edit an applied one: the SQL each dialect gets must
+ * stay the same text, since a database records only the ids it applied.
  */
 export type Migration = { id: number; name: string; sql: string };
 
-export const SQLITE_MIGRATIONS: Migration[] = [
+/** What differs between the two backends' SQL. */
+type Dialect = {
+  /** Counts and cents: SQLite's INTEGER is 64-bit already; PostgreSQL's is 32-bit. */
+  bigint: string;
+  double: string;
+  /** A row number that counts up by itself: the append-only tables' order. */
+  seq: string;
+  /** The body of a trigger refusing the change: SQLite raises in the trigger itself, PostgreSQL calls a function. */
+  appendOnly(table: string): string;
+  /** `text` for this dialect only, '' for the other. */
+  sqlite(text: string): string;
+  pg(text: string): string;
+};
+
+const SQLITE: Dialect = {
+  bigint: 'INTEGER',
+  double: 'REAL',
+  seq: 'INTEGER PRIMARY KEY AUTOINCREMENT',
+  appendOnly: (table) => `BEGIN SELECT RAISE(ABORT, '${table} is append-only'); END;`,
+  sqlite: (text) => text,
+  pg: () => '',
+};
+
+const PG: Dialect = {
+  bigint: 'BIGINT',
+  double: 'DOUBLE PRECISION',
+  seq: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY',
+  appendOnly: () => 'FOR EACH ROW EXECUTE FUNCTION pmlake_append_only();',
+  sqlite: () => '',
+  pg: (text) => text,
+};
+
+const migrations = (d: Dialect): Migration[] => [
   {
     id: 1,
     name: 'users and api keys',
@@ -54,18 +89,18 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       CREATE INDEX subscriptions_user ON subscriptions(user_id, current_period_end);
       CREATE TABLE credit_accounts (
         user_id TEXT PRIMARY KEY REFERENCES users(id),
-        balance_cents INTEGER NOT NULL DEFAULT 0 CHECK (balance_cents >= 0),
-        lifetime_credits_cents INTEGER NOT NULL DEFAULT 0,
-        lifetime_usage_cents INTEGER NOT NULL DEFAULT 0,
-        lifetime_refunds_cents INTEGER NOT NULL DEFAULT 0
+        balance_cents ${d.bigint} NOT NULL DEFAULT 0 CHECK (balance_cents >= 0),
+        lifetime_credits_cents ${d.bigint} NOT NULL DEFAULT 0,
+        lifetime_usage_cents ${d.bigint} NOT NULL DEFAULT 0,
+        lifetime_refunds_cents ${d.bigint} NOT NULL DEFAULT 0
       );
       CREATE TABLE ledger (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        seq ${d.seq},
         id TEXT NOT NULL UNIQUE,
         user_id TEXT NOT NULL REFERENCES users(id),
         type TEXT NOT NULL,
-        amount_cents INTEGER NOT NULL,
-        balance_after_cents INTEGER NOT NULL,
+        amount_cents ${d.bigint} NOT NULL,
+        balance_after_cents ${d.bigint} NOT NULL,
         status TEXT NOT NULL,
         description TEXT NOT NULL,
         reference TEXT,
@@ -73,14 +108,18 @@ export const SQLITE_MIGRATIONS: Migration[] = [
         created_at TEXT NOT NULL
       );
       CREATE INDEX ledger_user ON ledger(user_id, seq);
-      CREATE TRIGGER ledger_append_only_update BEFORE UPDATE ON ledger BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
-      CREATE TRIGGER ledger_append_only_delete BEFORE DELETE ON ledger BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
+      ${d.pg(`CREATE FUNCTION pmlake_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION '% is append-only', TG_TABLE_NAME; END $$;`)}
+      -- A SQLite trigger fires on one event: two of them where PostgreSQL has one.
+      ${d.sqlite(`CREATE TRIGGER ledger_append_only_update BEFORE UPDATE ON ledger ${d.appendOnly('ledger')}
+      CREATE TRIGGER ledger_append_only_delete BEFORE DELETE ON ledger ${d.appendOnly('ledger')}`)}
+      ${d.pg(`CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON ledger ${d.appendOnly('ledger')}`)}
       CREATE TABLE checkouts (
         id TEXT PRIMARY KEY,
         user_id TEXT NOT NULL REFERENCES users(id),
         provider TEXT NOT NULL,
         kind TEXT NOT NULL,
-        amount_cents INTEGER NOT NULL,
+        amount_cents ${d.bigint} NOT NULL,
         tier TEXT,
         billing_period TEXT,
         success_url TEXT NOT NULL,
@@ -102,7 +141,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
         id TEXT PRIMARY KEY,
         user_id TEXT NOT NULL REFERENCES users(id),
         idempotency_key TEXT,
-        total_cost_cents INTEGER NOT NULL,
+        total_cost_cents ${d.bigint} NOT NULL,
         minimum_applied INTEGER NOT NULL,
         created_at TEXT NOT NULL,
         UNIQUE (user_id, idempotency_key)
@@ -119,9 +158,9 @@ export const SQLITE_MIGRATIONS: Migration[] = [
         timeframe TEXT,
         start_date TEXT,
         end_date TEXT,
-        record_count INTEGER,
-        size_bytes INTEGER,
-        cost_cents INTEGER NOT NULL,
+        record_count ${d.bigint},
+        size_bytes ${d.bigint},
+        cost_cents ${d.bigint} NOT NULL,
         status TEXT NOT NULL,
         expires_at TEXT NOT NULL
       );
@@ -140,9 +179,9 @@ export const SQLITE_MIGRATIONS: Migration[] = [
         start_date TEXT,
         end_date TEXT,
         status TEXT NOT NULL,
-        reserved_bytes INTEGER NOT NULL,
-        bytes INTEGER,
-        rows INTEGER,
+        reserved_bytes ${d.bigint} NOT NULL,
+        bytes ${d.bigint},
+        rows ${d.bigint},
         reason TEXT,
         created_at TEXT NOT NULL,
         finished_at TEXT
@@ -152,7 +191,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
         user_id TEXT NOT NULL,
         key_id TEXT NOT NULL,
         day TEXT NOT NULL,
-        requests INTEGER NOT NULL,
+        requests ${d.bigint} NOT NULL,
         PRIMARY KEY (user_id, key_id, day)
       );
     `,
@@ -171,12 +210,12 @@ export const SQLITE_MIGRATIONS: Migration[] = [
         file_name TEXT NOT NULL,
         object_key TEXT,
         upload_id TEXT,
-        record_count INTEGER,
-        size_bytes INTEGER,
-        rows_written INTEGER NOT NULL DEFAULT 0,
-        bytes_written INTEGER NOT NULL DEFAULT 0,
-        total_rows INTEGER,
-        cost REAL,
+        record_count ${d.bigint},
+        size_bytes ${d.bigint},
+        rows_written ${d.bigint} NOT NULL DEFAULT 0,
+        bytes_written ${d.bigint} NOT NULL DEFAULT 0,
+        total_rows ${d.bigint},
+        cost ${d.double},
         error TEXT,
         attempts INTEGER NOT NULL DEFAULT 0,
         created_at TEXT NOT NULL,
@@ -206,7 +245,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
     sql: `
       ALTER TABLE users ADD COLUMN deleted_at TEXT;
       CREATE TABLE privacy_events (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        seq ${d.seq},
         id TEXT NOT NULL UNIQUE,
         user_id TEXT NOT NULL REFERENCES users(id),
         event TEXT NOT NULL,
@@ -217,8 +256,8 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       );
       CREATE INDEX privacy_events_user ON privacy_events(user_id, seq);
       CREATE TRIGGER privacy_events_append_only_update BEFORE UPDATE OF seq, id, user_id, event, metadata, created_at ON privacy_events
-        BEGIN SELECT RAISE(ABORT, 'privacy_events is append-only'); END;
-      CREATE TRIGGER privacy_events_append_only_delete BEFORE DELETE ON privacy_events BEGIN SELECT RAISE(ABORT, 'privacy_events is append-only'); END;
+        ${d.appendOnly('privacy_events')}
+      CREATE TRIGGER privacy_events_append_only_delete BEFORE DELETE ON privacy_events ${d.appendOnly('privacy_events')}
       CREATE TABLE account_deletion_requests (
         id TEXT PRIMARY KEY,
         user_id TEXT NOT NULL REFERENCES users(id),
@@ -234,13 +273,23 @@ export const SQLITE_MIGRATIONS: Migration[] = [
   },
   {
     // Exports on a shared queue: a running job is held by one worker until its lease ends; a worker that dies
-    // (kill -9) stops renewing it and another one takes the job over (src/exports/queue.ts).
+    // (kill -9) stops renewing it and another one takes the job over (src/exports/queue.ts). PostgreSQL also gets
+    // what only a shared database needs: the change notifications the principal caches listen to (./pg-db.ts).
     id: 400,
-    name: 'export jobs: worker leases',
+    name: `export jobs: worker leases${d.pg('; change notifications')}`,
     sql: `
       ALTER TABLE export_jobs ADD COLUMN worker TEXT;
       ALTER TABLE export_jobs ADD COLUMN lease_until TEXT;
       CREATE INDEX export_jobs_claim ON export_jobs(status, created_at);
+      ${d.pg(`
+      -- Who a key belongs to and what it may do: any change notifies every process's principal cache at commit.
+      -- last_used_at is informational and batched: not listed, so the touches do not empty the caches.
+      CREATE FUNCTION pmlake_state_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_notify('pmlake_state', ''); RETURN NULL; END $$;
+      CREATE TRIGGER users_changed AFTER INSERT OR UPDATE OR DELETE ON users FOR EACH STATEMENT EXECUTE FUNCTION pmlake_state_changed();
+      CREATE TRIGGER subscriptions_changed AFTER INSERT OR UPDATE OR DELETE ON subscriptions FOR EACH STATEMENT EXECUTE FUNCTION pmlake_state_changed();
+      CREATE TRIGGER api_keys_changed AFTER DELETE OR UPDATE OF user_id, key_hash, scopes, expires_at, revoked_at, scheduled_revoke_at ON api_keys
+        FOR EACH STATEMENT EXECUTE FUNCTION pmlake_state_changed();`)}
     `,
   },  {
     // Deletion holds: an erased address's SHA-256 and when it was erased (dashboard tokens issued before then are
@@ -261,3 +310,6 @@ export const SQLITE_MIGRATIONS: Migration[] = [
     `,
   },
 ];
+
+export const SQLITE_MIGRATIONS = migrations(SQLITE);
+export const PG_MIGRATIONS = migrations(PG);

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { Unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Db, DbBackend, TxOptions } from './db.js';
-import { PG_MIGRATIONS } from './pg-migrations.js';
+import { PG_MIGRATIONS } from './migrations.js';
 import { connectPg, pgFailure, pgUnreachable } from './pg.js';
 import type { Sql } from './sql.js';
 
