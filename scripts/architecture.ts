@@ -11,7 +11,8 @@ import ts from 'typescript';
  *   (b) nothing outside src/http/ imports src/http/ except the composition root, src/server.ts;
  *   (c) only src/http/ imports Express (bench/bare-express.ts is the http-small scenario's baseline);
  *   (d) within src/, `read_parquet` appears only in src/lake/ and src/query/ (one way to the lake);
- *   (e) src/ imports nothing from bench/ or test/.
+ *   (e) src/ imports nothing from bench/ or test/;
+ *   (f) no import climbs from a lower layer into one above it (UPWARD: src/s3/ is below src/exports/).
  * Imports are read with TypeScript's own scanner (`import … from`, `export … from`, `import type`, side-effect
  * imports and `import('literal')`, which eslint's no-restricted-imports does not see), so comments and strings
  * that merely look like imports do not count.
@@ -21,14 +22,18 @@ export const REPO = path.resolve(import.meta.dirname, '..');
 
 export type Graph = Map<string, string[]>;
 export type Edge = { from: string; to: string };
-export type Rule = 'cycles' | 'into-http' | 'express' | 'read_parquet' | 'bench-or-test';
+export type Rule = 'cycles' | 'into-http' | 'express' | 'read_parquet' | 'bench-or-test' | 'upward';
 export const RULES: Record<Rule, string> = {
   cycles: '(a) no import cycles among src/ and ingest/',
   'into-http': '(b) nothing outside src/http/ imports src/http/ except src/server.ts',
   express: '(c) only src/http/ (and bench/bare-express.ts) imports express',
   read_parquet: '(d) within src/, read_parquet appears only in src/lake/ and src/query/',
   'bench-or-test': '(e) src/ imports nothing from bench/ or test/',
+  upward: '(f) no import climbs into a layer above (src/s3/ does not import src/exports/)',
 };
+
+/** Pairs [lower, upper] of directories: nothing under the first imports anything under the second. */
+export const UPWARD: [string, string][] = [['src/s3/', 'src/exports/']];
 
 /** Every module specifier a TypeScript source names (static, type-only, re-exports, literal dynamic imports). */
 export function importsOf(source: string): string[] {
@@ -161,6 +166,7 @@ export function checkArchitecture(root = REPO): { files: number; edges: number; 
       express: show(everything.filter((e) => packageOf(e.to) === 'express' && !inHttp(e.from) && e.from !== 'bench/bare-express.ts')),
       read_parquet: parquetLines,
       'bench-or-test': show(edges.filter((e) => e.from.startsWith('src/') && /^(bench|test)\//.test(e.to))),
+      upward: show(edges.filter((e) => UPWARD.some(([lower, upper]) => e.from.startsWith(lower) && e.to.startsWith(upper)))),
     },
   };
 }

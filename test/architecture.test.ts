@@ -75,4 +75,8 @@ describe('architecture of src/ and ingest/', () => {
   it('(e) src/ imports nothing from bench/ or test/', () => {
     expect(offenders['bench-or-test']).toEqual([]);
   });
+
+  it('(f) no import climbs into a layer above (src/s3/ does not import src/exports/)', () => {
+    expect(offenders.upward).toEqual([]);
+  });
 });

@@ -9,7 +9,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import type { Logger } from '../log.js';
-import { s3ErrorOf, type ObjectStore, type StoredPart } from '../exports/store.js';
+import { s3ErrorOf, type ObjectStore, type StoredPart } from './object-store.js';
 import { ensureBucket, makeS3Client, presignGet, type S3Settings } from './client.js';
 
 /**
