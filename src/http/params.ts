@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { parseTimeframe, type Timeframe } from '../timeframe.js';
 import { CONDITION_ID_MESSAGE } from '../markets/resolver.js';
 import { isoFromMicros } from '../lake/runner.js';
+import { parseIsoMicros } from '../iso-time.js';
+
+export { parseIsoMicros };
 
 /**
  * zod pieces shared by the query endpoints. Query strings arrive as text: booleans as 'true'/'false',
@@ -18,45 +21,6 @@ export const queryBool = z
 export function queryInt(opts: { min: number; max: number; default: number; description?: string }) {
   const s = z.coerce.number().int().min(opts.min).max(opts.max).default(opts.default);
   return opts.description ? s.describe(opts.description) : s;
-}
-
-const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|z|[+-]\d{2}:?\d{2})?)?$/;
-
-/**
- * ISO 8601 → microseconds since the epoch (UTC). Accepts a date (`2025-03-01`, midnight UTC), a datetime
- * with `Z` or an offset, and a naive datetime, read as UTC (what the anchor's Python client sends for naive
- * `datetime`s). Anything else, or an impossible date like 2025-02-30, is refused.
- */
-export function parseIsoMicros(text: string): bigint | null {
-  const m = DATE_RE.exec(text);
-  if (!m) return null;
-  const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', tz] = m;
-  const Y = Number(y),
-    M = Number(mo),
-    D = Number(d),
-    H = Number(h),
-    MI = Number(mi),
-    S = Number(s);
-  if (M < 1 || M > 12 || D < 1 || D > 31 || H > 23 || MI > 59 || S > 59) return null;
-  // Not Date.UTC(Y, …): it maps years 0–99 to 1900–1999 (the two-digit-year rule), so "0001-01-01" became
-  // 1901. setUTCFullYear takes the year as given; years 0000–0099 are read exactly (proleptic Gregorian, as
-  // ISO 8601 and DuckDB count them).
-  const check = new Date(0);
-  check.setUTCFullYear(Y, M - 1, D);
-  check.setUTCHours(H, MI, S, 0);
-  const ms = check.getTime();
-  if (check.getUTCDate() !== D || check.getUTCMonth() !== M - 1) return null;
-  let offsetMin = 0;
-  if (tz && tz !== 'Z' && tz !== 'z') {
-    const sign = tz[0] === '-' ? -1 : 1;
-    const digits = tz.slice(1).replace(':', '');
-    const oh = Number(digits.slice(0, 2)),
-      om = Number(digits.slice(2, 4));
-    if (oh > 23 || om > 59) return null;
-    offsetMin = sign * (oh * 60 + om);
-  }
-  const micros = BigInt(ms - offsetMin * 60_000) * 1000n + BigInt((frac + '000000').slice(0, 6));
-  return micros;
 }
 
 /** An ISO 8601 date or datetime as query text: an unencoded '+' arrives as a space ("…T12:00:00 00:00" is "+00:00"). */

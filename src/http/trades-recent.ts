@@ -5,7 +5,7 @@ import { sendJsonText } from './respond.js';
 import { recentTradesQuery } from '../query/trades.js';
 import { queryInt } from './params.js';
 import { setNextLink } from './next-link.js';
-import { nextByTime } from './time-cursor.js';
+import { nextByTime } from '../query/time-cursor.js';
 import { TRADE_SHAPE } from '../query/shapes.js';
 import { TradeResponse } from './trades.js';
 

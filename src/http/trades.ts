@@ -1,19 +1,10 @@
-import type { Response } from 'express';
 import { z } from 'zod';
 import type { Route } from './route.js';
-import { lakeSources, runCount, runJsonRows } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
-import { tradesCountQuery, tradesPageQuery } from '../query/trades.js';
-import { TRADE_SHAPE } from '../query/shapes.js';
-import { planTradePage } from '../query/trade-plan.js';
-import { tradeHours, tradePartitions } from '../lake/trade-hours.js';
-import type { AppContext } from './context.js';
-import { PageCache } from './page-cache.js';
-import { monthOf } from '../query/common.js';
 import { selectTokens } from '../markets/resolver.js';
+import { tradesPage } from '../markets/trades-page.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from './params.js';
 import { setNextLink } from './next-link.js';
-import { nextByTime } from './time-cursor.js';
 
 export const TradeResponse = z
   .object({
@@ -54,56 +45,6 @@ const TradesQuery = z
   })
   .superRefine((v, ctx) => checkWindow(v, ctx));
 
-/** Answered pages by request and trades file versions: 32 MB, pages of up to 2 MB (≈ 4,000 trades). */
-type Page = { json: string; rows: number; next?: { end: string; offset: number } | undefined };
-const pages = new PageCache<Page>(32 * 2 ** 20, 2 * 2 ** 20);
-
-/**
- * One page of trades, and where the next one starts when more trades match (read one row beyond the page to
- * know; ./time-cursor.ts). A market's page is read from the partitions it lands in, each token from the newest
- * hours that hold the page (src/query/trade-plan.ts) — not a top-N over the whole market — and the answer is
- * kept until a trades file changes: the busiest markets' first pages are what a crowd asks for. A page still
- * deep after the plan's skipped partitions (offset ≥ DEEP_PAGE_OFFSET) takes two steps in its statement: the
- * page's keys from the narrow sort columns, then those rows in full (tradesPageQuery, src/query/trades.ts).
- */
-async function tradesPage(ctx: AppContext, res: Response, q: z.infer<typeof TradesQuery>, tokens: string[] | undefined): Promise<Page | null> {
-  const lakeDir = ctx.config.lakeDir;
-  const parts = tradePartitions(lakeDir);
-  const key = JSON.stringify([
-    lakeDir,
-    parts.map((p) => p.version),
-    tokens ?? null,
-    q.outcome ?? null,
-    q.side ?? null,
-    String(q.start),
-    String(q.end),
-    q.limit,
-    q.offset,
-  ]);
-  const hit = pages.get(key);
-  if (hit) return hit;
-  // Only a page to compute takes a 'query' slot (route admission 'handler'); null: the client left meanwhile.
-  if (res.locals.admit && !(await res.locals.admit())) return null;
-  const page = { limit: q.limit + 1, offset: q.offset };
-  const from = q.start === undefined ? undefined : monthOf(q.start);
-  const to = q.end === undefined ? undefined : monthOf(q.end);
-  const inWindow = parts.filter((p) => (from === undefined || p.month >= from) && (to === undefined || p.month <= to));
-  const plan = tokens === undefined ? undefined : await planTradePage(tradeHours(ctx.db, lakeDir, inWindow, tokens, q.side), q, page);
-  const f = { tokens, outcome: q.outcome, side: q.side, start: q.start, end: q.end, plan };
-  const lake = lakeSources(lakeDir);
-  const rows = await runJsonRows(ctx.db, tradesPageQuery(lake, f, page), TRADE_SHAPE);
-  const shown = rows.slice(0, q.limit);
-  let next: Page['next'];
-  if (rows.length > q.limit) {
-    // Newest first: the rest is at or before the last trade's instant (./time-cursor.ts); "beyond" it is newer.
-    const n = await nextByTime(shown, 'desc', { offset: q.offset, bound: q.end }, (at) => runCount(ctx.db, tradesCountQuery(lake, { ...f, start: at })));
-    next = { end: n.at, offset: n.offset };
-  }
-  const out: Page = { json: `[${shown.join(',')}]`, rows: shown.length, next };
-  pages.set(key, out);
-  return out;
-}
-
 export const tradeRoutes: Route[] = [
   {
     method: 'get',
@@ -123,7 +64,8 @@ export const tradeRoutes: Route[] = [
         const r = await ctx.markets.resolve(q.market_id);
         tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
       }
-      const out = await tradesPage(ctx, res, q, tokens);
+      // Only a page to compute takes a 'query' slot (route admission 'handler'); null: the client left meanwhile.
+      const out = await tradesPage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, q, tokens, res.locals.admit);
       if (out?.next) setNextLink(req, res, ctx.config, out.next);
       return out ? sendJsonText(res, out) : undefined;
     },

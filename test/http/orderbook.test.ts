@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildQueryLake, glob, type QueryLake } from '../helpers/query-lake.js';
 import { lakeSources, runQuery } from '../../src/lake/runner.js';
 import { bookOnDayQuery } from '../../src/query/orderbook.js';
-import { later } from '../../src/http/orderbook/book-at.js';
+import { later } from '../../src/markets/book-at.js';
 
 /**
  * The book at arbitrary instants against an independent replay of the whole l2 tape in plain TypeScript:

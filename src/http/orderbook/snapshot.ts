@@ -3,11 +3,11 @@ import type { Route } from '../route.js';
 import { NotFound } from '../../errors.js';
 import { selectTokens } from '../../markets/resolver.js';
 import { isoDateTime, marketIdParam, outcomeParam, parseIsoMicros, queryInt } from '../params.js';
-import { bookAt } from './book-at.js';
+import { bookAt } from '../../markets/book-at.js';
 import { delayCap, nowMicros } from './delay.js';
 import { verifiedAt } from '../../lake/book-verified.js';
 
-/** GET /v1/orderbook/snapshot: the book of one outcome at any instant (src/http/orderbook/book-at.ts). */
+/** GET /v1/orderbook/snapshot: the book of one outcome at any instant (src/markets/book-at.ts). */
 
 const Level = z.object({ price: z.number(), size: z.number() });
 

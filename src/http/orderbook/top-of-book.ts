@@ -8,7 +8,7 @@ import { sendJsonText } from '../respond.js';
 import { checkWindow, isoDateTime, marketIdParam, outcomeParam, queryInt } from '../params.js';
 import { delayCap } from './delay.js';
 import { setNextLink } from '../next-link.js';
-import { nextByTime } from '../time-cursor.js';
+import { nextByTime } from '../../query/time-cursor.js';
 
 /** GET /v1/orderbook/top_of_book: every change of best bid/ask of one outcome in a window. */
 
@@ -65,7 +65,7 @@ export const topOfBookRoutes: Route[] = [
       );
       const shown = rows.slice(0, q.limit);
       if (rows.length > q.limit) {
-        // Oldest first: the rest is at or after the last change's instant (../time-cursor.ts); "beyond" it is older.
+        // Oldest first: the rest is at or after the last change's instant (src/query/time-cursor.ts); "beyond" it is older.
         const n = await nextByTime(shown, 'asc', { offset: q.offset, bound: q.start }, (at) =>
           runCount(ctx.db, topOfBookCountQuery(lake, tokens, { start: q.start, end: at })),
         );

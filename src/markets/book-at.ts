@@ -1,9 +1,9 @@
 import type { DuckDBInstance } from '@duckdb/node-api';
-import { NotFound } from '../../errors.js';
-import { isoFromMicros, lakeSources, runOne, runQuery, type Json, type Lake, type Row } from '../../lake/runner.js';
-import { bookOnDayQuery, foldTape, MAX_RAW_TAPE_ROWS, seqReceiveMicros, snapshotAtQuery, tapeAfterQuery } from '../../query/orderbook.js';
-import { DAY_MICROS, dateOf } from '../../query/common.js';
-import type { ResolvedMarket, TokenRef } from '../../markets/resolver.js';
+import { NotFound } from '../errors.js';
+import { isoFromMicros, lakeSources, runOne, runQuery, type Json, type Lake, type Row } from '../lake/runner.js';
+import { bookOnDayQuery, foldTape, MAX_RAW_TAPE_ROWS, seqReceiveMicros, snapshotAtQuery, tapeAfterQuery } from '../query/orderbook.js';
+import { DAY_MICROS, dateOf } from '../query/common.js';
+import type { ResolvedMarket, TokenRef } from './resolver.js';
 
 /**
  * The order book of one outcome at any instant, for GET /v1/orderbook/snapshot: the lake's statements

@@ -1,5 +1,5 @@
 import { isoFromMicros } from '../lake/runner.js';
-import { parseIsoMicros } from './params.js';
+import { parseIsoMicros } from '../iso-time.js';
 
 /**
  * Where the page after a page of time-ordered rows starts (trades newest first, top of book oldest first), as a
