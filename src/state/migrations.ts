@@ -291,7 +291,8 @@ const migrations = (d: Dialect): Migration[] => [
       CREATE TRIGGER api_keys_changed AFTER DELETE OR UPDATE OF user_id, key_hash, scopes, expires_at, revoked_at, scheduled_revoke_at ON api_keys
         FOR EACH STATEMENT EXECUTE FUNCTION pmlake_state_changed();`)}
     `,
-  },  {
+  },
+  {
     // Deletion holds: an erased address's SHA-256 and when it was erased (dashboard tokens issued before then are
     // refused: src/accounts/auth.ts), and the accounts whose export files are still to be removed from the
     // export store (src/exports/service.ts). Accounts deleted before this migration have files to remove too.
