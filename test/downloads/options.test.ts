@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDownloadsLake, parseCsv, type DlLake } from './helpers/downloads-lake.js';
-import { files } from './helpers/lake-files.js';
+import { buildDownloadsLake, parseCsv, type DlLake } from '../helpers/downloads-lake.js';
+import { files } from '../helpers/lake-files.js';
 
 /**
  * Options data: generator → real ingest (ingest/options.ts) → lake → /v1/download/options. Greeks are
@@ -58,7 +58,7 @@ describe('options', () => {
   });
 
   it('a bad line is reported with its line number and the rest lands', async () => {
-    const { optionsHandler } = await import('../ingest/options.js');
+    const { optionsHandler } = await import('../../ingest/options.js');
     const { DuckDBInstance } = await import('@duckdb/node-api');
     const db = await DuckDBInstance.create(':memory:');
     const conn = await db.connect();

@@ -4,12 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalObjectStore } from '../src/exports/local-store.js';
-import { MultipartUpload } from '../src/exports/multipart.js';
-import type { ObjectStore } from '../src/exports/store.js';
-import { createLogger } from '../src/log.js';
-import { startLocalS3, type LocalS3 } from '../src/s3/local.js';
-import { S3ObjectStore } from '../src/s3/store.js';
+import { LocalObjectStore } from '../../src/exports/local-store.js';
+import { MultipartUpload } from '../../src/exports/multipart.js';
+import type { ObjectStore } from '../../src/exports/store.js';
+import { createLogger } from '../../src/log.js';
+import { startLocalS3, type LocalS3 } from '../../src/s3/local.js';
+import { S3ObjectStore } from '../../src/s3/store.js';
 
 /**
  * MultipartUpload against both real stores: a real S3-compatible server (s3rver on loopback, the path of a

@@ -3,13 +3,13 @@ import path from 'node:path';
 import { AbortMultipartUploadCommand, HeadObjectCommand, ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { activeCopies, fifoRoot } from '../src/lake/stream.js';
-import { makeS3Client } from '../src/s3/client.js';
-import { expireSubscriptions } from '../src/state/accounts.js';
-import { startLocalS3 } from '../src/s3/local.js';
-import { buildDownloadsLake, type DlLake } from './helpers/downloads-lake.js';
-import { files } from './helpers/lake-files.js';
-import { sqliteOf } from './helpers/state.js';
+import { activeCopies, fifoRoot } from '../../src/lake/stream.js';
+import { makeS3Client } from '../../src/s3/client.js';
+import { expireSubscriptions } from '../../src/state/accounts.js';
+import { startLocalS3 } from '../../src/s3/local.js';
+import { buildDownloadsLake, type DlLake } from '../helpers/downloads-lake.js';
+import { files } from '../helpers/lake-files.js';
+import { sqliteOf } from '../helpers/state.js';
 
 /**
  * Exports end to end against a real s3rver on loopback: submit, poll, fetch the presigned link twice without

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkArchitecture, findCycles, importsOf, packageOf, resolveSpecifier, type Graph } from '../scripts/architecture.js';
+import { checkArchitecture, findCycles, importsOf, packageOf, resolveSpecifier, type Graph } from '../../scripts/architecture.js';
 
 // The rules and how imports are read: scripts/architecture.ts (which `npm run lint` also runs).
 
