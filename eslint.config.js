@@ -9,7 +9,7 @@ import tseslint from 'typescript-eslint';
  * (≈4× the plain run) and its findings were almost all `no-unsafe-*` on DuckDB rows and JSON bodies typed
  * `unknown`/`any` at the edges; tsc --noEmit (strict) already runs first. Import cycles are not checked here
  * either: eslint-plugin-import-x `no-cycle` tripled the run's CPU time and ignores `import type` edges, while
- * scripts/architecture.ts (also test/architecture.test.ts) checks cycles, type-only edges included, in ≈1 s.
+ * scripts/architecture.ts (also test/scripts/architecture.test.ts) checks cycles, type-only edges included, in ≈1 s.
  */
 
 /**

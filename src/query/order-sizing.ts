@@ -64,7 +64,7 @@ export function orderItemRowsQuery(lake: Lake, t: OrderDataType, sel: ItemSelect
     // Candles are stored per minute: meant to count the non-empty buckets of the ordered timeframe. But
     // `epoch()` is a DOUBLE and DuckDB's `//` on a DOUBLE does not floor, so this counts every minute candle
     // whatever the timeframe — the price orders have always charged, kept while this code only moves
-    // (test/lake/order-sizing.test.ts pins it; estimate.ts floors with integer microseconds).
+    // (test/accounts/order-sizing.test.ts pins it; estimate.ts floors with integer microseconds).
     params.step_s = tf.seconds;
     return query(`SELECT count(DISTINCT (token_id, epoch(bucket) // $step_s)) AS n FROM ${from} WHERE ${where}`, params);
   }

@@ -122,7 +122,7 @@ describe('account lifecycle: data export, privacy events, deletion', () => {
     }
 
     // The token of before the deletion signs in to nothing; one issued after it (a sign-in since) is a new,
-    // empty account (test/http/account-deletion.test.ts has the rest).
+    // empty account (test/accounts/account-deletion.test.ts has the rest).
     expect((await call(srv, 'GET', '/v1/user/data-export', as(t))).status).toBe(401);
     while (Math.floor(Date.now() / 1000) * 1000 <= Date.parse(ok.body.deleted_at)) await new Promise((r) => setTimeout(r, 50));
     const fresh = await call(srv, 'GET', '/v1/user/data-export', as(await jwt(email, true)));

@@ -53,7 +53,10 @@ describe('order sizing', () => {
     };
     for (const [t, [dir, tok, time]] of Object.entries(sets) as [OrderDataType, [string, string, string]][]) {
       const r = await read(`SELECT ${tok} AS t, epoch_us(${time}) AS us FROM read_parquet(${files(lakeDir, dir)})`);
-      rows.set(t, r.map((x) => [String(x.t), Number(x.us)]));
+      rows.set(
+        t,
+        r.map((x) => [String(x.t), Number(x.us)]),
+      );
     }
     markets = (await read(`SELECT id, series_id, outcome_token_ids FROM read_parquet(${files(lakeDir, 'catalog/markets')}) ORDER BY id`)).map((m) => ({
       id: String(m.id),
@@ -85,7 +88,12 @@ describe('order sizing', () => {
   }
   function floored(sel: ItemSelector, tf: keyof typeof STEP_S): number {
     const tokens = new Set(markets.filter((m) => 'marketId' in sel && m.id === sel.marketId).flatMap((m) => m.tokens));
-    return new Set(rows.get('ohlcv')!.filter(([tok]) => tokens.has(tok)).map(([tok, us]) => `${tok}|${Math.floor(us / 1e6 / STEP_S[tf])}`)).size;
+    return new Set(
+      rows
+        .get('ohlcv')!
+        .filter(([tok]) => tokens.has(tok))
+        .map(([tok, us]) => `${tok}|${Math.floor(us / 1e6 / STEP_S[tf])}`),
+    ).size;
   }
 
   it('counts what each item would deliver, for every type, selector, timeframe and window', async () => {

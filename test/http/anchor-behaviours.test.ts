@@ -120,7 +120,7 @@ describe('anchor behaviours', () => {
     expect(r.body.items[0].market_id).toBe(token);
     expect(r.body.items[0].record_count).toBe(n(m[0]!.n));
     expect(r.body.items[1].timeframe).toBe('7m');
-    // The legacy sizing counts every minute candle of an ohlcv item whatever its timeframe (test/lake/order-sizing.test.ts).
+    // The legacy sizing counts every minute candle of an ohlcv item whatever its timeframe (test/accounts/order-sizing.test.ts).
     expect(r.body.items[1].record_count).toBe(candles);
     // The whole market (every outcome) holds more trades than one of its tokens whenever the other has any.
     const whole = await post('/v1/orders', { items: [{ market_id: String(m[0]!.id), data_type: 'trades' }] }, L.otherKey);

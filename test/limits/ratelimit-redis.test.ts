@@ -256,7 +256,7 @@ describe('limits in Redis, shared by two replicas', () => {
   });
 });
 
-/** The Redis store against the in-process store's rules (test/http/ratelimit-store.test.ts), same inputs. */
+/** The Redis store against the in-process store's rules (test/limits/ratelimit-store.test.ts), same inputs. */
 describe('RedisCounterStore', () => {
   let redis: TestRedis;
   let limits: Limits;
