@@ -1,8 +1,11 @@
+import { DATASET_KEYS, FREE_DATASET_KEYS, type DatasetKey } from '../catalogue/kinds.js';
+
 /**
  * Plans in one table: data sets covered, request rate, download limits, monthly fair-use volume.
  * The free plan's data sets are a documented subset: no raw L2 tape, no exports, top of book only delayed.
+ * Which data set keys exist and which of them Free has is the catalogue's (src/catalogue/kinds.ts).
  */
-export type DatasetKey = 'markets' | 'trades' | 'ohlcv' | 'orderbook' | 'top_of_book' | 'raw' | 'options' | 'series' | 'exports';
+export type { DatasetKey };
 
 export type PlanDef = Readonly<{
   id: 'free' | 'professional';
@@ -31,7 +34,7 @@ export const PLANS: Readonly<Record<PlanDef['id'], PlanDef>> = {
     price_usd_month: 0,
     price_usd_year: 0,
     requires_subscription: false,
-    datasets: ['markets', 'trades', 'ohlcv', 'orderbook', 'top_of_book', 'series'],
+    datasets: FREE_DATASET_KEYS,
     requests_per_minute: 60,
     downloads_per_hour: 10,
     downloads_per_minute: null,
@@ -44,7 +47,7 @@ export const PLANS: Readonly<Record<PlanDef['id'], PlanDef>> = {
     price_usd_month: 99,
     price_usd_year: 990,
     requires_subscription: true,
-    datasets: ['markets', 'trades', 'ohlcv', 'orderbook', 'top_of_book', 'raw', 'options', 'series', 'exports'],
+    datasets: DATASET_KEYS,
     requests_per_minute: 60,
     downloads_per_hour: 300,
     downloads_per_minute: 20,
@@ -53,16 +56,8 @@ export const PLANS: Readonly<Record<PlanDef['id'], PlanDef>> = {
   },
 };
 
-/** Per-MB reference rates of the retired credit model (reported, not charged, under subscriptions). */
-export const REFERENCE_RATE_PER_MB: Readonly<Record<string, number>> = {
-  trades: 1,
-  ohlcv: 8,
-  orderbook: 2,
-  top_of_book: 2,
-  raw: 2,
-  options: 1,
-  snapshots: 2,
-};
+/** Per-MB reference rates of the retired credit model (reported, not charged, under subscriptions): each kind's. */
+export { REFERENCE_RATE_PER_MB } from '../catalogue/kinds.js';
 
 export const LEGACY_MINIMUM_ORDER_USD = 10;
 

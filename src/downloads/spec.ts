@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DOWNLOAD_KINDS, EXPORT_KINDS, type DownloadKind } from '../catalogue/kinds.js';
 import type { CopyFormat } from '../lake/stream.js';
 import { parseTimeframe, type Timeframe } from '../timeframe.js';
 
@@ -8,8 +9,6 @@ import { parseTimeframe, type Timeframe } from '../timeframe.js';
  * text (`storeSpec` / `loadSpec`): a versioned JSON shape that round-trips losslessly — microseconds as
  * decimal strings (JSON numbers lose digits past 2^53), the timeframe as its canonical label.
  */
-export type DownloadKind = 'trades' | 'ohlcv' | 'orderbook' | 'top_of_book' | 'raw' | 'options' | 'series';
-
 export type PullSpec = {
   kind: DownloadKind;
   market_id?: string | undefined;
@@ -35,7 +34,6 @@ export class StoredSpecError extends Error {
   }
 }
 
-const KINDS = ['trades', 'ohlcv', 'orderbook', 'top_of_book', 'raw', 'options', 'series'] as const;
 const FORMATS = ['csv', 'parquet', 'json'] as const;
 const SHAPES = ['raw', 'normalized'] as const;
 const text = z.string().min(1).max(200);
@@ -59,7 +57,7 @@ const micros = z
 /** Version 1, what storeSpec writes. */
 const StoredV1 = z.strictObject({
   v: z.literal(1),
-  kind: z.enum(KINDS),
+  kind: z.enum(DOWNLOAD_KINDS),
   market_id: text.optional(),
   series_id: text.optional(),
   data_type: text.optional(),
@@ -87,10 +85,11 @@ const isoMillis = z
 
 /**
  * The shape export jobs were stored in before version 1 (rows in existing state databases are legal data):
- * no version, start/end as ISO text, the timeframe label, always without a row cap.
+ * no version, start/end as ISO text, the timeframe label, always without a row cap. Its kinds were the export
+ * kinds of then, which the export kinds of now include.
  */
 const StoredLegacy = z.strictObject({
-  kind: z.enum(['trades', 'raw', 'ohlcv', 'orderbook']),
+  kind: z.enum(EXPORT_KINDS),
   market_id: text.optional(),
   series_id: text.optional(),
   timeframe: timeframe.optional(),

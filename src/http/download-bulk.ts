@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BULK_KINDS } from '../catalogue/kinds.js';
 import { sendBulk, type BulkItem } from '../downloads/bulk.js';
 import { planDeps } from './download-send.js';
 import { contentDisposition } from '../downloads/disposition.js';
@@ -12,7 +13,7 @@ import type { Route } from './route.js';
  */
 const BulkLine = z
   .object({
-    kind: z.enum(['trades', 'ohlcv', 'orderbook', 'top_of_book', 'options', 'series', 'raw']),
+    kind: z.enum(BULK_KINDS),
     market_id: z.string().min(1).max(200).nullish(),
     series_id: z.string().min(1).max(128).nullish(),
     data_type: z.string().min(1).max(64).nullish(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { OPTIONS_DOWNLOAD_KINDS, SERIES_DOWNLOAD_KINDS } from '../catalogue/kinds.js';
 import type { PullSpec } from '../downloads/spec.js';
 import { sendDownload } from './download-send.js';
 import { checkWindow, isoDateTime, marketIdParam, timeframeParam } from './params.js';
@@ -65,7 +66,7 @@ const OptionsQuery = z
     start: optionalDate,
     end: optionalDate,
     format: format('csv'),
-    data_type: z.enum(['trades', 'greeks', 'snapshots']).default('trades'),
+    data_type: z.enum(OPTIONS_DOWNLOAD_KINDS).default('trades'),
     instrument_prefix: instrumentPrefix,
     limit: rowLimit(2_000_000, 500_000),
   })
@@ -74,7 +75,7 @@ const OptionsQuery = z
 const SeriesQuery = z
   .object({
     series_id: seriesId,
-    data_type: z.enum(['trades', 'snapshots', 'ohlcv']).default('trades'),
+    data_type: z.enum(SERIES_DOWNLOAD_KINDS).default('trades'),
     timeframe: timeframeParam.optional(),
     start: optionalDate,
     end: optionalDate,

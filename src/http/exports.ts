@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EXPORT_KINDS } from '../catalogue/kinds.js';
 import { findRawDataset } from '../downloads/catalog.js';
 import type { PullSpec } from '../downloads/spec.js';
 import type { ExportService } from '../exports/service.js';
@@ -19,7 +20,7 @@ import { publicBase } from './public-url.js';
  */
 export const CreateExport = z
   .object({
-    kind: z.enum(['trades', 'raw', 'ohlcv', 'orderbook']),
+    kind: z.enum(EXPORT_KINDS),
     market_id: marketIdParam.max(128).nullish(),
     series_id: z.string().min(1).max(128).nullish(),
     timeframe: timeframeParam.nullish(),

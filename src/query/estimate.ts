@@ -1,6 +1,7 @@
 import type { Query } from '../lake/duckdb.js';
 import type { Lake } from '../lake/runner.js';
 import type { DatasetName } from '../lake/layout.js';
+import type { EstimateKind, SeriesEstimateKind } from '../catalogue/kinds.js';
 import type { Timeframe } from '../timeframe.js';
 import { bucketCeil, bucketFloor } from '../timeframe.js';
 import { perToken, query, windowWhere, type Params, type Window } from './common.js';
@@ -8,18 +9,13 @@ import { perToken, query, windowWhere, type Params, type Window } from './common
 /**
  * Row counts for size estimates, read from the lake itself. Each count filters on the sort key first (token
  * = $t, one scan per token) and on the time column, so DuckDB answers from row-group statistics and the
- * few row groups that straddle the window; a year of a busy market stays in milliseconds.
+ * few row groups that straddle the window; a year of a busy market stays in milliseconds. The kinds each
+ * estimate takes are the catalogue's (src/catalogue/kinds.ts): a series estimate also takes the anchor's
+ * `greeks` (options series: one row per option trade, as the greeks download returns) and `snapshots` (market
+ * series: the book snapshots of the series' tokens, as a series download of `snapshots` returns).
  */
-export const ESTIMATE_DATA_TYPES = ['trades', 'ohlcv', 'orderbook', 'top_of_book', 'raw'] as const;
-export type EstimateDataType = (typeof ESTIMATE_DATA_TYPES)[number];
-
-/**
- * A series estimate also takes the anchor's `greeks` (options series: one row per option trade, as the greeks
- * download returns) and `snapshots` (market series: the book snapshots of the series' tokens, as a series
- * download of `snapshots` returns).
- */
-export const SERIES_ESTIMATE_DATA_TYPES = [...ESTIMATE_DATA_TYPES, 'greeks', 'snapshots'] as const;
-export type SeriesEstimateDataType = (typeof SERIES_ESTIMATE_DATA_TYPES)[number];
+export type EstimateDataType = EstimateKind;
+export type SeriesEstimateDataType = SeriesEstimateKind;
 
 type Spec = { dataset: DatasetName; tokenCol: string; timeCol: string; partition: 'month' | 'date' };
 
@@ -30,13 +26,6 @@ export const ESTIMATE_SOURCES: Readonly<Record<Exclude<EstimateDataType, 'ohlcv'
   top_of_book: { dataset: 'top_of_book', tokenCol: 'asset_id', timeCol: 'ts', partition: 'date' },
   raw: { dataset: 'l2', tokenCol: 'asset_id', timeCol: 'recv_ts', partition: 'date' },
 };
-
-/** The data set whose stored bytes per row price an estimate of this type. */
-export function estimateDataset(t: SeriesEstimateDataType): DatasetName {
-  if (t === 'greeks') return 'options';
-  if (t === 'snapshots') return ESTIMATE_SOURCES.orderbook.dataset;
-  return t === 'ohlcv' ? 'candles_1m' : ESTIMATE_SOURCES[t].dataset;
-}
 
 /**
  * Rows of an options series (one venue and underlying) in a window, and how many instruments have any: the

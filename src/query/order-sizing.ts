@@ -2,6 +2,7 @@ import type { Query } from '../lake/duckdb.js';
 import type { DatasetName } from '../lake/layout.js';
 import type { Lake } from '../lake/runner.js';
 import type { Timeframe } from '../timeframe.js';
+import type { Serving } from '../catalogue/kinds.js';
 import { ESTIMATE_SOURCES } from './estimate.js';
 import { query, windowWhere, type Params, type Window } from './common.js';
 
@@ -11,7 +12,8 @@ import { query, windowWhere, type Params, type Window } from './common.js';
  * column, which Parquet row-group statistics answer quickly; the query API's estimates (./estimate.ts) are the
  * precise ones, but they share the sources: trades, book snapshots and top of book are theirs.
  */
-export type OrderDataType = 'trades' | 'ohlcv' | 'orderbook' | 'snapshots';
+/** The order kinds (src/catalogue/kinds.ts) but greeks, which orders refuse before sizing. */
+export type OrderDataType = Exclude<Serving<'order'>, 'greeks'>;
 
 /**
  * A market or a series. A market is named by its numeric id (every outcome) or, as the query API's market_id

@@ -1,5 +1,6 @@
 import type { Response } from 'express';
 import { z } from 'zod';
+import { MARKET_FILTER_KINDS } from '../../catalogue/kinds.js';
 import type { Route } from '../route.js';
 import type { AppContext } from '../context.js';
 import { NotFound } from '../../errors.js';
@@ -26,7 +27,7 @@ const ListMarketsQuery = z
     resolved: queryBool.optional().describe('Filter by resolution status'),
     category: z.string().max(200).optional().describe('Filter by category (case-insensitive exact match)'),
     has_data: queryBool.optional().describe('true: only markets with trade or order-book data; false or unset: no filter'),
-    data_type: z.enum(['trades', 'ohlcv', 'orderbook']).optional().describe('Only markets that have this data type'),
+    data_type: z.enum(MARKET_FILTER_KINDS).optional().describe('Only markets that have this data type'),
     search: z.string().max(1000).optional().describe('Case-insensitive substring of the question; % and _ match literally'),
     series_id: z
       .string()

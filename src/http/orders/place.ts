@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ORDER_KINDS } from '../../catalogue/kinds.js';
 import { coverage, entitlementOf, type Entitlement } from '../../accounts/entitlements.js';
 import { datasetOf, sizeItem, type ItemSelector, type OrderDataType } from '../../accounts/order-sizing.js';
 import { BYTES_PER_ROW, LEGACY_MINIMUM_ORDER_USD, REFERENCE_RATE_PER_MB } from '../../accounts/plans.js';
@@ -33,7 +34,7 @@ const Item = z
       .string()
       .regex(/^[A-Za-z0-9_.:-]{1,100}$/)
       .nullish(),
-    data_type: z.enum(['trades', 'ohlcv', 'orderbook', 'greeks', 'snapshots']),
+    data_type: z.enum(ORDER_KINDS),
     format: z.enum(['csv', 'parquet', 'json']).default('csv'),
     // The query API's parser: dates, datetimes with or without a zone (UTC when none), as Python sends them.
     start: isoDateTime.nullish(),
