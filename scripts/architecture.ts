@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import ts from 'typescript';
+import { KIND_IDS } from '../src/catalogue/kinds.js';
 
 /**
  * The layering rules of issue 13, read from the source itself. `npm run lint` runs this file (it prints each
@@ -12,7 +13,9 @@ import ts from 'typescript';
  *   (c) only src/http/ imports Express (bench/bare-express.ts is the http-small scenario's baseline);
  *   (d) within src/, `read_parquet` appears only in src/lake/ and src/query/ (one way to the lake);
  *   (e) src/ imports nothing from bench/ or test/;
- *   (f) no import climbs from a lower layer into one above it (UPWARD: src/s3/ is below src/exports/).
+ *   (f) no import climbs from a lower layer into one above it (UPWARD: src/s3/ is below src/exports/);
+ *   (g) a data kind is declared only in the catalogue: outside src/catalogue/, no array literal (a z.enum, a
+ *       Set) or union type in src/ lists kinds (two or more kind ids, most of its members).
  * Imports are read with TypeScript's own scanner (`import … from`, `export … from`, `import type`, side-effect
  * imports and `import('literal')`, which eslint's no-restricted-imports does not see), so comments and strings
  * that merely look like imports do not count.
@@ -22,7 +25,7 @@ export const REPO = path.resolve(import.meta.dirname, '..');
 
 export type Graph = Map<string, string[]>;
 export type Edge = { from: string; to: string };
-export type Rule = 'cycles' | 'into-http' | 'express' | 'read_parquet' | 'bench-or-test' | 'upward';
+export type Rule = 'cycles' | 'into-http' | 'express' | 'read_parquet' | 'bench-or-test' | 'upward' | 'kind-lists';
 export const RULES: Record<Rule, string> = {
   cycles: '(a) no import cycles among src/ and ingest/',
   'into-http': '(b) nothing outside src/http/ imports src/http/ except src/server.ts',
@@ -30,6 +33,7 @@ export const RULES: Record<Rule, string> = {
   read_parquet: '(d) within src/, read_parquet appears only in src/lake/ and src/query/',
   'bench-or-test': '(e) src/ imports nothing from bench/ or test/',
   upward: '(f) no import climbs into a layer above (src/s3/ does not import src/exports/)',
+  'kind-lists': '(g) data kinds are listed only in src/catalogue/ (derive the list from it)',
 };
 
 /** Pairs [lower, upper] of directories: nothing under the first imports anything under the second. */
@@ -120,6 +124,26 @@ function cyclePath(graph: Graph, members: Set<string>, start: string): string[] 
   return [start];
 }
 
+/**
+ * Lines (1-based) where an array literal or a union type is a list of data kinds: two or more of its members,
+ * and more than half, are string literals in `ids`. Object keys (a record per kind), single literals (`kind:
+ * 'raw'`) and lists of other things that happen to share a word with a kind (`sort_by` values) are not.
+ */
+export function kindLists(source: string, ids: ReadonlySet<string>): number[] {
+  const sf = ts.createSourceFile('x.ts', source, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const names = (n: ts.Node): boolean =>
+    ts.isStringLiteralLike(n) ? ids.has(n.text) : ts.isLiteralTypeNode(n) && ts.isStringLiteralLike(n.literal) && ids.has(n.literal.text);
+  const lines: number[] = [];
+  const visit = (n: ts.Node): void => {
+    const members = ts.isArrayLiteralExpression(n) ? n.elements : ts.isUnionTypeNode(n) ? n.types : null;
+    const named = members?.filter(names).length ?? 0;
+    if (members && named >= 2 && named * 2 > members.length) lines.push(sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1);
+    ts.forEachChild(n, visit);
+  };
+  visit(sf);
+  return lines;
+}
+
 /** The .ts files under a repository directory, as repository paths with forward slashes. */
 export function tsFiles(root: string, dir: string): string[] {
   const abs = path.join(root, dir);
@@ -157,6 +181,10 @@ export function checkArchitecture(root = REPO): { files: number; edges: number; 
         .split('\n')
         .flatMap((line, i) => (line.includes('read_parquet') ? [`${f}:${i + 1}`] : [])),
     );
+  const kinds = new Set<string>(KIND_IDS);
+  const kindListLines = tsFiles(root, 'src')
+    .filter((f) => !f.startsWith('src/catalogue/'))
+    .flatMap((f) => kindLists(fs.readFileSync(path.join(root, f), 'utf8'), kinds).map((line) => `${f}:${line}`));
   return {
     files: core.length,
     edges: edges.filter((e) => graph.has(e.to)).length,
@@ -167,6 +195,7 @@ export function checkArchitecture(root = REPO): { files: number; edges: number; 
       read_parquet: parquetLines,
       'bench-or-test': show(edges.filter((e) => e.from.startsWith('src/') && /^(bench|test)\//.test(e.to))),
       upward: show(edges.filter((e) => UPWARD.some(([lower, upper]) => e.from.startsWith(lower) && e.to.startsWith(upper)))),
+      'kind-lists': kindListLines,
     },
   };
 }

@@ -25,6 +25,8 @@ export type Surface =
   | 'options_download'
   /** /v1/charts/replay/ticks. */
   | 'replay'
+  /** A venue-wide catalogue series (src/markets/series-ids.ts: polymarket:ohlcv-1h, trades-recent). */
+  | 'venue_series'
   /** A legacy order item's `data_type` (POST /v1/orders). */
   | 'order'
   /** GET /v1/markets `data_type` (only markets that have it). */
@@ -61,7 +63,19 @@ export const CATALOGUE = {
   trades: {
     title: 'On-chain trades (fills)',
     lake: ['trades'],
-    serves: ['query', 'download', 'estimate', 'series_estimate', 'export', 'series_download', 'options_download', 'replay', 'order', 'market_filter'],
+    serves: [
+      'query',
+      'download',
+      'estimate',
+      'series_estimate',
+      'export',
+      'series_download',
+      'options_download',
+      'replay',
+      'venue_series',
+      'order',
+      'market_filter',
+    ],
     plan: { own: { free: true } },
     rate_per_mb: 1,
     tape: false,
@@ -70,7 +84,7 @@ export const CATALOGUE = {
   ohlcv: {
     title: 'OHLCV candles at any timeframe',
     lake: ['candles_1m', 'candles_1h', 'trades'],
-    serves: ['query', 'download', 'estimate', 'series_estimate', 'export', 'series_download', 'order', 'market_filter'],
+    serves: ['query', 'download', 'estimate', 'series_estimate', 'export', 'series_download', 'venue_series', 'order', 'market_filter'],
     plan: { own: { free: true } },
     rate_per_mb: 8,
     tape: false,
@@ -185,6 +199,8 @@ export const SERIES_DOWNLOAD_KINDS = kindsServing('series_download');
 export const OPTIONS_DOWNLOAD_KINDS = kindsServing('options_download');
 export const ORDER_KINDS = kindsServing('order');
 export const MARKET_FILTER_KINDS = kindsServing('market_filter');
+export type MarketFilterKind = Serving<'market_filter'>;
+export type VenueSeriesKind = Serving<'venue_series'>;
 
 /** The plan data set key that covers a kind. */
 export function planKeyOf(id: KindId): DatasetKey {

@@ -2,6 +2,7 @@ import type { DuckDBInstance } from '@duckdb/node-api';
 import { lakeSources, runQuery } from '../lake/runner.js';
 import { StampedCache } from '../lake/stamp.js';
 import { seriesIdsQuery } from '../query/series.js';
+import type { VenueSeriesKind } from '../catalogue/kinds.js';
 
 /**
  * Series ids in the anchor's form. The anchor names a series `<venue>:<name>` (`polymarket:btc-15m`,
@@ -54,7 +55,7 @@ export type CatalogueSeries = {
   name: string;
   description: string;
   /** The one data type the series takes. */
-  dataType: 'trades' | 'ohlcv';
+  dataType: VenueSeriesKind;
   /** Candle seconds for an ohlcv series. */
   timeframeSeconds?: number;
   /** Set when pmlake does not serve the series: what it offers instead. */

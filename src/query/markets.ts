@@ -1,5 +1,6 @@
 import type { Query } from '../lake/duckdb.js';
 import type { Lake } from '../lake/runner.js';
+import type { MarketFilterKind } from '../catalogue/kinds.js';
 import { containsPattern, eventTypesCond, perToken, query, tsParam, type Params } from './common.js';
 
 /** The Market object's columns, in the seed's field order (plus condition_id, to link order-book rows). */
@@ -38,7 +39,7 @@ export type MarketListFilter = {
   series?: MarketSeriesScope | undefined;
   /** true: only markets with trades or book data. false / unset: no filter (as the anchor's clients expect). */
   hasData?: boolean | undefined;
-  dataType?: 'trades' | 'ohlcv' | 'orderbook' | undefined;
+  dataType?: MarketFilterKind | undefined;
   endingAfter?: bigint | undefined;
   endingBefore?: bigint | undefined;
   sortBy?: SortBy | undefined;

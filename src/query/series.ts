@@ -1,6 +1,7 @@
 import type { Query } from '../lake/duckdb.js';
 import type { Lake } from '../lake/runner.js';
 import type { Timeframe } from '../timeframe.js';
+import type { VenueSeriesKind } from '../catalogue/kinds.js';
 import { bucketCeil, bucketFloor } from '../timeframe.js';
 import { eventTypesCond, query, windowWhere, type Params, type Window } from './common.js';
 
@@ -72,7 +73,7 @@ FROM ${lake.from('markets')}`,
  * Rows a whole-venue catalogue series pull returns in a window (every token: trades, or non-empty candles of
  * the series' timeframe, counted as the series estimate counts them) and how many markets have any.
  */
-export function venueRowsQuery(lake: Lake, dataType: 'trades' | 'ohlcv', w: Window, tf: Timeframe): Query {
+export function venueRowsQuery(lake: Lake, dataType: VenueSeriesKind, w: Window, tf: Timeframe): Query {
   const params: Params = {};
   let hits: string;
   if (dataType === 'ohlcv') {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkArchitecture, findCycles, importsOf, packageOf, resolveSpecifier, type Graph } from '../../scripts/architecture.js';
+import { checkArchitecture, findCycles, importsOf, kindLists, packageOf, resolveSpecifier, type Graph } from '../../scripts/architecture.js';
 
 // The rules and how imports are read: scripts/architecture.ts (which `npm run lint` also runs).
 
@@ -46,6 +46,20 @@ describe('architecture helpers (so the checks below can fail)', () => {
     expect(packageOf('@duckdb/node-api')).toBe('@duckdb/node-api');
     expect(packageOf('node:fs')).toBeNull();
   });
+
+  it('finds lists of data kinds (enums, arrays, unions) and not records, single kinds or other lists sharing a word', () => {
+    const ids = new Set(['trades', 'ohlcv', 'orderbook', 'raw']);
+    const source = [
+      "const a = z.enum(['trades', 'raw', 'ohlcv']);",
+      "type B = 'trades' | 'ohlcv' | undefined;",
+      "const c = new Set(['trades', 'ohlcv', 'new_kind']);",
+      'const d = { trades: 1, ohlcv: 8 };',
+      "const e = { kind: 'raw' as const, shape: ['raw', 'normalized'] };",
+      "const f = ['top', 'volume', 'trades', 'orderbook', 'created'];",
+      "// ['trades', 'ohlcv'] in a comment",
+    ].join('\n');
+    expect(kindLists(source, ids)).toEqual([1, 2, 3]);
+  });
 });
 
 describe('architecture of src/ and ingest/', () => {
@@ -78,5 +92,9 @@ describe('architecture of src/ and ingest/', () => {
 
   it('(f) no import climbs into a layer above (src/s3/ does not import src/exports/)', () => {
     expect(offenders.upward).toEqual([]);
+  });
+
+  it('(g) data kinds are listed only in src/catalogue/', () => {
+    expect(offenders['kind-lists']).toEqual([]);
   });
 });
