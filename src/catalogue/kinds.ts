@@ -3,8 +3,8 @@ import type { DatasetName } from '../lake/layout.js';
 /**
  * The product catalogue: every data kind pmlake sells, declared once. Downloads (a pull's kind), estimates,
  * exports, the legacy orders, the plans (their data set keys), the per-MB reference rates and the OpenAPI
- * enums are all read from this table; `npm run lint` (scripts/architecture.ts) refuses a list of two or more
- * kind ids anywhere else in src/. Adding a kind is one entry here plus its query builder.
+ * enums are all read from this table; `npm run lint` (scripts/architecture.ts) refuses a list of kinds anywhere
+ * else in src/. Adding a kind is one entry here plus its query builder.
  */
 
 /** Where a kind is served: each name is one place the public API lists its kinds. */
@@ -32,7 +32,7 @@ export type Surface =
   /** GET /v1/markets `data_type` (only markets that have it). */
   | 'market_filter';
 
-type KindDef = Readonly<{
+type KindDef<Id extends string = string> = Readonly<{
   title: string;
   /** The lake data sets it is read from; the first one's stored bytes per row size its estimates. */
   lake: readonly DatasetName[];
@@ -41,17 +41,22 @@ type KindDef = Readonly<{
    * The plan data set key that covers it: `own` makes its id a key of the plans (`free`: the Free plan has it
    * too; every paid plan has every key); `as` names the kind whose key covers it.
    */
-  plan: { own: { free: boolean } } | { as: string };
+  plan: { readonly own: { readonly free: boolean } } | { readonly as: Id };
   /** Reference rate in USD per MB (the retired credit model: reported, not charged). */
   rate_per_mb?: number;
-  /** Read from the websocket tape: estimates and manifests report the tape's coverage of its days. */
+  /** Read from the websocket tape: an estimate of it reports the tape's coverage of the days (trades and OHLCV are on-chain fills). */
   tape: boolean;
   /** Where its rows are built (and so its file columns). */
   builder: string;
 }>;
 
+/** The table as written, its `plan.as` checked against its own ids by the compiler. */
+function catalogue<const C extends { readonly [K in keyof C]: KindDef<Extract<keyof C, string>> }>(table: C): C {
+  return table;
+}
+
 /** Kinds in catalogue order: every derived list, key set and rate table keeps this order. */
-export const CATALOGUE = {
+export const CATALOGUE = catalogue({
   markets: {
     title: 'The market catalogue',
     lake: ['markets'],
@@ -142,6 +147,7 @@ export const CATALOGUE = {
     tape: false,
     builder: 'optionsGreeksDownload in src/query/downloads.ts',
   },
+  // Legacy orders size their `snapshots` as top of book and cover them by its key (src/accounts/order-sizing.ts).
   snapshots: {
     title: "A series' order-book snapshots",
     lake: ['book_snapshots'],
@@ -151,11 +157,10 @@ export const CATALOGUE = {
     tape: true,
     builder: 'orderbookDownload in src/query/downloads.ts',
   },
-} as const satisfies Record<string, KindDef>;
+});
 
 type Catalogue = typeof CATALOGUE;
 export type KindId = keyof Catalogue;
-export type Kind = KindDef & { id: KindId };
 
 /** The kinds served at a surface, as a union type. */
 export type Serving<S extends Surface> = { [K in KindId]: S extends Catalogue[K]['serves'][number] ? K : never }[KindId];
@@ -164,10 +169,8 @@ export type Serving<S extends Surface> = { [K in KindId]: S extends Catalogue[K]
 export type DatasetKey = { [K in KindId]: Catalogue[K]['plan'] extends { own: unknown } ? K : never }[KindId] | 'exports';
 
 export const KIND_IDS = Object.keys(CATALOGUE) as KindId[];
-
-export function kindOf(id: KindId): Kind {
-  return { id, ...(CATALOGUE[id] as KindDef) };
-}
+/** The table read entry by entry (the literal types above are for the derived unions). */
+const ENTRIES: Readonly<Record<KindId, KindDef<KindId>>> = CATALOGUE;
 
 /**
  * Where the public enum's order is the anchor's (the OpenAPI document and a 422 list its values so), the
@@ -181,7 +184,7 @@ const LISTED_FIRST: Partial<Record<Surface | 'bulk', readonly KindId[]>> = {
 
 /** The kinds served at a surface, as a list (zod enums take it and narrow to `Serving<S>`). */
 export function kindsServing<S extends Surface>(surface: S, order: Surface | 'bulk' = surface): readonly Serving<S>[] {
-  const served = KIND_IDS.filter((k) => (CATALOGUE[k].serves as readonly Surface[]).includes(surface));
+  const served = KIND_IDS.filter((k) => ENTRIES[k].serves.includes(surface));
   const first = (LISTED_FIRST[order] ?? []).filter((k) => served.includes(k));
   return [...first, ...served.filter((k) => !first.includes(k))] as Serving<S>[];
 }
@@ -204,33 +207,33 @@ export type VenueSeriesKind = Serving<'venue_series'>;
 
 /** The plan data set key that covers a kind. */
 export function planKeyOf(id: KindId): DatasetKey {
-  const p = CATALOGUE[id].plan as KindDef['plan'];
+  const p = ENTRIES[id].plan;
   return ('as' in p ? p.as : id) as DatasetKey;
 }
 
 /** Every plan data set key, in catalogue order, `exports` last. */
-export const DATASET_KEYS: readonly DatasetKey[] = [...KIND_IDS.filter((k) => 'own' in CATALOGUE[k].plan), 'exports'] as DatasetKey[];
+export const DATASET_KEYS = [...KIND_IDS.filter((k) => 'own' in ENTRIES[k].plan), 'exports'] as readonly DatasetKey[];
 
 /** The keys the Free plan has (every paid plan has them all). */
-export const FREE_DATASET_KEYS: readonly DatasetKey[] = KIND_IDS.filter((k) => {
-  const p = CATALOGUE[k].plan as KindDef['plan'];
+export const FREE_DATASET_KEYS = KIND_IDS.filter((k) => {
+  const p = ENTRIES[k].plan;
   return 'own' in p && p.own.free;
-}) as DatasetKey[];
+}) as readonly DatasetKey[];
 
 /** Per-MB reference rates by kind, in catalogue order (GET /v1/billing/pricing lists them so). */
 export const REFERENCE_RATE_PER_MB: Readonly<Record<string, number>> = Object.fromEntries(
   KIND_IDS.flatMap((k) => {
-    const rate = (CATALOGUE[k] as KindDef).rate_per_mb;
+    const rate = ENTRIES[k].rate_per_mb;
     return rate === undefined ? [] : [[k, rate]];
   }),
 );
 
 /** The data set whose stored bytes per row size an estimate of this kind. */
-export function sizingDataset(id: KindId): DatasetName {
-  return CATALOGUE[id].lake[0] as DatasetName;
+export function sizingDataset(id: SeriesEstimateKind): DatasetName {
+  return ENTRIES[id].lake[0]!;
 }
 
 /** Whether a kind is read from the websocket tape (its pulls report the tape's coverage). */
 export function fromTape(id: KindId): boolean {
-  return CATALOGUE[id].tape;
+  return ENTRIES[id].tape;
 }
