@@ -164,12 +164,12 @@ function authorize(route: Route, req: Request): void {
 
 function handlerFor(ctx: AppContext, route: Route) {
   return async (req: Request, res: Response): Promise<void> => {
-    // Validation happens here, once, with the route's own schemas; handlers read the parsed values.
-    if (route.params) res.locals.params = parse('path', route.params, req.params);
-    if (route.query) res.locals.query = parse('query', route.query, req.query);
-    if (route.body) res.locals.body = parse('body', route.body, req.body ?? {});
+    // Validation happens here, once, with the route's own schemas; the handler receives the parsed values.
+    const params = route.params ? parse('path', route.params, req.params) : undefined;
+    const query = route.query ? parse('query', route.query, req.query) : undefined;
+    const body = route.body ? parse('body', route.body, req.body ?? {}) : undefined;
     // One lake version for the whole request (src/lake/versions.ts): every statement it builds reads its files.
-    const out = await withLakeVersions(() => route.handler(req, res, ctx));
+    const out = await withLakeVersions(() => route.handler({ query, params, body, req, res }, ctx));
     if (out !== undefined && !res.headersSent) res.status(route.status ?? 200).json(out);
   };
 }

@@ -3,7 +3,8 @@ import { OPTIONS_DOWNLOAD_KINDS, SERIES_DOWNLOAD_KINDS } from '../catalogue/kind
 import type { PullSpec } from '../downloads/spec.js';
 import { sendDownload } from './download-send.js';
 import { checkWindow, isoDateTime, marketIdParam, timeframeParam } from './params.js';
-import type { Route } from './route.js';
+import { defineRoute, type Route, type RouteInput } from './route.js';
+import type { AppContext } from './context.js';
 
 /**
  * GET /v1/download/{trades,ohlcv,orderbook,top_of_book,options,series}: one market's or series' rows as a
@@ -87,7 +88,10 @@ const SeriesQuery = z
 
 /** A GET route whose validated query becomes one PullSpec, streamed as a file. */
 export function fileRoute<S extends z.ZodType>(path: string, summary: string, q: S, toSpec: (v: z.infer<S>) => PullSpec): Route {
-  return {
+  async function sendFile({ query, req, res }: RouteInput<{ query: S }>, ctx: AppContext): Promise<unknown> {
+    return sendDownload(req, res, ctx, toSpec(query));
+  }
+  return defineRoute({
     method: 'get',
     path,
     cost: 'stream',
@@ -97,8 +101,8 @@ export function fileRoute<S extends z.ZodType>(path: string, summary: string, q:
     tag: 'Download',
     summary,
     query: q,
-    handler: (req, res, ctx) => sendDownload(req, res, ctx, toSpec(res.locals.query as z.infer<S>)),
-  };
+    handler: sendFile,
+  });
 }
 
 type T<S extends z.ZodType> = z.infer<S>;

@@ -3,11 +3,33 @@ import type { z } from 'zod';
 import type { AppContext } from './context.js';
 import type { CostClass } from './admission.js';
 
+/** The zod schemas a route validates its query, path and body with (each optional). */
+export type RouteSchemas = { query?: z.ZodType; params?: z.ZodType; body?: z.ZodType };
+
+/** The value a schema of S parses to, or undefined when the route has no such schema. */
+type Parsed<S, K extends keyof RouteSchemas> = S extends { [k in K]: infer T extends z.ZodType } ? z.output<T> : undefined;
+
 /**
- * One endpoint: its method, path, who may call it and the zod schemas its handler parses with. The same
- * schemas generate /v1/openapi.json, so the description cannot drift from what is enforced.
+ * What a handler receives: the request's query, path parameters and body as the gate (src/http/app.ts) parsed
+ * them with the route's own schemas, plus the request and response. Declared from the schemas, e.g.
+ * `RouteInput<{ query: typeof ListQuery; params: typeof MarketParams }>`.
  */
-export type Route = {
+export type RouteInput<S = object> = {
+  query: Parsed<S, 'query'>;
+  params: Parsed<S, 'params'>;
+  body: Parsed<S, 'body'>;
+  req: Request;
+  res: Response;
+};
+
+/** A route handler: returns a JSON body, or undefined when it wrote the response itself (streams, redirects). */
+export type Handler<S = object> = (input: RouteInput<S>, ctx: AppContext) => Promise<unknown>;
+
+/**
+ * One endpoint: its method, path, who may call it and the zod schemas its handler's input is parsed with. The
+ * same schemas generate /v1/openapi.json, so the description cannot drift from what is enforced.
+ */
+export type RouteMeta = {
   method: 'get' | 'post' | 'delete';
   /** Express path, e.g. /v1/markets/:market_id */
   path: string;
@@ -36,9 +58,6 @@ export type Route = {
   limit?: 'default' | 'download' | 'orders' | 'none';
   tag: string;
   summary: string;
-  query?: z.ZodType;
-  params?: z.ZodType;
-  body?: z.ZodType;
   /** Schema of a JSON success response, for the OpenAPI document. */
   response?: z.ZodType;
   /** Status of a successful response (default 200). */
@@ -50,6 +69,24 @@ export type Route = {
   paged?: boolean;
   /** Media types of a success response that is not (only) JSON, e.g. ['text/html'] or ['text/csv', 'application/vnd.apache.parquet']; for the OpenAPI document. */
   produces?: string[];
-  /** Returns a JSON body, or undefined when it wrote the response itself (streams, redirects). */
-  handler: (req: Request, res: Response, ctx: AppContext) => Promise<unknown>;
 };
+
+/** A row of the route table (src/http/routes.ts); rows are made with defineRoute, which types the handler. */
+export type Route = RouteMeta &
+  RouteSchemas & {
+    /**
+     * Method syntax on purpose: its parameter is checked bivariantly, so a handler typed for its own schemas'
+     * outputs fits the table's common row. Sound because the gate parses with these very schemas.
+     */
+    handler(input: { query: unknown; params: unknown; body: unknown; req: Request; res: Response }, ctx: AppContext): Promise<unknown>;
+  };
+
+/**
+ * A route whose handler receives its query, path and body typed as the outputs of the route's schemas, with no
+ * cast: `defineRoute({ method: 'get', path: '/v1/x', query: XQuery, …, handler: listX })`.
+ */
+export function defineRoute<Q extends z.ZodType | undefined = undefined, P extends z.ZodType | undefined = undefined, B extends z.ZodType | undefined = undefined>(
+  route: RouteMeta & { query?: Q; params?: P; body?: B; handler: Handler<{ query: Q; params: P; body: B }> },
+): Route {
+  return route;
+}
