@@ -15,8 +15,8 @@ import { listMarketsQuery } from '../src/query/markets.js';
  * 'cheap' class — with every other route as pmlake has it. Started as a child by bench/scenarios/markets-list.ts
  * with the environment of `pmlake serve`. It answers the list's filters but not series_id (the scenario sends none).
  */
-const sqlList: Route['handler'] = async (_req, res, ctx) => {
-  const q = res.locals.query as Record<string, never>;
+const sqlList: Route['handler'] = async ({ query, res }, ctx) => {
+  const q = query as Record<string, never>;
   if (q.series_id !== undefined) throw new Error('series_id is not served by the bench baseline');
   const rows = await runQuery(
     ctx.db,

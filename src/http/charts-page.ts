@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import type { Response } from 'express';
-import type { Route } from './route.js';
+import { defineRoute, type Route, type RouteInput } from './route.js';
 import { CHARTS_CSP, chartsPage } from './pages/charts.js';
 import { chartsScript } from './pages/charts-script.js';
 
@@ -35,25 +35,37 @@ function send(res: Response, type: string, body: string): undefined {
 const asset = { method: 'get', cost: 'cheap', auth: 'public', limit: 'none', tag: 'meta' } as const;
 
 export const chartsPageRoutes: Route[] = [
-  {
+  defineRoute({
     ...asset,
     path: '/charts',
     summary: 'Charts of a market: candles with volume, top of book, order-book depth at any instant (HTML)',
     produces: ['text/html'],
-    handler: async (_req, res) => send(res, 'text/html; charset=utf-8', chartsPage()),
-  },
-  {
+    handler: sendChartsPage,
+  }),
+  defineRoute({
     ...asset,
     path: '/charts/charts.js',
     summary: "The charts page's script",
     produces: ['text/javascript'],
-    handler: async (_req, res) => send(res, 'text/javascript; charset=utf-8', chartsScript()),
-  },
-  {
+    handler: sendChartsScript,
+  }),
+  defineRoute({
     ...asset,
     path: '/charts/lightweight-charts.js',
     summary: 'The charting library the charts page uses (TradingView lightweight-charts, Apache-2.0), served locally',
     produces: ['text/javascript'],
-    handler: async (_req, res) => send(res, 'text/javascript; charset=utf-8', chartingLibrary()),
-  },
+    handler: sendChartingLibrary,
+  }),
 ];
+
+async function sendChartsPage({ res }: RouteInput) {
+  return send(res, 'text/html; charset=utf-8', chartsPage());
+}
+
+async function sendChartsScript({ res }: RouteInput) {
+  return send(res, 'text/javascript; charset=utf-8', chartsScript());
+}
+
+async function sendChartingLibrary({ res }: RouteInput) {
+  return send(res, 'text/javascript; charset=utf-8', chartingLibrary());
+}

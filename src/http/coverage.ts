@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Route } from './route.js';
+import { defineRoute, type Route, type RouteInput } from './route.js';
+import type { AppContext } from './context.js';
 import { lakeSources, runQuery } from '../lake/runner.js';
 import { venueCoverageQuery } from '../query/coverage.js';
 import { queryInt, isoDay } from './params.js';
@@ -43,7 +44,7 @@ export const VenueCoverageResponse = z
   .meta({ id: 'VenueCoverageResponse' });
 
 export const coverageRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/coverage',
     cost: 'query',
@@ -53,17 +54,18 @@ export const coverageRoutes: Route[] = [
     query: VenueCoverageQuery,
     response: VenueCoverageResponse,
     paged: true,
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof VenueCoverageQuery>;
-      const all = await runQuery(ctx.db, venueCoverageQuery(lakeSources(ctx.config.lakeDir), q.date));
-      const summary = { verified: 0, degraded: 0, unverified: 0, missing: 0 };
-      for (const m of all) summary[m.status as keyof typeof summary] += 1;
-      const matching = q.status === undefined ? all : all.filter((m) => m.status === q.status);
-      const shown = matching.slice(q.offset, q.offset + q.limit);
-      const next = q.offset + q.limit;
-      if (matching.length > next && next <= MAX_OFFSET) setNextLink(req, res, ctx.config, { offset: next });
-      res.locals.rows = shown.length;
-      return { date: q.date, markets: shown, total_markets: all.length, summary };
-    },
-  },
+    handler: getVenueCoverage,
+  }),
 ];
+
+async function getVenueCoverage({ query: q, req, res }: RouteInput<{ query: typeof VenueCoverageQuery }>, ctx: AppContext) {
+  const all = await runQuery(ctx.db, venueCoverageQuery(lakeSources(ctx.config.lakeDir), q.date));
+  const summary = { verified: 0, degraded: 0, unverified: 0, missing: 0 };
+  for (const m of all) summary[m.status as keyof typeof summary] += 1;
+  const matching = q.status === undefined ? all : all.filter((m) => m.status === q.status);
+  const shown = matching.slice(q.offset, q.offset + q.limit);
+  const next = q.offset + q.limit;
+  if (matching.length > next && next <= MAX_OFFSET) setNextLink(req, res, ctx.config, { offset: next });
+  res.locals.rows = shown.length;
+  return { date: q.date, markets: shown, total_markets: all.length, summary };
+}

@@ -4,7 +4,8 @@ import { sendBulk, type BulkItem } from '../downloads/bulk.js';
 import { planDeps } from './download-send.js';
 import { contentDisposition } from '../downloads/disposition.js';
 import { checkWindow, isoDateTime, timeframeParam } from './params.js';
-import type { Route } from './route.js';
+import { defineRoute, type Route, type RouteInput } from './route.js';
+import type { AppContext } from './context.js';
 
 /**
  * POST /v1/download/bulk: 1–25 line items, each mirroring one GET /v1/download/* call, streamed as one ZIP
@@ -55,7 +56,7 @@ export function bulkItem(it: z.infer<typeof BulkLine>): BulkItem {
   };
 }
 
-export const bulkDownloadRoute: Route = {
+export const bulkDownloadRoute: Route = defineRoute({
   method: 'post',
   path: '/v1/download/bulk',
   cost: 'stream',
@@ -65,26 +66,27 @@ export const bulkDownloadRoute: Route = {
   tag: 'Download',
   summary: 'Up to 25 downloads in one streamed ZIP with a manifest.json (item, rows, bytes, sha256)',
   body: BulkBody.meta({ id: 'BulkDownloadRequest' }),
-  handler: async (req, res, ctx) => {
-    const body = res.locals.body as z.infer<typeof BulkBody>;
-    const r = await sendBulk({ ...planDeps(ctx), meter: ctx.meter }, req.principal!, body.items.map(bulkItem), {
-      out: res,
-      begin() {
-        res.status(200);
-        res.setHeader('Content-Type', 'application/zip');
-        res.setHeader('Content-Disposition', contentDisposition(`pmlake_bulk_${new Date().toISOString().replace(/[:.]/g, '-')}.zip`));
-        res.setHeader('Cache-Control', 'no-store');
-      },
-    });
-    if (r.error !== undefined) {
-      req.log.error({ err: r.error }, 'bulk download failed');
-      // Nothing written yet (the first COPY failed to start): still a proper error answer.
-      if (!res.headersSent) throw r.error;
-      res.destroy();
-    } else if (r.complete) {
-      res.locals.rows = r.rows;
-      res.locals.bytes = r.bytes;
-    }
-    return undefined;
-  },
-};
+  handler: sendBulkDownload,
+});
+
+async function sendBulkDownload({ body, req, res }: RouteInput<{ body: typeof BulkBody }>, ctx: AppContext) {
+  const r = await sendBulk({ ...planDeps(ctx), meter: ctx.meter }, req.principal!, body.items.map(bulkItem), {
+    out: res,
+    begin() {
+      res.status(200);
+      res.setHeader('Content-Type', 'application/zip');
+      res.setHeader('Content-Disposition', contentDisposition(`pmlake_bulk_${new Date().toISOString().replace(/[:.]/g, '-')}.zip`));
+      res.setHeader('Cache-Control', 'no-store');
+    },
+  });
+  if (r.error !== undefined) {
+    req.log.error({ err: r.error }, 'bulk download failed');
+    // Nothing written yet (the first COPY failed to start): still a proper error answer.
+    if (!res.headersSent) throw r.error;
+    res.destroy();
+  } else if (r.complete) {
+    res.locals.rows = r.rows;
+    res.locals.bytes = r.bytes;
+  }
+  return undefined;
+}

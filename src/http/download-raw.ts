@@ -9,7 +9,8 @@ import { pullRowsQuery } from '../query/downloads.js';
 import { planDeps } from './download-send.js';
 import { fileRoute, format, optionalDate, rowLimit } from './download-files.js';
 import { checkWindow, marketIdParam } from './params.js';
-import type { Route } from './route.js';
+import { defineRoute, type Route, type RouteInput } from './route.js';
+import type { AppContext } from './context.js';
 
 /** /v1/download/raw*: the raw tape — its catalogue, a free size estimate, and the file itself. */
 
@@ -35,7 +36,7 @@ const RawEstimateQuery = z.object(rawSelectors).superRefine((v, ctx) => checkWin
 type T<S extends z.ZodType> = z.infer<S>;
 
 export const rawDownloadRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/download/raw/datasets',
     cost: 'cheap',
@@ -44,9 +45,9 @@ export const rawDownloadRoutes: Route[] = [
     tag: 'Download',
     summary: 'Catalogue of the raw tape data sets with time ranges and sizes',
     // One scan per lake stamp (src/downloads/catalog.ts); the route is 'cheap' because almost every call is a hit.
-    handler: async (_req, _res, ctx) => rawDatasetsListing(ctx.db, ctx.config.lakeDir),
-  },
-  {
+    handler: listRawDatasets,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/download/raw/estimate',
     cost: 'query',
@@ -55,51 +56,56 @@ export const rawDownloadRoutes: Route[] = [
     tag: 'Download',
     summary: 'Rows and bytes a raw pull would return (no charge, no download)',
     query: RawEstimateQuery,
-    handler: async (req, res, ctx) => {
-      const v = res.locals.query as T<typeof RawEstimateQuery>;
-      // The download's own plan (same refusals: unknown data type or market, shape not offered) without its row
-      // cap: the rows counted are the ones it would send, for one market as for the whole venue.
-      const pull = await planDownload(planDeps(ctx), req.principal, { kind: 'raw', ...v, format: 'json', limit: null });
-      const ds = findRawDataset(v.data_type)!;
-      const r = await runOne(ctx.db, pullRowsQuery(pull.query, v.shape === 'raw' ? 'frame' : undefined));
-      const rows = Number(r?.rows ?? 0);
-      const capped = rows > v.limit;
-      const outRows = Math.min(rows, v.limit);
-      // Frames: JSON records {"recv_ts": <13 digits>, "frame": "<text>"}, about 30 bytes around each frame. Flat
-      // rows: what the data set stores per row, as the market estimates price them.
-      let bytes = 0;
-      if (v.shape === 'normalized') {
-        const flat: DatasetName = ds.normalized === 'last_trades' ? 'last_trades' : 'l2';
-        bytes = Math.round(outRows * (await datasetBytesPerRow(ctx.db, ctx.config.lakeDir, flat)));
-      } else if (rows > 0) bytes = Math.round((Number(r?.text_bytes ?? 0) / rows + 30) * outRows);
-      const plan = planOf(req.principal?.plan ?? 'free');
-      const mb = bytes / (1024 * 1024);
-      const rate = REFERENCE_RATE_PER_MB.raw ?? 0;
-      return {
-        data_type: ds.data_type,
-        series_id: ds.series_id,
-        start: v.start === undefined ? null : new Date(Number(v.start / 1000n)).toISOString(),
-        end: v.end === undefined ? null : new Date(Number(v.end / 1000n)).toISOString(),
-        markets_in_range: null,
-        estimated_rows: outRows,
-        estimated_size_bytes: bytes,
-        estimated_size_mb: Math.round(mb * 1000) / 1000,
-        rate_per_mb: rate,
-        estimated_cost_usd: Math.round(mb * rate * 100) / 100,
-        row_cap: v.limit,
-        row_cap_applied: capped,
-        capped_by_limit: capped,
-        pricing_model: 'subscription',
-        included_in_plan: plan.datasets.includes('raw') ? plan.name : null,
-        fair_use_share: plan.fair_use_bytes_month > 0 ? bytes / plan.fair_use_bytes_month : null,
-        pricing_note: 'Included in the plan and counted against its monthly fair-use volume; the per-MB rate is a reference only.',
-        // The market's tokens, or for the undivided tape every market: each day's worst token.
-        coverage: await pullCoverage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, pull.coverage?.scope ?? { all: true }, { start: v.start, end: v.end }),
-      };
-    },
-  },
+    handler: estimateRawDownload,
+  }),
   fileRoute('/v1/download/raw', 'Raw L2 tape: verbatim frames {recv_ts, frame} or flat per-level rows', RawQuery, (v: T<typeof RawQuery>) => ({
     kind: 'raw',
     ...v,
   })),
 ];
+
+async function listRawDatasets(_input: RouteInput, ctx: AppContext) {
+  return rawDatasetsListing(ctx.db, ctx.config.lakeDir);
+}
+
+async function estimateRawDownload({ query: v, req }: RouteInput<{ query: typeof RawEstimateQuery }>, ctx: AppContext) {
+  // The download's own plan (same refusals: unknown data type or market, shape not offered) without its row
+  // cap: the rows counted are the ones it would send, for one market as for the whole venue.
+  const pull = await planDownload(planDeps(ctx), req.principal, { kind: 'raw', ...v, format: 'json', limit: null });
+  const ds = findRawDataset(v.data_type)!;
+  const r = await runOne(ctx.db, pullRowsQuery(pull.query, v.shape === 'raw' ? 'frame' : undefined));
+  const rows = Number(r?.rows ?? 0);
+  const capped = rows > v.limit;
+  const outRows = Math.min(rows, v.limit);
+  // Frames: JSON records {"recv_ts": <13 digits>, "frame": "<text>"}, about 30 bytes around each frame. Flat
+  // rows: what the data set stores per row, as the market estimates price them.
+  let bytes = 0;
+  if (v.shape === 'normalized') {
+    const flat: DatasetName = ds.normalized === 'last_trades' ? 'last_trades' : 'l2';
+    bytes = Math.round(outRows * (await datasetBytesPerRow(ctx.db, ctx.config.lakeDir, flat)));
+  } else if (rows > 0) bytes = Math.round((Number(r?.text_bytes ?? 0) / rows + 30) * outRows);
+  const plan = planOf(req.principal?.plan ?? 'free');
+  const mb = bytes / (1024 * 1024);
+  const rate = REFERENCE_RATE_PER_MB.raw ?? 0;
+  return {
+    data_type: ds.data_type,
+    series_id: ds.series_id,
+    start: v.start === undefined ? null : new Date(Number(v.start / 1000n)).toISOString(),
+    end: v.end === undefined ? null : new Date(Number(v.end / 1000n)).toISOString(),
+    markets_in_range: null,
+    estimated_rows: outRows,
+    estimated_size_bytes: bytes,
+    estimated_size_mb: Math.round(mb * 1000) / 1000,
+    rate_per_mb: rate,
+    estimated_cost_usd: Math.round(mb * rate * 100) / 100,
+    row_cap: v.limit,
+    row_cap_applied: capped,
+    capped_by_limit: capped,
+    pricing_model: 'subscription',
+    included_in_plan: plan.datasets.includes('raw') ? plan.name : null,
+    fair_use_share: plan.fair_use_bytes_month > 0 ? bytes / plan.fair_use_bytes_month : null,
+    pricing_note: 'Included in the plan and counted against its monthly fair-use volume; the per-MB rate is a reference only.',
+    // The market's tokens, or for the undivided tape every market: each day's worst token.
+    coverage: await pullCoverage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, pull.coverage?.scope ?? { all: true }, { start: v.start, end: v.end }),
+  };
+}

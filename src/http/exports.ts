@@ -7,7 +7,7 @@ import { getOwnExport, listExports, type ExportJobRow } from '../state/exports.j
 import type { AppContext } from './context.js';
 import { Conflict, Gone, NotFound, Unprocessable } from '../errors.js';
 import { isoDateTime, marketIdParam, timeframeParam } from './params.js';
-import type { Route } from './route.js';
+import { defineRoute, type Route, type RouteInput } from './route.js';
 import { exportFileRoutes } from './export-file.js';
 import { jobView } from './export-view.js';
 import { publicBase } from './public-url.js';
@@ -69,7 +69,7 @@ async function ownJob(ctx: AppContext, userId: string, id: string): Promise<Expo
 }
 
 export const exportRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'post',
     path: '/v1/exports',
     cost: 'cheap',
@@ -79,19 +79,9 @@ export const exportRoutes: Route[] = [
     summary: 'Submit an export job (202); the same idempotency_key returns the same job',
     body: CreateExport.meta({ id: 'CreateExportRequest' }),
     status: 202,
-    handler: async (req, res, ctx) => {
-      const b = res.locals.body as z.infer<typeof CreateExport>;
-      if (b.kind === 'raw') {
-        if (!findRawDataset(b.series_id!)) {
-          throw new Unprocessable([
-            { loc: ['body', 'series_id'], msg: 'unknown raw series; see /v1/download/raw/datasets', type: 'value_error', input: b.series_id },
-          ]);
-        }
-      }
-      return jobView(await service(ctx).submit(req.principal!, exportSpec(b), b.idempotency_key ?? undefined));
-    },
-  },
-  {
+    handler: createExport,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/exports',
     cost: 'cheap',
@@ -99,13 +89,9 @@ export const exportRoutes: Route[] = [
     tag: 'Exports',
     summary: "The caller's export jobs, newest first",
     query: ListQuery,
-    handler: async (req, res, ctx) => {
-      const { limit } = res.locals.query as z.infer<typeof ListQuery>;
-      const data = await Promise.all((await listExports(ctx.state, req.principal!.userId, limit)).map(async (j) => jobView(await service(ctx).refresh(j))));
-      return { data, meta: { count: data.length } };
-    },
-  },
-  {
+    handler: getExports,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/exports/:job_id',
     cost: 'cheap',
@@ -113,9 +99,9 @@ export const exportRoutes: Route[] = [
     tag: 'Exports',
     summary: 'One export job: status, progress, record_count, size_bytes, error, timestamps',
     params: JobParams,
-    handler: async (req, res, ctx) => jobView(await ownJob(ctx, req.principal!.userId, (res.locals.params as z.infer<typeof JobParams>).job_id)),
-  },
-  {
+    handler: getExport,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/exports/:job_id/url',
     cost: 'cheap',
@@ -124,14 +110,35 @@ export const exportRoutes: Route[] = [
     summary: 'A fresh signed GET link to a finished export (re-usable until it expires; no API key needed)',
     params: JobParams,
     query: UrlQuery,
-    handler: async (req, res, ctx) => {
-      const job = await ownJob(ctx, req.principal!.userId, (res.locals.params as z.infer<typeof JobParams>).job_id);
-      const { ttl } = res.locals.query as z.infer<typeof UrlQuery>;
-      if (job.status === 'expired') throw new Gone('Export has expired; submit it again');
-      if (job.status !== 'succeeded') throw new Conflict(`Export is not ready (status: ${job.status})`);
-      const url = await service(ctx).downloadUrl(job, ttl, publicBase(ctx.config, req));
-      return { data: { ...jobView(job), download_url: url, expires_in: ttl, url_expires_at: new Date(Date.now() + ttl * 1000).toISOString() } };
-    },
-  },
+    handler: getExportUrl,
+  }),
   ...exportFileRoutes,
 ];
+
+async function createExport({ body: b, req }: RouteInput<{ body: typeof CreateExport }>, ctx: AppContext) {
+  if (b.kind === 'raw') {
+    if (!findRawDataset(b.series_id!)) {
+      throw new Unprocessable([
+        { loc: ['body', 'series_id'], msg: 'unknown raw series; see /v1/download/raw/datasets', type: 'value_error', input: b.series_id },
+      ]);
+    }
+  }
+  return jobView(await service(ctx).submit(req.principal!, exportSpec(b), b.idempotency_key ?? undefined));
+}
+
+async function getExports({ query: { limit }, req }: RouteInput<{ query: typeof ListQuery }>, ctx: AppContext) {
+  const data = await Promise.all((await listExports(ctx.state, req.principal!.userId, limit)).map(async (j) => jobView(await service(ctx).refresh(j))));
+  return { data, meta: { count: data.length } };
+}
+
+async function getExport({ params, req }: RouteInput<{ params: typeof JobParams }>, ctx: AppContext) {
+  return jobView(await ownJob(ctx, req.principal!.userId, params.job_id));
+}
+
+async function getExportUrl({ query: { ttl }, params, req }: RouteInput<{ query: typeof UrlQuery; params: typeof JobParams }>, ctx: AppContext) {
+  const job = await ownJob(ctx, req.principal!.userId, params.job_id);
+  if (job.status === 'expired') throw new Gone('Export has expired; submit it again');
+  if (job.status !== 'succeeded') throw new Conflict(`Export is not ready (status: ${job.status})`);
+  const url = await service(ctx).downloadUrl(job, ttl, publicBase(ctx.config, req));
+  return { data: { ...jobView(job), download_url: url, expires_in: ttl, url_expires_at: new Date(Date.now() + ttl * 1000).toISOString() } };
+}

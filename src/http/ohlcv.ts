@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Route } from './route.js';
+import { defineRoute, type Route, type RouteInput } from './route.js';
+import type { AppContext } from './context.js';
 import { lakeSources, runJsonRows } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
 import { ohlcvPageQuery } from '../query/ohlcv.js';
@@ -39,7 +40,7 @@ const OhlcvQuery = z
   .superRefine((v, ctx) => checkWindow(v, ctx));
 
 export const ohlcvRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/trades/ohlcv',
     cost: 'query',
@@ -49,36 +50,37 @@ export const ohlcvRoutes: Route[] = [
     query: OhlcvQuery,
     response: z.array(OHLCVResponse),
     paged: true,
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof OhlcvQuery>;
-      const r = await ctx.markets.resolve(q.market_id);
-      const [token] = selectTokens(r, q.outcome);
-      if (!token) throw new NotFound('Market has no outcome tokens');
-      // One bar more than the page says whether older bars exist.
-      const rows = await runJsonRows(
-        ctx.db,
-        ohlcvPageQuery(
-          lakeSources(ctx.config.lakeDir),
-          { token: token.token_id, outcome: token.outcome_index, timeframe: q.timeframe, start: q.start, end: q.end },
-          q.limit + 1,
-        ),
-        {
-          ...CANDLE_SHAPE,
-          // The builder selects these two bound values first; every row carries the same ones.
-          constants: [
-            ['market_id', token.token_id],
-            ['outcome', token.outcome_index],
-          ],
-        },
-      );
-      const shown = rows.slice(0, q.limit);
-      if (rows.length > q.limit) {
-        // Bars are newest first, one per bucket: the rest are the buckets before the last one shown, and `end` at a
-        // bucket's start is not widened (a bucket boundary is its own ceiling).
-        const last = JSON.parse(shown[shown.length - 1]!) as { timestamp: string };
-        setNextLink(req, res, ctx.config, { end: last.timestamp });
-      }
-      return sendJsonText(res, { json: `[${shown.join(',')}]`, rows: shown.length });
-    },
-  },
+    handler: getOhlcv,
+  }),
 ];
+
+async function getOhlcv({ query: q, req, res }: RouteInput<{ query: typeof OhlcvQuery }>, ctx: AppContext) {
+  const r = await ctx.markets.resolve(q.market_id);
+  const [token] = selectTokens(r, q.outcome);
+  if (!token) throw new NotFound('Market has no outcome tokens');
+  // One bar more than the page says whether older bars exist.
+  const rows = await runJsonRows(
+    ctx.db,
+    ohlcvPageQuery(
+      lakeSources(ctx.config.lakeDir),
+      { token: token.token_id, outcome: token.outcome_index, timeframe: q.timeframe, start: q.start, end: q.end },
+      q.limit + 1,
+    ),
+    {
+      ...CANDLE_SHAPE,
+      // The builder selects these two bound values first; every row carries the same ones.
+      constants: [
+        ['market_id', token.token_id],
+        ['outcome', token.outcome_index],
+      ],
+    },
+  );
+  const shown = rows.slice(0, q.limit);
+  if (rows.length > q.limit) {
+    // Bars are newest first, one per bucket: the rest are the buckets before the last one shown, and `end` at a
+    // bucket's start is not widened (a bucket boundary is its own ceiling).
+    const last = JSON.parse(shown[shown.length - 1]!) as { timestamp: string };
+    setNextLink(req, res, ctx.config, { end: last.timestamp });
+  }
+  return sendJsonText(res, { json: `[${shown.join(',')}]`, rows: shown.length });
+}

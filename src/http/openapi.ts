@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Route } from './route.js';
+import { defineRoute, type Route } from './route.js';
 import { LINK_HEADER_DOC } from './next-link.js';
 
 /**
@@ -217,8 +217,11 @@ function rewriteRefs(v: unknown): unknown {
  */
 export function openapiRoutes(table: () => readonly Route[]): Route[] {
   let built: Json | undefined;
+  async function getOpenApi(): Promise<Json> {
+    return (built ??= buildOpenApi(table()));
+  }
   return [
-    {
+    defineRoute({
       method: 'get',
       path: '/v1/openapi.json',
       cost: 'cheap',
@@ -226,7 +229,7 @@ export function openapiRoutes(table: () => readonly Route[]): Route[] {
       limit: 'none',
       tag: 'meta',
       summary: 'This API described as OpenAPI 3.1',
-      handler: async () => (built ??= buildOpenApi(table())),
-    },
+      handler: getOpenApi,
+    }),
   ];
 }

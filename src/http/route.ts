@@ -85,8 +85,10 @@ export type Route = RouteMeta &
  * A route whose handler receives its query, path and body typed as the outputs of the route's schemas, with no
  * cast: `defineRoute({ method: 'get', path: '/v1/x', query: XQuery, …, handler: listX })`.
  */
-export function defineRoute<Q extends z.ZodType | undefined = undefined, P extends z.ZodType | undefined = undefined, B extends z.ZodType | undefined = undefined>(
-  route: RouteMeta & { query?: Q; params?: P; body?: B; handler: Handler<{ query: Q; params: P; body: B }> },
-): Route {
+export function defineRoute<
+  Q extends z.ZodType | undefined = undefined,
+  P extends z.ZodType | undefined = undefined,
+  B extends z.ZodType | undefined = undefined,
+>(route: RouteMeta & { query?: Q; params?: P; body?: B; handler: Handler<{ query: Q; params: P; body: B }> }): Route {
   return route;
 }

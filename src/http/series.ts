@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Route } from './route.js';
+import { defineRoute, type Route, type RouteInput } from './route.js';
 import { lakeSources, runOne } from '../lake/runner.js';
 import { BadRequest } from '../errors.js';
 import { allSeries, oneSeries } from './series-catalogue.js';
@@ -11,7 +11,7 @@ import { checkCatalogue } from '../downloads/plan.js';
 import { venueRowsQuery } from '../query/series.js';
 import type { AppContext } from './context.js';
 import type { Principal } from '../accounts/principal.js';
-import { bytesFor, estimateCoverage, pricingFor, SeriesEstimateBody, SeriesEstimateResponse, type SeriesEstimateInput } from './estimates.js';
+import { bytesFor, estimateCoverage, pricingFor, SeriesEstimateBody, SeriesEstimateResponse } from './estimates.js';
 import type { PullCoverage } from '../downloads/coverage.js';
 
 export const SeriesResponse = z
@@ -38,7 +38,7 @@ export const SeriesResponse = z
 const SeriesPath = z.object({ series_id: z.string().min(1).max(200) });
 
 export const seriesRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/series',
     cost: 'cheap',
@@ -46,13 +46,9 @@ export const seriesRoutes: Route[] = [
     tag: 'series',
     summary: 'The series catalogue (no key needed)',
     response: z.array(SeriesResponse),
-    handler: async (_req, res, ctx) => {
-      const rows = (await allSeries(ctx)).list;
-      res.locals.rows = rows.length;
-      return rows;
-    },
-  },
-  {
+    handler: listSeries,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/series/:series_id',
     cost: 'cheap',
@@ -61,9 +57,9 @@ export const seriesRoutes: Route[] = [
     summary: 'One series (no key needed)',
     params: SeriesPath,
     response: SeriesResponse,
-    handler: async (_req, res, ctx) => oneSeries(ctx, res.locals.params.series_id),
-  },
-  {
+    handler: getSeries,
+  }),
+  defineRoute({
     method: 'post',
     path: '/v1/series/:series_id/estimate',
     cost: 'query',
@@ -73,50 +69,61 @@ export const seriesRoutes: Route[] = [
     params: SeriesPath,
     body: SeriesEstimateBody.meta({ id: 'EstimateRequest' }),
     response: SeriesEstimateResponse,
-    handler: async (req, res, ctx) => {
-      const series = await oneSeries(ctx, res.locals.params.series_id as string);
-      const id = String(series.series_id);
-      const b = res.locals.body as SeriesEstimateInput;
-      const w = { start: b.start ?? undefined, end: b.end ?? undefined };
-      const lake = lakeSources(ctx.config.lakeDir);
-      const cat = catalogueSeries(id);
-      if (cat) {
-        checkCatalogue(cat, b.data_type, b.data_type === 'ohlcv' ? b.timeframe?.seconds : undefined);
-        const tf = timeframeOf(cat.timeframeSeconds ?? 3600);
-        const r = await runOne(ctx.db, venueRowsQuery(lake, cat.dataType, w, tf));
-        return estimateOut(ctx, req.principal, id, b.data_type, Number(r?.rows ?? 0), Number(r?.markets ?? 0));
-      }
-      if (series.asset_class === 'raw') throw new BadRequest(`'${id}' is a raw tape series; size it with /v1/download/raw/estimate`);
-      let row;
-      // Options rows are priced as the options data set whatever the type (its trades and greeks are one row per trade).
-      let priced: SeriesEstimateDataType = b.data_type;
-      if (series.asset_class === 'options') {
-        // The options data set holds trades only: greeks are derived per trade; no book or ticker is captured.
-        if (b.data_type !== 'trades' && b.data_type !== 'greeks') {
-          throw new BadRequest({
-            code: 'options_data_type_unavailable',
-            message: `data_type '${b.data_type}' is not captured for ${id}; use trades or greeks`,
-          });
-        }
-        row = await runOne(ctx.db, optionsRowsQuery(lake, parseOptionsSeries(id)!, w));
-        priced = 'greeks';
-      } else {
-        // The anchor: "greeks is only valid for crypto-options series … the estimator rejects it for Polymarket".
-        if (b.data_type === 'greeks') {
-          throw new BadRequest({
-            code: 'wrong_data_type',
-            message: `greeks exist only for crypto-options series (e.g. deribit:btc-options); '${id}' is not one`,
-          });
-        }
-        const tf = b.data_type === 'ohlcv' ? (b.timeframe ?? timeframeOf(3600)) : undefined;
-        row = await runOne(ctx.db, seriesRowsQuery(lake, b.data_type, id, w, tf));
-      }
-      // Options come from another venue's trades; a market series' book data is the tape of its markets' tokens.
-      const coverage = series.asset_class === 'options' ? null : await estimateCoverage(ctx, b.data_type, { seriesId: id }, w);
-      return estimateOut(ctx, req.principal, id, priced, Number(row?.rows ?? 0), Number(row?.markets ?? 0), b.data_type, coverage);
-    },
-  },
+    handler: estimateSeries,
+  }),
 ];
+
+async function listSeries({ res }: RouteInput, ctx: AppContext) {
+  const rows = (await allSeries(ctx)).list;
+  res.locals.rows = rows.length;
+  return rows;
+}
+
+async function getSeries({ params }: RouteInput<{ params: typeof SeriesPath }>, ctx: AppContext) {
+  return oneSeries(ctx, params.series_id);
+}
+
+async function estimateSeries({ params, body: b, req }: RouteInput<{ params: typeof SeriesPath; body: typeof SeriesEstimateBody }>, ctx: AppContext) {
+  const series = await oneSeries(ctx, params.series_id as string);
+  const id = String(series.series_id);
+  const w = { start: b.start ?? undefined, end: b.end ?? undefined };
+  const lake = lakeSources(ctx.config.lakeDir);
+  const cat = catalogueSeries(id);
+  if (cat) {
+    checkCatalogue(cat, b.data_type, b.data_type === 'ohlcv' ? b.timeframe?.seconds : undefined);
+    const tf = timeframeOf(cat.timeframeSeconds ?? 3600);
+    const r = await runOne(ctx.db, venueRowsQuery(lake, cat.dataType, w, tf));
+    return estimateOut(ctx, req.principal, id, b.data_type, Number(r?.rows ?? 0), Number(r?.markets ?? 0));
+  }
+  if (series.asset_class === 'raw') throw new BadRequest(`'${id}' is a raw tape series; size it with /v1/download/raw/estimate`);
+  let row;
+  // Options rows are priced as the options data set whatever the type (its trades and greeks are one row per trade).
+  let priced: SeriesEstimateDataType = b.data_type;
+  if (series.asset_class === 'options') {
+    // The options data set holds trades only: greeks are derived per trade; no book or ticker is captured.
+    if (b.data_type !== 'trades' && b.data_type !== 'greeks') {
+      throw new BadRequest({
+        code: 'options_data_type_unavailable',
+        message: `data_type '${b.data_type}' is not captured for ${id}; use trades or greeks`,
+      });
+    }
+    row = await runOne(ctx.db, optionsRowsQuery(lake, parseOptionsSeries(id)!, w));
+    priced = 'greeks';
+  } else {
+    // The anchor: "greeks is only valid for crypto-options series … the estimator rejects it for Polymarket".
+    if (b.data_type === 'greeks') {
+      throw new BadRequest({
+        code: 'wrong_data_type',
+        message: `greeks exist only for crypto-options series (e.g. deribit:btc-options); '${id}' is not one`,
+      });
+    }
+    const tf = b.data_type === 'ohlcv' ? (b.timeframe ?? timeframeOf(3600)) : undefined;
+    row = await runOne(ctx.db, seriesRowsQuery(lake, b.data_type, id, w, tf));
+  }
+  // Options come from another venue's trades; a market series' book data is the tape of its markets' tokens.
+  const coverage = series.asset_class === 'options' ? null : await estimateCoverage(ctx, b.data_type, { seriesId: id }, w);
+  return estimateOut(ctx, req.principal, id, priced, Number(row?.rows ?? 0), Number(row?.markets ?? 0), b.data_type, coverage);
+}
 
 /** The EstimateResponse of a series pull of `rows` rows over `markets` markets, priced as `priced`. */
 async function estimateOut(

@@ -1,6 +1,7 @@
 import { StampedCache } from '../lake/stamp.js';
 import { computeStats, type LakeStats } from '../lake/stats.js';
-import type { Route } from './route.js';
+import { defineRoute, type Route, type RouteInput } from './route.js';
+import type { AppContext } from './context.js';
 
 /**
  * GET /v1/stats: public aggregate statistics of the lake (src/lake/stats.ts), cached per lake stamp
@@ -12,7 +13,7 @@ const TTL_MS = 60_000;
 const cache = new StampedCache<LakeStats>({ maxEntries: 16, maxAgeMs: TTL_MS });
 
 export const statsRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/stats',
     cost: 'cheap',
@@ -20,12 +21,14 @@ export const statsRoutes: Route[] = [
     limit: 'none',
     tag: 'System',
     summary: 'Public aggregate statistics: markets, trades, tokens, data span (cached for a minute)',
-    handler: async (_req, res, ctx) => {
-      const now = Date.now();
-      const lakeDir = ctx.config.lakeDir;
-      const { value: stats, at } = await cache.get(lakeDir, 'stats', () => computeStats({ db: ctx.db, lakeDir }));
-      res.setHeader('Cache-Control', `public, max-age=${Math.max(0, Math.ceil((at + TTL_MS - now) / 1000))}`);
-      return { ...stats, generated_at: new Date(at).toISOString(), cached_until: new Date(at + TTL_MS).toISOString() };
-    },
-  },
+    handler: getStats,
+  }),
 ];
+
+async function getStats({ res }: RouteInput, ctx: AppContext) {
+  const now = Date.now();
+  const lakeDir = ctx.config.lakeDir;
+  const { value: stats, at } = await cache.get(lakeDir, 'stats', () => computeStats({ db: ctx.db, lakeDir }));
+  res.setHeader('Cache-Control', `public, max-age=${Math.max(0, Math.ceil((at + TTL_MS - now) / 1000))}`);
+  return { ...stats, generated_at: new Date(at).toISOString(), cached_until: new Date(at + TTL_MS).toISOString() };
+}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Route } from './route.js';
+import { defineRoute, type Route, type RouteInput } from './route.js';
+import type { AppContext } from './context.js';
 import { lakeSources, partitionValues, runJsonRows } from '../lake/runner.js';
 import { sendJsonText } from './respond.js';
 import { recentTradesQuery } from '../query/trades.js';
@@ -14,7 +15,7 @@ import { TradeResponse } from './trades.js';
 const RecentQuery = z.object({ limit: queryInt({ min: 1, max: 100, default: 50 }) });
 
 export const recentTradeRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/trades/recent',
     cost: 'query',
@@ -24,21 +25,22 @@ export const recentTradeRoutes: Route[] = [
     query: RecentQuery,
     response: z.array(TradeResponse),
     paged: true,
-    handler: async (req, res, ctx) => {
-      const { limit } = res.locals.query as z.infer<typeof RecentQuery>;
-      const lake = lakeSources(ctx.config.lakeDir);
-      // The newest month partition almost always holds enough rows; read older ones only when it does not. One row
-      // more than the page says whether older trades exist.
-      const months = partitionValues(ctx.config.lakeDir, 'trades');
-      let rows = months.length > 1 ? await runJsonRows(ctx.db, recentTradesQuery(lake, limit + 1, months[months.length - 1]), TRADE_SHAPE) : null;
-      if (!rows || rows.length <= limit) rows = await runJsonRows(ctx.db, recentTradesQuery(lake, limit + 1, undefined), TRADE_SHAPE);
-      const shown = rows.slice(0, limit);
-      if (rows.length > limit) {
-        // Recent trades are the head of /v1/trades without market_id (same rows, same order), which takes the rest.
-        const n = await nextByTime(shown, 'desc', { offset: 0 }, () => Promise.resolve(0));
-        setNextLink(req, res, ctx.config, { end: n.at, offset: n.offset, limit }, '/v1/trades');
-      }
-      return sendJsonText(res, { json: `[${shown.join(',')}]`, rows: shown.length });
-    },
-  },
+    handler: getRecentTrades,
+  }),
 ];
+
+async function getRecentTrades({ query: { limit }, req, res }: RouteInput<{ query: typeof RecentQuery }>, ctx: AppContext) {
+  const lake = lakeSources(ctx.config.lakeDir);
+  // The newest month partition almost always holds enough rows; read older ones only when it does not. One row
+  // more than the page says whether older trades exist.
+  const months = partitionValues(ctx.config.lakeDir, 'trades');
+  let rows = months.length > 1 ? await runJsonRows(ctx.db, recentTradesQuery(lake, limit + 1, months[months.length - 1]), TRADE_SHAPE) : null;
+  if (!rows || rows.length <= limit) rows = await runJsonRows(ctx.db, recentTradesQuery(lake, limit + 1, undefined), TRADE_SHAPE);
+  const shown = rows.slice(0, limit);
+  if (rows.length > limit) {
+    // Recent trades are the head of /v1/trades without market_id (same rows, same order), which takes the rest.
+    const n = await nextByTime(shown, 'desc', { offset: 0 }, () => Promise.resolve(0));
+    setNextLink(req, res, ctx.config, { end: n.at, offset: n.offset, limit }, '/v1/trades');
+  }
+  return sendJsonText(res, { json: `[${shown.join(',')}]`, rows: shown.length });
+}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Route } from './route.js';
+import { defineRoute, type Route, type RouteInput } from './route.js';
+import type { AppContext } from './context.js';
 import { sendJsonText } from './respond.js';
 import { selectTokens } from '../markets/resolver.js';
 import { tradesPage } from '../markets/trades-page.js';
@@ -46,7 +47,7 @@ const TradesQuery = z
   .superRefine((v, ctx) => checkWindow(v, ctx));
 
 export const tradeRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/trades',
     cost: 'query',
@@ -57,17 +58,18 @@ export const tradeRoutes: Route[] = [
     query: TradesQuery,
     response: z.array(TradeResponse),
     paged: true,
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof TradesQuery>;
-      let tokens: string[] | undefined;
-      if (q.market_id !== undefined) {
-        const r = await ctx.markets.resolve(q.market_id);
-        tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
-      }
-      // Only a page to compute takes a 'query' slot (route admission 'handler'); null: the client left meanwhile.
-      const out = await tradesPage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, q, tokens, res.locals.admit);
-      if (out?.next) setNextLink(req, res, ctx.config, out.next);
-      return out ? sendJsonText(res, out) : undefined;
-    },
-  },
+    handler: getTrades,
+  }),
 ];
+
+async function getTrades({ query: q, req, res }: RouteInput<{ query: typeof TradesQuery }>, ctx: AppContext) {
+  let tokens: string[] | undefined;
+  if (q.market_id !== undefined) {
+    const r = await ctx.markets.resolve(q.market_id);
+    tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
+  }
+  // Only a page to compute takes a 'query' slot (route admission 'handler'); null: the client left meanwhile.
+  const out = await tradesPage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, q, tokens, res.locals.admit);
+  if (out?.next) setNextLink(req, res, ctx.config, out.next);
+  return out ? sendJsonText(res, out) : undefined;
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Route } from '../../src/http/route.js';
+import { defineRoute, type Route } from '../../src/http/route.js';
 import { routes } from '../../src/http/routes.js';
 
 /** Test-only routes: one that answers, one that fails with a 5xx, one that pulls through the real meter. */
@@ -26,7 +26,7 @@ export const limitTestRoutes: Route[] = [
     },
   },
   { method: 'post', path: '/test/order', cost: 'cheap', auth: 'key', limit: 'orders', tag: 't', summary: 'order', handler: async () => ({ ok: true }) },
-  {
+  defineRoute({
     method: 'get',
     path: '/test/pull',
     cost: 'cheap',
@@ -36,8 +36,7 @@ export const limitTestRoutes: Route[] = [
     tag: 't',
     summary: 'pull',
     query: PullQuery,
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof PullQuery>;
+    handler: async ({ query: q, req }, ctx) => {
       const ticket = await ctx.meter.begin(req.principal!, {
         kind: q.kind,
         dataset: q.dataset,
@@ -55,6 +54,6 @@ export const limitTestRoutes: Route[] = [
       await ticket.commit({ bytes: sent, rows: 7 });
       return { ticket: ticket.id, sent };
     },
-  },
+  }),
   ...routes,
 ];

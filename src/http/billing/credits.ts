@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { entitlementOf } from '../../accounts/entitlements.js';
 import { getCreditAccount, listLedger, type LedgerRow } from '../../state/billing.js';
 import { Unauthorized } from '../../errors.js';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import { BalanceResponse, CheckoutResponse, TransactionResponse } from '../account-schemas.js';
 import { openCheckout, ReturnUrl } from './checkout.js';
 import { cents, usd } from './money.js';
@@ -38,7 +39,7 @@ function transactionView(t: LedgerRow) {
 }
 
 export const creditRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/billing/balance',
     cost: 'cheap',
@@ -46,24 +47,9 @@ export const creditRoutes: Route[] = [
     tag: 'Billing',
     summary: 'Credit balance (legacy credits: orders and subscription redemption)',
     response: BalanceResponse,
-    handler: async (req, _res, ctx) => {
-      const user = await ctx.state.getUser(req.principal!.userId);
-      if (!user) throw new Unauthorized();
-      const acct = await getCreditAccount(ctx.state, user.id);
-      const ent = await entitlementOf(ctx.state, user);
-      return {
-        user_id: user.id,
-        balance: usd(acct.balance_cents),
-        currency: 'USD',
-        lifetime_credits: usd(acct.lifetime_credits_cents),
-        lifetime_usage: usd(acct.lifetime_usage_cents),
-        lifetime_refunds: usd(acct.lifetime_refunds_cents),
-        plan: { id: ent.plan.id, name: ent.plan.name, subscription_active: Boolean(ent.subscription) },
-        note: acct.balance_cents > 0 ? 'Credits pay for legacy orders and can be redeemed toward a subscription.' : null,
-      };
-    },
-  },
-  {
+    handler: getBalance,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/billing/transactions',
     cost: 'cheap',
@@ -72,12 +58,9 @@ export const creditRoutes: Route[] = [
     summary: 'The credit ledger, newest first (append-only)',
     query: TransactionsQuery,
     response: z.array(TransactionResponse),
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof TransactionsQuery>;
-      return (await listLedger(ctx.state, req.principal!.userId, q.limit, q.offset)).map(transactionView);
-    },
-  },
-  {
+    handler: listTransactions,
+  }),
+  defineRoute({
     method: 'post',
     path: '/v1/billing/checkout',
     cost: 'cheap',
@@ -87,17 +70,39 @@ export const creditRoutes: Route[] = [
     summary: 'Start a checkout to buy credits (10–10,000 USD); credits land when the provider webhook arrives (503 when no payment provider is configured)',
     body: CheckoutBody.meta({ id: 'CreateCheckoutRequest' }),
     response: CheckoutResponse,
-    handler: async (req, res, ctx) => {
-      const b = res.locals.body as z.infer<typeof CheckoutBody>;
-      const { session, url } = await openCheckout(req, ctx, {
-        kind: 'credits',
-        amount_cents: cents(b.amount),
-        tier: null,
-        billing_period: null,
-        success_url: b.success_url,
-        cancel_url: b.cancel_url,
-      });
-      return { checkout_id: session.id, checkout_url: url, amount: usd(session.amount_cents) };
-    },
-  },
+    handler: checkoutCredits,
+  }),
 ];
+
+async function getBalance({ req }: RouteInput, ctx: AppContext) {
+  const user = await ctx.state.getUser(req.principal!.userId);
+  if (!user) throw new Unauthorized();
+  const acct = await getCreditAccount(ctx.state, user.id);
+  const ent = await entitlementOf(ctx.state, user);
+  return {
+    user_id: user.id,
+    balance: usd(acct.balance_cents),
+    currency: 'USD',
+    lifetime_credits: usd(acct.lifetime_credits_cents),
+    lifetime_usage: usd(acct.lifetime_usage_cents),
+    lifetime_refunds: usd(acct.lifetime_refunds_cents),
+    plan: { id: ent.plan.id, name: ent.plan.name, subscription_active: Boolean(ent.subscription) },
+    note: acct.balance_cents > 0 ? 'Credits pay for legacy orders and can be redeemed toward a subscription.' : null,
+  };
+}
+
+async function listTransactions({ query: q, req }: RouteInput<{ query: typeof TransactionsQuery }>, ctx: AppContext) {
+  return (await listLedger(ctx.state, req.principal!.userId, q.limit, q.offset)).map(transactionView);
+}
+
+async function checkoutCredits({ body: b, req }: RouteInput<{ body: typeof CheckoutBody }>, ctx: AppContext) {
+  const { session, url } = await openCheckout(req, ctx, {
+    kind: 'credits',
+    amount_cents: cents(b.amount),
+    tier: null,
+    billing_period: null,
+    success_url: b.success_url,
+    cancel_url: b.cancel_url,
+  });
+  return { checkout_id: session.id, checkout_url: url, amount: usd(session.amount_cents) };
+}

@@ -4,7 +4,7 @@ import type { AppContext } from '../context.js';
 import { deliverWebhook, LOCAL_PROVIDER, LOCAL_WEBHOOK_PATH, newEvent } from '../../payments/local.js';
 import { cancelCheckout, getCheckout, type CheckoutRow } from '../../state/billing.js';
 import { NotFound } from '../../errors.js';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
 import { checkoutPageCsp, closedCheckoutPage, notConfirmedPage, openCheckoutPage } from '../pages/checkout.js';
 
 /**
@@ -25,9 +25,8 @@ function sendPage(res: Response, status: number, html: string, returnUrls: strin
     .send(html);
 }
 
-async function load(ctx: AppContext, res: Response): Promise<CheckoutRow> {
+async function load(ctx: AppContext, { checkout_id }: z.infer<typeof Params>): Promise<CheckoutRow> {
   if (ctx.config.payments.provider !== LOCAL_PROVIDER) throw new NotFound('Not Found');
-  const { checkout_id } = res.locals.params as z.infer<typeof Params>;
   const co = await getCheckout(ctx.state, checkout_id);
   // Only the local provider's own sessions have a page here (a Paddle checkout is paid on Paddle's page).
   if (!co || co.provider !== LOCAL_PROVIDER) throw new NotFound('Checkout not found');
@@ -49,7 +48,7 @@ function withCheckoutId(url: string, id: string): string {
 }
 
 export const localCheckoutRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/billing/checkout/local/:checkout_id',
     cost: 'cheap',
@@ -57,14 +56,9 @@ export const localCheckoutRoutes: Route[] = [
     tag: 'Billing',
     summary: 'Hosted checkout page of the local payment provider',
     params: Params,
-    handler: async (_req, res, ctx) => {
-      const co = await load(ctx, res);
-      if (co.status !== 'open') sendPage(res, 200, closedCheckoutPage(co));
-      else sendPage(res, 200, openCheckoutPage(co), [co.success_url, co.cancel_url]);
-      return undefined;
-    },
-  },
-  {
+    handler: getLocalCheckout,
+  }),
+  defineRoute({
     method: 'post',
     path: '/v1/billing/checkout/local/:checkout_id/confirm',
     cost: 'cheap',
@@ -72,24 +66,9 @@ export const localCheckoutRoutes: Route[] = [
     tag: 'Billing',
     summary: 'Confirm a local checkout: the provider sends its signed webhook, then returns to success_url',
     params: Params,
-    handler: async (req, res, ctx) => {
-      const co = await load(ctx, res);
-      if (co.status === 'open') {
-        const event = newEvent('checkout.completed', co.id);
-        const out = await deliverWebhook(webhookUrl(req, ctx), ctx.config.webhookSecret, event).catch((err: unknown) => {
-          req.log.error({ err, checkout: co.id }, 'local provider could not deliver its webhook');
-          return { status: 0, body: '' };
-        });
-        if (out.status < 200 || out.status >= 300) {
-          sendPage(res, 502, notConfirmedPage(out.status));
-          return undefined;
-        }
-      }
-      res.redirect(303, withCheckoutId(co.success_url, co.id));
-      return undefined;
-    },
-  },
-  {
+    handler: confirmLocalCheckout,
+  }),
+  defineRoute({
     method: 'post',
     path: '/v1/billing/checkout/local/:checkout_id/cancel',
     cost: 'cheap',
@@ -97,11 +76,37 @@ export const localCheckoutRoutes: Route[] = [
     tag: 'Billing',
     summary: 'Abandon a local checkout and return to cancel_url',
     params: Params,
-    handler: async (_req, res, ctx) => {
-      const co = await load(ctx, res);
-      await cancelCheckout(ctx.state, co.id);
-      res.redirect(303, withCheckoutId(co.cancel_url, co.id));
-      return undefined;
-    },
-  },
+    handler: cancelLocalCheckout,
+  }),
 ];
+
+async function getLocalCheckout({ params, res }: RouteInput<{ params: typeof Params }>, ctx: AppContext) {
+  const co = await load(ctx, params);
+  if (co.status !== 'open') sendPage(res, 200, closedCheckoutPage(co));
+  else sendPage(res, 200, openCheckoutPage(co), [co.success_url, co.cancel_url]);
+  return undefined;
+}
+
+async function confirmLocalCheckout({ params, req, res }: RouteInput<{ params: typeof Params }>, ctx: AppContext) {
+  const co = await load(ctx, params);
+  if (co.status === 'open') {
+    const event = newEvent('checkout.completed', co.id);
+    const out = await deliverWebhook(webhookUrl(req, ctx), ctx.config.webhookSecret, event).catch((err: unknown) => {
+      req.log.error({ err, checkout: co.id }, 'local provider could not deliver its webhook');
+      return { status: 0, body: '' };
+    });
+    if (out.status < 200 || out.status >= 300) {
+      sendPage(res, 502, notConfirmedPage(out.status));
+      return undefined;
+    }
+  }
+  res.redirect(303, withCheckoutId(co.success_url, co.id));
+  return undefined;
+}
+
+async function cancelLocalCheckout({ params, res }: RouteInput<{ params: typeof Params }>, ctx: AppContext) {
+  const co = await load(ctx, params);
+  await cancelCheckout(ctx.state, co.id);
+  res.redirect(303, withCheckoutId(co.cancel_url, co.id));
+  return undefined;
+}

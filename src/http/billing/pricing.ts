@@ -1,5 +1,5 @@
 import { BYTES_PER_ROW, LEGACY_MINIMUM_ORDER_USD, PLANS, REFERENCE_RATE_PER_MB } from '../../accounts/plans.js';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
 
 /** GET /v1/billing/pricing: the plans, the per-MB reference rates and the credit purchase bounds (public). */
 
@@ -36,27 +36,29 @@ export function usagePricing() {
 }
 
 export const billingPricingRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/billing/pricing',
     cost: 'cheap',
     auth: 'public',
     tag: 'Billing',
     summary: 'Plans, the per-MB reference rates and the legacy minimum order',
-    handler: async (_req, res) => {
-      res.setHeader('Cache-Control', 'public, max-age=300');
-      return {
-        pricing_model: 'subscription',
-        // Pay-as-you-go for data is retired: pulls are included in the plan. Credits still buy legacy orders
-        // and can be redeemed toward a subscription, so credit checkout stays open.
-        payg_enabled: false,
-        plans: [planView('free'), planView('professional')],
-        reference_rates_per_mb: { ...REFERENCE_RATE_PER_MB },
-        minimum_order_usd: LEGACY_MINIMUM_ORDER_USD,
-        credit_pricing: { minimum_purchase: MIN_CHECKOUT_USD, maximum_purchase: MAX_CHECKOUT_USD, currency: 'USD', presets: [10, 25, 50, 100, 250] },
-        usage_pricing: usagePricing(),
-        note: 'Per-MB rates are reference numbers; downloads and exports are included in the plan up to its monthly fair-use volume.',
-      };
-    },
-  },
+    handler: getPricing,
+  }),
 ];
+
+async function getPricing({ res }: RouteInput) {
+  res.setHeader('Cache-Control', 'public, max-age=300');
+  return {
+    pricing_model: 'subscription',
+    // Pay-as-you-go for data is retired: pulls are included in the plan. Credits still buy legacy orders
+    // and can be redeemed toward a subscription, so credit checkout stays open.
+    payg_enabled: false,
+    plans: [planView('free'), planView('professional')],
+    reference_rates_per_mb: { ...REFERENCE_RATE_PER_MB },
+    minimum_order_usd: LEGACY_MINIMUM_ORDER_USD,
+    credit_pricing: { minimum_purchase: MIN_CHECKOUT_USD, maximum_purchase: MAX_CHECKOUT_USD, currency: 'USD', presets: [10, 25, 50, 100, 250] },
+    usage_pricing: usagePricing(),
+    note: 'Per-MB rates are reference numbers; downloads and exports are included in the plan up to its monthly fair-use volume.',
+  };
+}

@@ -3,7 +3,8 @@ import { planOf } from '../../accounts/plans.js';
 import { activeSubscription, cancelSubscription, type SubscriptionRow } from '../../state/accounts.js';
 import { redeemSubscription } from '../../state/billing.js';
 import { Conflict, NotFound, PaymentRequired } from '../../errors.js';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import { openCheckout, ReturnUrl } from './checkout.js';
 import { cents, usd } from './money.js';
 
@@ -39,16 +40,16 @@ function subscriptionView(sub: SubscriptionRow | undefined) {
 }
 
 export const subscriptionRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/billing/subscription',
     cost: 'cheap',
     auth: 'key',
     tag: 'Billing',
     summary: 'The active subscription, or the Free placeholder',
-    handler: async (req, _res, ctx) => subscriptionView(await activeSubscription(ctx.state, req.principal!.userId)),
-  },
-  {
+    handler: getSubscription,
+  }),
+  defineRoute({
     method: 'post',
     path: '/v1/billing/subscription/checkout',
     cost: 'cheap',
@@ -57,28 +58,9 @@ export const subscriptionRoutes: Route[] = [
     tag: 'Billing',
     summary: 'Start a checkout for a subscription; 409 when one is already active (503 when no payment provider is configured)',
     body: SubCheckoutBody.meta({ id: 'SubCheckoutRequest' }),
-    handler: async (req, res, ctx) => {
-      const b = res.locals.body as z.infer<typeof SubCheckoutBody>;
-      const userId = req.principal!.userId;
-      if (await activeSubscription(ctx.state, userId)) throw new Conflict('A subscription is already active');
-      const { session, url } = await openCheckout(req, ctx, {
-        kind: 'subscription',
-        amount_cents: priceCents(b.tier, b.billing_period),
-        tier: b.tier,
-        billing_period: b.billing_period,
-        success_url: b.success_url,
-        cancel_url: b.cancel_url,
-      });
-      return {
-        checkout_id: session.id,
-        checkout_url: url,
-        tier: b.tier,
-        billing_period: b.billing_period,
-        amount: usd(session.amount_cents),
-      };
-    },
-  },
-  {
+    handler: checkoutSubscription,
+  }),
+  defineRoute({
     method: 'post',
     path: '/v1/billing/subscription/redeem',
     cost: 'cheap',
@@ -89,38 +71,65 @@ export const subscriptionRoutes: Route[] = [
     tag: 'Billing',
     summary: 'Pay a subscription from the credit balance (402 if short, 409 if one is active)',
     body: RedeemBody.meta({ id: 'RedeemRequest' }),
-    handler: async (req, res, ctx) => {
-      const b = res.locals.body as z.infer<typeof RedeemBody>;
-      const out = await redeemSubscription(ctx.state, {
-        userId: req.principal!.userId,
-        tier: b.tier,
-        billingPeriod: b.billing_period,
-        priceCents: priceCents(b.tier, b.billing_period),
-        at: new Date(),
-      });
-      if (out.outcome === 'conflict') throw new Conflict('A subscription is already active');
-      if (out.outcome === 'insufficient') throw new PaymentRequired('Insufficient credits');
-      req.log.info({ user: req.principal!.userId, subscription: out.subscription.id }, 'subscription redeemed from credits');
-      return {
-        ...subscriptionView(out.subscription),
-        funded_by: 'credits',
-        charged: usd(-out.ledger.amount_cents),
-        balance: usd(out.ledger.balance_after_cents),
-        transaction_id: out.ledger.id,
-      };
-    },
-  },
-  {
+    handler: postSubscriptionRedeem,
+  }),
+  defineRoute({
     method: 'post',
     path: '/v1/billing/subscription/cancel',
     cost: 'cheap',
     auth: 'key',
     tag: 'Billing',
     summary: 'Cancel at period end: the plan stays in force until current_period_end',
-    handler: async (req, _res, ctx) => {
-      const sub = await cancelSubscription(ctx.state, req.principal!.userId);
-      if (!sub) throw new NotFound('No active subscription.');
-      return { status: 'canceling', effective: 'period_end', current_period_end: sub.current_period_end, cancel_at_period_end: true };
-    },
-  },
+    handler: postSubscriptionCancel,
+  }),
 ];
+
+async function getSubscription({ req }: RouteInput, ctx: AppContext) {
+  return subscriptionView(await activeSubscription(ctx.state, req.principal!.userId));
+}
+
+async function checkoutSubscription({ body: b, req }: RouteInput<{ body: typeof SubCheckoutBody }>, ctx: AppContext) {
+  const userId = req.principal!.userId;
+  if (await activeSubscription(ctx.state, userId)) throw new Conflict('A subscription is already active');
+  const { session, url } = await openCheckout(req, ctx, {
+    kind: 'subscription',
+    amount_cents: priceCents(b.tier, b.billing_period),
+    tier: b.tier,
+    billing_period: b.billing_period,
+    success_url: b.success_url,
+    cancel_url: b.cancel_url,
+  });
+  return {
+    checkout_id: session.id,
+    checkout_url: url,
+    tier: b.tier,
+    billing_period: b.billing_period,
+    amount: usd(session.amount_cents),
+  };
+}
+
+async function postSubscriptionRedeem({ body: b, req }: RouteInput<{ body: typeof RedeemBody }>, ctx: AppContext) {
+  const out = await redeemSubscription(ctx.state, {
+    userId: req.principal!.userId,
+    tier: b.tier,
+    billingPeriod: b.billing_period,
+    priceCents: priceCents(b.tier, b.billing_period),
+    at: new Date(),
+  });
+  if (out.outcome === 'conflict') throw new Conflict('A subscription is already active');
+  if (out.outcome === 'insufficient') throw new PaymentRequired('Insufficient credits');
+  req.log.info({ user: req.principal!.userId, subscription: out.subscription.id }, 'subscription redeemed from credits');
+  return {
+    ...subscriptionView(out.subscription),
+    funded_by: 'credits',
+    charged: usd(-out.ledger.amount_cents),
+    balance: usd(out.ledger.balance_after_cents),
+    transaction_id: out.ledger.id,
+  };
+}
+
+async function postSubscriptionCancel({ req }: RouteInput, ctx: AppContext) {
+  const sub = await cancelSubscription(ctx.state, req.principal!.userId);
+  if (!sub) throw new NotFound('No active subscription.');
+  return { status: 'canceling', effective: 'period_end', current_period_end: sub.current_period_end, cancel_at_period_end: true };
+}

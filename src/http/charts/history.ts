@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import { lakeSources, runQuery } from '../../lake/runner.js';
 import { udfBarsQuery } from '../../query/charts.js';
 import { ServiceError } from '../../errors.js';
@@ -34,7 +35,7 @@ const HistoryQuery = z.object({
 type Bar = { t: number; o: number; h: number; l: number; c: number; v: number };
 
 export const historyRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/charts/udf/history',
     cost: 'query',
@@ -43,43 +44,44 @@ export const historyRoutes: Route[] = [
     summary: 'UDF bars at any resolution, oldest first: {s:"ok",t,o,h,l,c,v} | {s:"no_data",nextTime} | {s:"error",errmsg}',
     query: HistoryQuery,
     response: z.object({ s: z.enum(['ok', 'no_data', 'error']) }).catchall(z.unknown()),
-    handler: async (_req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof HistoryQuery>;
-      const tf = parseResolution(q.resolution);
-      if (!tf) return { s: 'error', errmsg: `unsupported resolution ${q.resolution}: use N (minutes), NS, ND or NW between 1S and 4W` };
-      if (q.countback === undefined && q.from > q.to) return { s: 'error', errmsg: 'from is after to' };
-      let token;
-      try {
-        token = (await resolveSymbol(ctx, q.symbol)).token;
-      } catch (e) {
-        if (e instanceof ServiceError) return { s: 'error', errmsg: typeof e.detail === 'string' ? e.detail : e.message };
-        throw e;
-      }
-      const lake = lakeSources(ctx.config.lakeDir);
-      const req = { token: token.token_id, outcome: token.outcome_index, timeframe: tf };
-      const toUs = BigInt(q.to) * 1_000_000n;
-      // end just past `to`: the OHLCV window widens it to the end of the bar holding `to`, so a bar starting at
-      // `to` is in; start rounded up to a bar boundary: a bar starting before `from` is out.
-      const end = toUs + 1n;
-      const start = q.countback === undefined ? bucketCeil(tf, BigInt(q.from) * 1_000_000n) : undefined;
-      const limit = Math.min(q.countback ?? MAX_BARS, MAX_BARS);
-      const rows = (await runQuery(ctx.db, udfBarsQuery(lake, { ...req, start, end }, limit))) as Bar[];
-      res.locals.rows = rows.length;
-      if (rows.length === 0) {
-        if (start === undefined) return { s: 'no_data' };
-        const before = (await runQuery(ctx.db, udfBarsQuery(lake, { ...req, end: start }, 1))) as Bar[];
-        return before[0] ? { s: 'no_data', nextTime: before[0].t } : { s: 'no_data' };
-      }
-      rows.reverse();
-      return {
-        s: 'ok',
-        t: rows.map((b) => b.t),
-        o: rows.map((b) => b.o),
-        h: rows.map((b) => b.h),
-        l: rows.map((b) => b.l),
-        c: rows.map((b) => b.c),
-        v: rows.map((b) => b.v),
-      };
-    },
-  },
+    handler: getHistory,
+  }),
 ];
+
+async function getHistory({ query: q, res }: RouteInput<{ query: typeof HistoryQuery }>, ctx: AppContext) {
+  const tf = parseResolution(q.resolution);
+  if (!tf) return { s: 'error', errmsg: `unsupported resolution ${q.resolution}: use N (minutes), NS, ND or NW between 1S and 4W` };
+  if (q.countback === undefined && q.from > q.to) return { s: 'error', errmsg: 'from is after to' };
+  let token;
+  try {
+    token = (await resolveSymbol(ctx, q.symbol)).token;
+  } catch (e) {
+    if (e instanceof ServiceError) return { s: 'error', errmsg: typeof e.detail === 'string' ? e.detail : e.message };
+    throw e;
+  }
+  const lake = lakeSources(ctx.config.lakeDir);
+  const req = { token: token.token_id, outcome: token.outcome_index, timeframe: tf };
+  const toUs = BigInt(q.to) * 1_000_000n;
+  // end just past `to`: the OHLCV window widens it to the end of the bar holding `to`, so a bar starting at
+  // `to` is in; start rounded up to a bar boundary: a bar starting before `from` is out.
+  const end = toUs + 1n;
+  const start = q.countback === undefined ? bucketCeil(tf, BigInt(q.from) * 1_000_000n) : undefined;
+  const limit = Math.min(q.countback ?? MAX_BARS, MAX_BARS);
+  const rows = (await runQuery(ctx.db, udfBarsQuery(lake, { ...req, start, end }, limit))) as Bar[];
+  res.locals.rows = rows.length;
+  if (rows.length === 0) {
+    if (start === undefined) return { s: 'no_data' };
+    const before = (await runQuery(ctx.db, udfBarsQuery(lake, { ...req, end: start }, 1))) as Bar[];
+    return before[0] ? { s: 'no_data', nextTime: before[0].t } : { s: 'no_data' };
+  }
+  rows.reverse();
+  return {
+    s: 'ok',
+    t: rows.map((b) => b.t),
+    o: rows.map((b) => b.o),
+    h: rows.map((b) => b.h),
+    l: rows.map((b) => b.l),
+    c: rows.map((b) => b.c),
+    v: rows.map((b) => b.v),
+  };
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
 import type { AppContext } from '../context.js';
 import { lakeSources, runQuery, type Row } from '../../lake/runner.js';
 import { replayTicksQuery } from '../../query/charts.js';
@@ -71,7 +71,7 @@ async function page(ctx: AppContext, token: string, from: number, to: number, li
 }
 
 export const replayRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/charts/replay/ticks',
     cost: 'query',
@@ -81,23 +81,24 @@ export const replayRoutes: Route[] = [
     query: TicksQuery,
     response: TicksResponse,
     paged: true,
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof TicksQuery>;
-      const s = await resolveSymbol(ctx, q.symbol);
-      const { ticks, next } = await page(ctx, s.token.token_id, q.from, q.to, q.limit);
-      res.locals.rows = ticks.length;
-      if (next !== null) setNextLink(req, res, ctx.config, { from: next });
-      return {
-        symbol: s.symbol,
-        market_id: String(s.resolved.market.id),
-        outcome: s.token.outcome_index,
-        token_id: s.token.token_id,
-        from: q.from,
-        to: q.to,
-        count: ticks.length,
-        ticks,
-        next_from: next,
-      };
-    },
-  },
+    handler: getReplayTicks,
+  }),
 ];
+
+async function getReplayTicks({ query: q, req, res }: RouteInput<{ query: typeof TicksQuery }>, ctx: AppContext) {
+  const s = await resolveSymbol(ctx, q.symbol);
+  const { ticks, next } = await page(ctx, s.token.token_id, q.from, q.to, q.limit);
+  res.locals.rows = ticks.length;
+  if (next !== null) setNextLink(req, res, ctx.config, { from: next });
+  return {
+    symbol: s.symbol,
+    market_id: String(s.resolved.market.id),
+    outcome: s.token.outcome_index,
+    token_id: s.token.token_id,
+    from: q.from,
+    to: q.to,
+    count: ticks.length,
+    ticks,
+    next_from: next,
+  };
+}

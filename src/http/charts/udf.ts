@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import { lakeSources, runOne, runQuery } from '../../lake/runner.js';
 import { listMarketsQuery } from '../../query/markets.js';
 import { marketTickQuery } from '../../query/charts.js';
@@ -29,7 +30,7 @@ function priceScale(tick: number | null): number {
 }
 
 export const udfRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/charts/udf/config',
     cost: 'cheap',
@@ -37,18 +38,9 @@ export const udfRoutes: Route[] = [
     tag: 'Charts',
     summary: 'UDF datafeed configuration (resolutions, search, server time)',
     response: UdfConfig,
-    handler: async () => ({
-      supported_resolutions: SUPPORTED_RESOLUTIONS,
-      supports_search: true,
-      supports_group_request: false,
-      supports_marks: false,
-      supports_timescale_marks: false,
-      supports_time: true,
-      exchanges: [{ value: EXCHANGE, name: EXCHANGE, desc: 'Polymarket prediction markets' }],
-      symbols_types: [{ name: 'Prediction market', value: TYPE }],
-    }),
-  },
-  {
+    handler: getUdfConfig,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/charts/udf/time',
     cost: 'cheap',
@@ -57,9 +49,9 @@ export const udfRoutes: Route[] = [
     summary: 'Server time in unix seconds (a bare JSON integer)',
     response: z.number().int(),
     // Seconds, not milliseconds: the library places the "now" line with it.
-    handler: async () => Math.floor(Date.now() / 1000),
-  },
-  {
+    handler: getUdfTime,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/charts/udf/symbols',
     cost: 'cheap',
@@ -68,43 +60,9 @@ export const udfRoutes: Route[] = [
     summary: 'UDF symbol info of a market outcome; unknown market → 404',
     query: SymbolsQuery,
     response: UdfConfig,
-    handler: async (_req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof SymbolsQuery>;
-      const s = await resolveSymbol(ctx, q.symbol);
-      const marketId = String(s.resolved.market.id);
-      const tick = await runOne(ctx.db, marketTickQuery(lakeSources(ctx.config.lakeDir), marketId));
-      const question = String(s.resolved.market.question ?? marketId);
-      return {
-        name: s.symbol,
-        ticker: s.symbol,
-        full_name: `${EXCHANGE}:${s.symbol}`,
-        description: s.token.outcome_label ? `${question} — ${s.token.outcome_label}` : question,
-        type: TYPE,
-        exchange: EXCHANGE,
-        listed_exchange: EXCHANGE,
-        session: '24x7',
-        timezone: 'Etc/UTC',
-        format: 'price',
-        minmov: 1,
-        pricescale: priceScale(typeof tick?.tick === 'number' ? tick.tick : null),
-        has_intraday: true,
-        has_daily: true,
-        has_weekly_and_monthly: true,
-        has_empty_bars: false,
-        supported_resolutions: SUPPORTED_RESOLUTIONS,
-        intraday_multipliers: INTRADAY_MULTIPLIERS,
-        daily_multipliers: ['1', '2', '3'],
-        weekly_multipliers: ['1', '2', '4'],
-        volume_precision: 2,
-        visible_plots_set: 'ohlcv',
-        // pmlake's own keys, for a client that wants the API's ids.
-        market_id: marketId,
-        outcome: s.token.outcome_index,
-        token_id: s.token.token_id,
-      };
-    },
-  },
-  {
+    handler: getUdfSymbol,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/charts/udf/search',
     cost: 'cheap',
@@ -113,24 +71,77 @@ export const udfRoutes: Route[] = [
     summary: 'UDF symbol search over market questions, most traded first',
     query: SearchQuery,
     response: z.array(UdfConfig),
-    handler: async (_req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof SearchQuery>;
-      // Most traded first (the anchor's order): the catalogue's `trades` sort, ties by id.
-      const rows = await runQuery(ctx.db, listMarketsQuery(lakeSources(ctx.config.lakeDir), { search: q.query, sortBy: 'trades', limit: q.limit, offset: 0 }));
-      return rows.map((m) => {
-        const id = String(m.id);
-        const first = tokensOf(m)[0];
-        const question = String(m.question ?? id);
-        return {
-          symbol: symbolOf(id, 0),
-          full_name: `${EXCHANGE}:${symbolOf(id, 0)}`,
-          description: first?.outcome_label ? `${question} — ${first.outcome_label}` : question,
-          exchange: EXCHANGE,
-          ticker: symbolOf(id, 0),
-          type: TYPE,
-          market_id: id,
-        };
-      });
-    },
-  },
+    handler: searchUdfSymbols,
+  }),
 ];
+
+async function getUdfConfig() {
+  return {
+    supported_resolutions: SUPPORTED_RESOLUTIONS,
+    supports_search: true,
+    supports_group_request: false,
+    supports_marks: false,
+    supports_timescale_marks: false,
+    supports_time: true,
+    exchanges: [{ value: EXCHANGE, name: EXCHANGE, desc: 'Polymarket prediction markets' }],
+    symbols_types: [{ name: 'Prediction market', value: TYPE }],
+  };
+}
+
+async function getUdfTime() {
+  return Math.floor(Date.now() / 1000);
+}
+
+async function getUdfSymbol({ query: q }: RouteInput<{ query: typeof SymbolsQuery }>, ctx: AppContext) {
+  const s = await resolveSymbol(ctx, q.symbol);
+  const marketId = String(s.resolved.market.id);
+  const tick = await runOne(ctx.db, marketTickQuery(lakeSources(ctx.config.lakeDir), marketId));
+  const question = String(s.resolved.market.question ?? marketId);
+  return {
+    name: s.symbol,
+    ticker: s.symbol,
+    full_name: `${EXCHANGE}:${s.symbol}`,
+    description: s.token.outcome_label ? `${question} — ${s.token.outcome_label}` : question,
+    type: TYPE,
+    exchange: EXCHANGE,
+    listed_exchange: EXCHANGE,
+    session: '24x7',
+    timezone: 'Etc/UTC',
+    format: 'price',
+    minmov: 1,
+    pricescale: priceScale(typeof tick?.tick === 'number' ? tick.tick : null),
+    has_intraday: true,
+    has_daily: true,
+    has_weekly_and_monthly: true,
+    has_empty_bars: false,
+    supported_resolutions: SUPPORTED_RESOLUTIONS,
+    intraday_multipliers: INTRADAY_MULTIPLIERS,
+    daily_multipliers: ['1', '2', '3'],
+    weekly_multipliers: ['1', '2', '4'],
+    volume_precision: 2,
+    visible_plots_set: 'ohlcv',
+    // pmlake's own keys, for a client that wants the API's ids.
+    market_id: marketId,
+    outcome: s.token.outcome_index,
+    token_id: s.token.token_id,
+  };
+}
+
+async function searchUdfSymbols({ query: q }: RouteInput<{ query: typeof SearchQuery }>, ctx: AppContext) {
+  // Most traded first (the anchor's order): the catalogue's `trades` sort, ties by id.
+  const rows = await runQuery(ctx.db, listMarketsQuery(lakeSources(ctx.config.lakeDir), { search: q.query, sortBy: 'trades', limit: q.limit, offset: 0 }));
+  return rows.map((m) => {
+    const id = String(m.id);
+    const first = tokensOf(m)[0];
+    const question = String(m.question ?? id);
+    return {
+      symbol: symbolOf(id, 0),
+      full_name: `${EXCHANGE}:${symbolOf(id, 0)}`,
+      description: first?.outcome_label ? `${question} — ${first.outcome_label}` : question,
+      exchange: EXCHANGE,
+      ticker: symbolOf(id, 0),
+      type: TYPE,
+      market_id: id,
+    };
+  });
+}

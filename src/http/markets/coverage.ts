@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import { lakeSources, runOne, runQuery, type Json, type Row } from '../../lake/runner.js';
 import { COVERAGE_STATUSES, coverageDaysQuery, coverageSpanQuery, incidentsQuery } from '../../query/coverage.js';
 import { DAY_MICROS } from '../../query/common.js';
@@ -75,7 +76,7 @@ export const MarketCoverageResponse = z
   .meta({ id: 'MarketCoverageResponse' });
 
 export const marketCoverageRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/markets/:market_id/coverage',
     cost: 'query',
@@ -86,49 +87,53 @@ export const marketCoverageRoutes: Route[] = [
     query: MarketCoverageQuery,
     response: MarketCoverageResponse,
     paged: true,
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof MarketCoverageQuery>;
-      const r = await ctx.markets.resolve(res.locals.params.market_id);
-      const tokens = r.token ? [r.token] : r.tokens;
-      const byId = new Map(tokens.map((t) => [t.token_id, t]));
-      const ids = tokens.map((t) => t.token_id);
-      const lake = lakeSources(ctx.config.lakeDir);
-      // Open ends need the tape's own first and last day.
-      const span = q.start === undefined || q.end === undefined ? await runOne(ctx.db, coverageSpanQuery(lake, ids)) : undefined;
-      const tape = { first: (span?.first_day as string | null) ?? null, last: (span?.last_day as string | null) ?? null };
-      const { start, end, next } = coverageWindow(q, tape, MAX_COVERAGE_DAYS);
-      if (next) setNextLink(req, res, ctx.config, next);
-      const days: Row[] = [];
-      const incidents: Row[] = [];
-      let truncated = false;
-      if (start !== null && end !== null && start <= end) {
-        for (const d of await runQuery(ctx.db, coverageDaysQuery(lake, ids, start, end))) {
-          const t = byId.get(d.asset_id as string)!;
-          const { asset_id: _a, ...rest } = d;
-          days.push({ date: rest.date!, outcome: t.outcome_index, outcome_label: t.outcome_label, token_id: t.token_id, ...rest });
-        }
-        const from = BigInt(Date.parse(`${start}T00:00:00Z`)) * 1000n;
-        const to = BigInt(Date.parse(`${end}T00:00:00Z`)) * 1000n + DAY_MICROS;
-        const rows = await runQuery(ctx.db, incidentsQuery(lake, ids, from, to, MAX_INCIDENTS + 1));
-        truncated = rows.length > MAX_INCIDENTS;
-        for (const i of rows.slice(0, MAX_INCIDENTS)) {
-          const t = byId.get(i.asset_id as string)!;
-          incidents.push({
-            token_id: t.token_id,
-            outcome: t.outcome_index,
-            kind: i.kind!,
-            from: i.from_ts!,
-            to: i.to_ts!,
-            seq: i.seq!,
-            detail: detailOf(i.detail),
-          });
-        }
-      }
-      res.locals.rows = days.length + incidents.length;
-      return { market_id: String(r.market.id), start, end, days, incidents, incidents_truncated: truncated };
-    },
-  },
+    handler: getMarketCoverage,
+  }),
 ];
+
+async function getMarketCoverage(
+  { query: q, params, req, res }: RouteInput<{ query: typeof MarketCoverageQuery; params: typeof MarketPath }>,
+  ctx: AppContext,
+) {
+  const r = await ctx.markets.resolve(params.market_id);
+  const tokens = r.token ? [r.token] : r.tokens;
+  const byId = new Map(tokens.map((t) => [t.token_id, t]));
+  const ids = tokens.map((t) => t.token_id);
+  const lake = lakeSources(ctx.config.lakeDir);
+  // Open ends need the tape's own first and last day.
+  const span = q.start === undefined || q.end === undefined ? await runOne(ctx.db, coverageSpanQuery(lake, ids)) : undefined;
+  const tape = { first: (span?.first_day as string | null) ?? null, last: (span?.last_day as string | null) ?? null };
+  const { start, end, next } = coverageWindow(q, tape, MAX_COVERAGE_DAYS);
+  if (next) setNextLink(req, res, ctx.config, next);
+  const days: Row[] = [];
+  const incidents: Row[] = [];
+  let truncated = false;
+  if (start !== null && end !== null && start <= end) {
+    for (const d of await runQuery(ctx.db, coverageDaysQuery(lake, ids, start, end))) {
+      const t = byId.get(d.asset_id as string)!;
+      const { asset_id: _a, ...rest } = d;
+      days.push({ date: rest.date!, outcome: t.outcome_index, outcome_label: t.outcome_label, token_id: t.token_id, ...rest });
+    }
+    const from = BigInt(Date.parse(`${start}T00:00:00Z`)) * 1000n;
+    const to = BigInt(Date.parse(`${end}T00:00:00Z`)) * 1000n + DAY_MICROS;
+    const rows = await runQuery(ctx.db, incidentsQuery(lake, ids, from, to, MAX_INCIDENTS + 1));
+    truncated = rows.length > MAX_INCIDENTS;
+    for (const i of rows.slice(0, MAX_INCIDENTS)) {
+      const t = byId.get(i.asset_id as string)!;
+      incidents.push({
+        token_id: t.token_id,
+        outcome: t.outcome_index,
+        kind: i.kind!,
+        from: i.from_ts!,
+        to: i.to_ts!,
+        seq: i.seq!,
+        detail: detailOf(i.detail),
+      });
+    }
+  }
+  res.locals.rows = days.length + incidents.length;
+  return { market_id: String(r.market.id), start, end, days, incidents, incidents_truncated: truncated };
+}
 
 /** The incident's detail JSON text as an object; text that is not a JSON object is kept under `text`. */
 function detailOf(v: Json | undefined): Json {

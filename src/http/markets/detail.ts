@@ -1,12 +1,13 @@
 import type { Response } from 'express';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import type { Row } from '../../lake/runner.js';
 import { MarketPath } from '../params.js';
 import { MarketResponse, marketOut } from './view.js';
 
 /** GET /v1/markets/{market_id}: one market, by numeric id or by one of its outcome token ids. */
 export const marketDetailRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/markets/:market_id',
     cost: 'cheap',
@@ -15,14 +16,16 @@ export const marketDetailRoutes: Route[] = [
     summary: 'Get one market (numeric id or an outcome token id)',
     params: MarketPath,
     response: MarketResponse,
-    handler: async (_req, res, ctx) => {
-      const r = await ctx.markets.resolve(res.locals.params.market_id);
-      res.locals.rows = 1;
-      sendMarket(res, r.market);
-      return undefined;
-    },
-  },
+    handler: getMarket,
+  }),
 ];
+
+async function getMarket({ params, res }: RouteInput<{ params: typeof MarketPath }>, ctx: AppContext) {
+  const r = await ctx.markets.resolve(params.market_id);
+  res.locals.rows = 1;
+  sendMarket(res, r.market);
+  return undefined;
+}
 
 /**
  * GET /v1/markets/{id} answers the same bytes until the catalogue changes, so the JSON and its ETag are built

@@ -1,16 +1,17 @@
 import { timeframeOf } from '../../timeframe.js';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import { lakeSources, runOne } from '../../lake/runner.js';
 import { estimateRowsQuery } from '../../query/estimate.js';
 import { MarketPath } from '../params.js';
-import { bytesFor, EstimateBody, estimateCoverage, MarketEstimateResponse, pricingFor, type EstimateInput } from '../estimates.js';
+import { bytesFor, EstimateBody, estimateCoverage, MarketEstimateResponse, pricingFor } from '../estimates.js';
 
 /** OHLCV estimates without a timeframe size the default candles: one hour. */
 const defaultTf = timeframeOf(3600);
 
 /** POST /v1/markets/{market_id}/estimate: rows counted in the lake over the window, priced by src/http/estimates.ts. */
 export const marketEstimateRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'post',
     path: '/v1/markets/:market_id/estimate',
     cost: 'query',
@@ -20,23 +21,24 @@ export const marketEstimateRoutes: Route[] = [
     params: MarketPath,
     body: EstimateBody.meta({ id: 'MarketEstimateRequest' }),
     response: MarketEstimateResponse,
-    handler: async (req, res, ctx) => {
-      const r = await ctx.markets.resolve(res.locals.params.market_id);
-      const b = res.locals.body as EstimateInput;
-      const tokens = (r.token ? [r.token] : r.tokens).map((t) => t.token_id);
-      const w = { start: b.start ?? undefined, end: b.end ?? undefined };
-      const lake = lakeSources(ctx.config.lakeDir);
-      const row = await runOne(ctx.db, estimateRowsQuery(lake, b.data_type, tokens, w, b.data_type === 'ohlcv' ? (b.timeframe ?? defaultTf) : undefined));
-      const rows = Number(row?.rows ?? 0);
-      const bytes = await bytesFor(ctx, b.data_type, rows);
-      return {
-        market_id: String(r.market.id),
-        data_type: b.data_type,
-        estimated_rows: rows,
-        in_range: rows > 0,
-        ...(await pricingFor(ctx, b.data_type, bytes, req.principal)),
-        coverage: await estimateCoverage(ctx, b.data_type, { tokens }, w),
-      };
-    },
-  },
+    handler: estimateMarket,
+  }),
 ];
+
+async function estimateMarket({ params, body: b, req }: RouteInput<{ params: typeof MarketPath; body: typeof EstimateBody }>, ctx: AppContext) {
+  const r = await ctx.markets.resolve(params.market_id);
+  const tokens = (r.token ? [r.token] : r.tokens).map((t) => t.token_id);
+  const w = { start: b.start ?? undefined, end: b.end ?? undefined };
+  const lake = lakeSources(ctx.config.lakeDir);
+  const row = await runOne(ctx.db, estimateRowsQuery(lake, b.data_type, tokens, w, b.data_type === 'ohlcv' ? (b.timeframe ?? defaultTf) : undefined));
+  const rows = Number(row?.rows ?? 0);
+  const bytes = await bytesFor(ctx, b.data_type, rows);
+  return {
+    market_id: String(r.market.id),
+    data_type: b.data_type,
+    estimated_rows: rows,
+    in_range: rows > 0,
+    ...(await pricingFor(ctx, b.data_type, bytes, req.principal)),
+    coverage: await estimateCoverage(ctx, b.data_type, { tokens }, w),
+  };
+}

@@ -1,7 +1,7 @@
 import type { Response } from 'express';
 import { z } from 'zod';
 import { MARKET_FILTER_KINDS } from '../../catalogue/kinds.js';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
 import type { AppContext } from '../context.js';
 import { NotFound } from '../../errors.js';
 import type { Row } from '../../lake/runner.js';
@@ -98,7 +98,7 @@ async function listMarkets(ctx: AppContext, res: Response, q: z.infer<typeof Lis
 }
 
 export const marketListRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/markets',
     cost: 'query',
@@ -109,16 +109,17 @@ export const marketListRoutes: Route[] = [
     query: ListMarketsQuery,
     response: z.array(MarketResponse),
     paged: true,
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof ListMarketsQuery>;
-      // One market more than the page says whether the list goes on (the order is total: ties broken by id).
-      const page = await listMarkets(ctx, res, { ...q, limit: q.limit + 1 });
-      if (page === null) return undefined;
-      const next = q.offset + q.limit;
-      // Past the spec's offset bound no URL could ask for the rest: a narrower filter can.
-      if (page.length > q.limit && next <= MAX_OFFSET) setNextLink(req, res, ctx.config, { offset: next });
-      const shown = page.slice(0, q.limit);
-      return sendJsonText(res, { json: `[${shown.map(marketJson).join(',')}]`, rows: shown.length });
-    },
-  },
+    handler: getMarkets,
+  }),
 ];
+
+async function getMarkets({ query: q, req, res }: RouteInput<{ query: typeof ListMarketsQuery }>, ctx: AppContext) {
+  // One market more than the page says whether the list goes on (the order is total: ties broken by id).
+  const page = await listMarkets(ctx, res, { ...q, limit: q.limit + 1 });
+  if (page === null) return undefined;
+  const next = q.offset + q.limit;
+  // Past the spec's offset bound no URL could ask for the rest: a narrower filter can.
+  if (page.length > q.limit && next <= MAX_OFFSET) setNextLink(req, res, ctx.config, { offset: next });
+  const shown = page.slice(0, q.limit);
+  return sendJsonText(res, { json: `[${shown.map(marketJson).join(',')}]`, rows: shown.length });
+}

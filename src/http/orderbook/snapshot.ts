@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import { NotFound } from '../../errors.js';
 import { selectTokens } from '../../markets/resolver.js';
 import { isoDateTime, marketIdParam, outcomeParam, parseIsoMicros, queryInt } from '../params.js';
@@ -59,7 +60,7 @@ const SnapshotQuery = z.object({
 });
 
 export const orderbookSnapshotRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/orderbook/snapshot',
     cost: 'query',
@@ -68,28 +69,29 @@ export const orderbookSnapshotRoutes: Route[] = [
     summary: 'The order book of one outcome at any instant (stored snapshot + tape replay), best price first',
     query: SnapshotQuery,
     response: BookResponse,
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof SnapshotQuery>;
-      const r = await ctx.markets.resolve(q.market_id);
-      const [token] = selectTokens(r, q.outcome);
-      if (!token) throw new NotFound('Market has no outcome tokens');
-      // The book's best bid/ask is the top of book: a delayed plan sees the book no later than its delay.
-      const cap = delayCap(req.principal);
-      const wanted = q.at ?? nowMicros();
-      const at = cap !== null && wanted > cap ? cap : wanted;
-      const deps = { db: ctx.db, lakeDir: ctx.config.lakeDir };
-      if (q.at === undefined) {
-        // The latest book is stamped with its own time, days old as it may be, not with the request's; the
-        // verification is of that instant too.
-        const book = await bookAt(deps, r, token, at, q.depth);
-        const stamp = (book.book_timestamp as string | null) ?? (book.timestamp as string);
-        const v = await verifiedAt(deps, token.token_id, parseIsoMicros(stamp)!);
-        res.locals.rows = 1;
-        return { ...book, timestamp: stamp, latest: true, verified: v.verified, checkpoint_timestamp: v.checkpoint };
-      }
-      const [book, v] = await Promise.all([bookAt(deps, r, token, at, q.depth), verifiedAt(deps, token.token_id, at)]);
-      res.locals.rows = 1;
-      return { ...book, latest: false, verified: v.verified, checkpoint_timestamp: v.checkpoint };
-    },
-  },
+    handler: getOrderbookSnapshot,
+  }),
 ];
+
+async function getOrderbookSnapshot({ query: q, req, res }: RouteInput<{ query: typeof SnapshotQuery }>, ctx: AppContext) {
+  const r = await ctx.markets.resolve(q.market_id);
+  const [token] = selectTokens(r, q.outcome);
+  if (!token) throw new NotFound('Market has no outcome tokens');
+  // The book's best bid/ask is the top of book: a delayed plan sees the book no later than its delay.
+  const cap = delayCap(req.principal);
+  const wanted = q.at ?? nowMicros();
+  const at = cap !== null && wanted > cap ? cap : wanted;
+  const deps = { db: ctx.db, lakeDir: ctx.config.lakeDir };
+  if (q.at === undefined) {
+    // The latest book is stamped with its own time, days old as it may be, not with the request's; the
+    // verification is of that instant too.
+    const book = await bookAt(deps, r, token, at, q.depth);
+    const stamp = (book.book_timestamp as string | null) ?? (book.timestamp as string);
+    const v = await verifiedAt(deps, token.token_id, parseIsoMicros(stamp)!);
+    res.locals.rows = 1;
+    return { ...book, timestamp: stamp, latest: true, verified: v.verified, checkpoint_timestamp: v.checkpoint };
+  }
+  const [book, v] = await Promise.all([bookAt(deps, r, token, at, q.depth), verifiedAt(deps, token.token_id, at)]);
+  res.locals.rows = 1;
+  return { ...book, latest: false, verified: v.verified, checkpoint_timestamp: v.checkpoint };
+}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import { lakeSources, runCount, runJsonRows } from '../../lake/runner.js';
 import { topOfBookCountQuery, topOfBookPageQuery } from '../../query/orderbook.js';
 import { TOP_OF_BOOK_SHAPE } from '../../query/shapes.js';
@@ -39,7 +40,7 @@ const TopQuery = z
   .superRefine((v, ctx) => checkWindow(v, ctx));
 
 export const topOfBookRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/orderbook/top_of_book',
     cost: 'query',
@@ -49,29 +50,30 @@ export const topOfBookRoutes: Route[] = [
     query: TopQuery,
     response: z.array(TopOfBookResponse),
     paged: true,
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof TopQuery>;
-      const r = await ctx.markets.resolve(q.market_id);
-      const tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
-      let end = q.end;
-      const cap = delayCap(req.principal);
-      if (cap !== null && (end === undefined || end > cap)) end = cap;
-      const lake = lakeSources(ctx.config.lakeDir);
-      // One row more than the page says whether later changes exist.
-      const rows = await runJsonRows(
-        ctx.db,
-        topOfBookPageQuery(lake, tokens, { start: q.start, end }, { limit: q.limit + 1, offset: q.offset }),
-        TOP_OF_BOOK_SHAPE,
-      );
-      const shown = rows.slice(0, q.limit);
-      if (rows.length > q.limit) {
-        // Oldest first: the rest is at or after the last change's instant (src/query/time-cursor.ts); "beyond" it is older.
-        const n = await nextByTime(shown, 'asc', { offset: q.offset, bound: q.start }, (at) =>
-          runCount(ctx.db, topOfBookCountQuery(lake, tokens, { start: q.start, end: at })),
-        );
-        setNextLink(req, res, ctx.config, { start: n.at, offset: n.offset });
-      }
-      return sendJsonText(res, { json: `[${shown.join(',')}]`, rows: shown.length });
-    },
-  },
+    handler: getTopOfBook,
+  }),
 ];
+
+async function getTopOfBook({ query: q, req, res }: RouteInput<{ query: typeof TopQuery }>, ctx: AppContext) {
+  const r = await ctx.markets.resolve(q.market_id);
+  const tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
+  let end = q.end;
+  const cap = delayCap(req.principal);
+  if (cap !== null && (end === undefined || end > cap)) end = cap;
+  const lake = lakeSources(ctx.config.lakeDir);
+  // One row more than the page says whether later changes exist.
+  const rows = await runJsonRows(
+    ctx.db,
+    topOfBookPageQuery(lake, tokens, { start: q.start, end }, { limit: q.limit + 1, offset: q.offset }),
+    TOP_OF_BOOK_SHAPE,
+  );
+  const shown = rows.slice(0, q.limit);
+  if (rows.length > q.limit) {
+    // Oldest first: the rest is at or after the last change's instant (src/query/time-cursor.ts); "beyond" it is older.
+    const n = await nextByTime(shown, 'asc', { offset: q.offset, bound: q.start }, (at) =>
+      runCount(ctx.db, topOfBookCountQuery(lake, tokens, { start: q.start, end: at })),
+    );
+    setNextLink(req, res, ctx.config, { start: n.at, offset: n.offset });
+  }
+  return sendJsonText(res, { json: `[${shown.join(',')}]`, rows: shown.length });
+}

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { listOrders, orderItems } from '../../state/billing.js';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import { OrderResponse } from '../account-schemas.js';
 import { usagePricing } from '../billing/pricing.js';
 import { orderView } from './views.js';
@@ -10,16 +11,16 @@ import { orderView } from './views.js';
 const ListQuery = z.object({ limit: z.coerce.number().int().min(1).max(200).default(20) });
 
 export const orderListRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/orders/estimate',
     cost: 'cheap',
     auth: 'key',
     tag: 'Orders',
     summary: 'Constants for a live order-cost estimate: rate per MB, bytes per row, minimum order',
-    handler: async () => usagePricing(),
-  },
-  {
+    handler: estimateOrders,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/orders',
     cost: 'cheap',
@@ -28,10 +29,15 @@ export const orderListRoutes: Route[] = [
     summary: "The caller's orders, newest first",
     query: ListQuery,
     response: z.array(OrderResponse),
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof ListQuery>;
-      const orders = await listOrders(ctx.state, req.principal!.userId, q.limit);
-      return Promise.all(orders.map(async (o) => orderView(o, await orderItems(ctx.state, o.id))));
-    },
-  },
+    handler: getOrders,
+  }),
 ];
+
+async function estimateOrders() {
+  return usagePricing();
+}
+
+async function getOrders({ query: q, req }: RouteInput<{ query: typeof ListQuery }>, ctx: AppContext) {
+  const orders = await listOrders(ctx.state, req.principal!.userId, q.limit);
+  return Promise.all(orders.map(async (o) => orderView(o, await orderItems(ctx.state, o.id))));
+}

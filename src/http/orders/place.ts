@@ -6,7 +6,7 @@ import { BYTES_PER_ROW, LEGACY_MINIMUM_ORDER_USD, REFERENCE_RATE_PER_MB } from '
 import { findOrderByKey, orderItems, placeOrder, type PricedItem } from '../../state/billing.js';
 import { BadRequest, NotFound, PaymentRequired, Unauthorized } from '../../errors.js';
 import type { AppContext } from '../context.js';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
 import { isoDateTime, timeframeParam } from '../params.js';
 import { OrderResponse } from '../account-schemas.js';
 import { orderView } from './views.js';
@@ -102,7 +102,7 @@ async function priceItems(ctx: AppContext, ent: Entitlement, items: z.infer<type
 }
 
 export const orderPlaceRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'post',
     path: '/v1/orders',
     cost: 'cheap',
@@ -113,32 +113,33 @@ export const orderPlaceRoutes: Route[] = [
     summary: 'Place an order from credits (402 "Insufficient credits" when short; idempotent by idempotency_key)',
     body: CreateOrderBody.meta({ id: 'CreateOrderRequest' }),
     response: OrderResponse,
-    handler: async (req, res, ctx) => {
-      const body = res.locals.body as z.infer<typeof CreateOrderBody>;
-      const user = await ctx.state.getUser(req.principal!.userId);
-      if (!user) throw new Unauthorized();
-      // A repeat of a placed order answers at once, without sizing or charging again.
-      const prior = body.idempotency_key ? await findOrderByKey(ctx.state, user.id, body.idempotency_key) : undefined;
-      if (prior) return { ...orderView(prior, await orderItems(ctx.state, prior.id)), replayed: true };
-      const at = new Date();
-      const ent = await entitlementOf(ctx.state, user, at);
-      const expires = new Date(at.getTime() + REDOWNLOAD_DAYS * 86_400_000).toISOString();
-      const priced = await priceItems(ctx, ent, body.items, expires);
-      const sum = priced.reduce((s, i) => s + i.cost_cents, 0);
-      const charged = priced.some((i) => i.status === 'paid');
-      const minimumCents = LEGACY_MINIMUM_ORDER_USD * 100;
-      const total = charged ? Math.max(sum, minimumCents) : 0;
-      const out = await placeOrder(ctx.state, {
-        userId: user.id,
-        idempotencyKey: body.idempotency_key ?? null,
-        items: priced,
-        totalCents: total,
-        minimumApplied: charged && sum < minimumCents,
-        at,
-      });
-      if (out.outcome === 'insufficient') throw new PaymentRequired('Insufficient credits');
-      req.log.info({ order: out.order.id, outcome: out.outcome, total_cents: out.order.total_cost_cents }, 'order');
-      return { ...orderView(out.order, out.items), replayed: out.outcome === 'replayed' };
-    },
-  },
+    handler: postOrders,
+  }),
 ];
+
+async function postOrders({ body, req }: RouteInput<{ body: typeof CreateOrderBody }>, ctx: AppContext) {
+  const user = await ctx.state.getUser(req.principal!.userId);
+  if (!user) throw new Unauthorized();
+  // A repeat of a placed order answers at once, without sizing or charging again.
+  const prior = body.idempotency_key ? await findOrderByKey(ctx.state, user.id, body.idempotency_key) : undefined;
+  if (prior) return { ...orderView(prior, await orderItems(ctx.state, prior.id)), replayed: true };
+  const at = new Date();
+  const ent = await entitlementOf(ctx.state, user, at);
+  const expires = new Date(at.getTime() + REDOWNLOAD_DAYS * 86_400_000).toISOString();
+  const priced = await priceItems(ctx, ent, body.items, expires);
+  const sum = priced.reduce((s, i) => s + i.cost_cents, 0);
+  const charged = priced.some((i) => i.status === 'paid');
+  const minimumCents = LEGACY_MINIMUM_ORDER_USD * 100;
+  const total = charged ? Math.max(sum, minimumCents) : 0;
+  const out = await placeOrder(ctx.state, {
+    userId: user.id,
+    idempotencyKey: body.idempotency_key ?? null,
+    items: priced,
+    totalCents: total,
+    minimumApplied: charged && sum < minimumCents,
+    at,
+  });
+  if (out.outcome === 'insufficient') throw new PaymentRequired('Insufficient credits');
+  req.log.info({ order: out.order.id, outcome: out.outcome, total_cents: out.order.total_cost_cents }, 'order');
+  return { ...orderView(out.order, out.items), replayed: out.outcome === 'replayed' };
+}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import type { Row } from '../../lake/runner.js';
 import { lakeSources, runQuery } from '../../lake/runner.js';
 import { NotFound } from '../../errors.js';
@@ -82,7 +83,7 @@ export function publicMarketOut(m: Row): Row {
 }
 
 export const publicMarketRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/public/markets',
     cost: 'cheap',
@@ -91,14 +92,9 @@ export const publicMarketRoutes: Route[] = [
     summary: 'The curated public index: markets with volume and data, by volume (no key needed)',
     query: PublicMarketsQuery,
     response: z.array(PublicMarketSummary),
-    handler: async (_req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof PublicMarketsQuery>;
-      const rows = (await runQuery(ctx.db, publicMarketsQuery(lakeSources(ctx.config.lakeDir), q))).map(publicSummaryOut);
-      res.locals.rows = rows.length;
-      return rows;
-    },
-  },
-  {
+    handler: listPublicMarkets,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/public/markets/:market_id',
     cost: 'cheap',
@@ -107,12 +103,20 @@ export const publicMarketRoutes: Route[] = [
     summary: "One market's crawlable metadata (numeric id or an outcome token id; no key needed)",
     params: MarketPath,
     response: PublicMarket,
-    handler: async (_req, res, ctx) => {
-      const { market } = await ctx.markets.resolve(res.locals.params.market_id);
-      // As the anchor: a market holding no data has no public page (its client documents the 404).
-      if (Number(market.trade_count ?? 0) === 0 && Number(market.orderbook_count ?? 0) === 0) throw new NotFound('Market not found');
-      res.locals.rows = 1;
-      return publicMarketOut(market);
-    },
-  },
+    handler: getPublicMarket,
+  }),
 ];
+
+async function listPublicMarkets({ query: q, res }: RouteInput<{ query: typeof PublicMarketsQuery }>, ctx: AppContext) {
+  const rows = (await runQuery(ctx.db, publicMarketsQuery(lakeSources(ctx.config.lakeDir), q))).map(publicSummaryOut);
+  res.locals.rows = rows.length;
+  return rows;
+}
+
+async function getPublicMarket({ params, res }: RouteInput<{ params: typeof MarketPath }>, ctx: AppContext) {
+  const { market } = await ctx.markets.resolve(params.market_id);
+  // As the anchor: a market holding no data has no public page (its client documents the 404).
+  if (Number(market.trade_count ?? 0) === 0 && Number(market.orderbook_count ?? 0) === 0) throw new NotFound('Market not found');
+  res.locals.rows = 1;
+  return publicMarketOut(market);
+}

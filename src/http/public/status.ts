@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import { lakeVersion } from '../../lake/versions.js';
 import { HOME_CSP, homePage } from '../pages/home.js';
 
@@ -44,7 +45,7 @@ const StatusResponse = z
   .meta({ id: 'StatusResponse' });
 
 export const statusRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/',
     cost: 'cheap',
@@ -55,19 +56,9 @@ export const statusRoutes: Route[] = [
     summary: 'Service name and version, and where its documents are (a browser asking for text/html gets a home page linking them)',
     response: RootResponse,
     produces: ['text/html'],
-    handler: async (req, res, ctx) => {
-      res.vary('Accept');
-      // HTML only when the client ranks it above JSON, as a browser's Accept does; */*, application/json, an
-      // unrelated type or no Accept at all keep the JSON (a tie that the client's list leaves open goes to JSON).
-      if (req.accepts(['application/json', 'text/html']) !== 'text/html') return ROOT;
-      const lake = lakeVersion(ctx.config.lakeDir);
-      res.setHeader('Content-Type', 'text/html; charset=utf-8');
-      res.setHeader('Content-Security-Policy', HOME_CSP);
-      res.send(homePage(API_VERSION, { ...ROOT, charts: '/charts' }, { version: lake.version, publishedAt: lake.publishedAt }));
-      return undefined;
-    },
-  },
-  {
+    handler: getRoot,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/status',
     cost: 'cheap',
@@ -76,20 +67,34 @@ export const statusRoutes: Route[] = [
     tag: 'System',
     summary: 'Public system status: the API and the lake version it serves (no key needed)',
     response: StatusResponse,
-    handler: async (_req, _res, ctx) => {
-      const lake = lakeVersion(ctx.config.lakeDir);
-      const lakeStatus = lake.hasFiles('markets') ? 'operational' : 'no_data';
-      return {
-        status: lakeStatus,
-        version: API_VERSION,
-        components: [
-          { name: 'api', status: 'operational' },
-          { name: 'lake', status: lakeStatus },
-        ],
-        lake_version: lake.version,
-        lake_published_at: lake.publishedAt,
-        checked_at: new Date().toISOString(),
-      };
-    },
-  },
+    handler: getStatus,
+  }),
 ];
+
+async function getRoot({ req, res }: RouteInput, ctx: AppContext) {
+  res.vary('Accept');
+  // HTML only when the client ranks it above JSON, as a browser's Accept does; */*, application/json, an
+  // unrelated type or no Accept at all keep the JSON (a tie that the client's list leaves open goes to JSON).
+  if (req.accepts(['application/json', 'text/html']) !== 'text/html') return ROOT;
+  const lake = lakeVersion(ctx.config.lakeDir);
+  res.setHeader('Content-Type', 'text/html; charset=utf-8');
+  res.setHeader('Content-Security-Policy', HOME_CSP);
+  res.send(homePage(API_VERSION, { ...ROOT, charts: '/charts' }, { version: lake.version, publishedAt: lake.publishedAt }));
+  return undefined;
+}
+
+async function getStatus(_input: RouteInput, ctx: AppContext) {
+  const lake = lakeVersion(ctx.config.lakeDir);
+  const lakeStatus = lake.hasFiles('markets') ? 'operational' : 'no_data';
+  return {
+    status: lakeStatus,
+    version: API_VERSION,
+    components: [
+      { name: 'api', status: 'operational' },
+      { name: 'lake', status: lakeStatus },
+    ],
+    lake_version: lake.version,
+    lake_published_at: lake.publishedAt,
+    checked_at: new Date().toISOString(),
+  };
+}

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { listPulls, type PullRow } from '../../state/pulls.js';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 import { DownloadHistoryResponse } from '../account-schemas.js';
 
 /** GET /v1/user/downloads: the caller's download and export history. */
@@ -38,7 +39,7 @@ function downloadView(p: PullRow) {
 }
 
 export const userHistoryRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/user/downloads',
     cost: 'cheap',
@@ -47,9 +48,10 @@ export const userHistoryRoutes: Route[] = [
     summary: 'Download history: every download and export with rows, bytes and status, newest first',
     query: DownloadsQuery,
     response: z.array(DownloadHistoryResponse),
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof DownloadsQuery>;
-      return (await listPulls(ctx.state, req.principal!.userId, { limit: q.limit, offset: q.offset, status: q.status ?? undefined })).map(downloadView);
-    },
-  },
+    handler: listUserDownloads,
+  }),
 ];
+
+async function listUserDownloads({ query: q, req }: RouteInput<{ query: typeof DownloadsQuery }>, ctx: AppContext) {
+  return (await listPulls(ctx.state, req.principal!.userId, { limit: q.limit, offset: q.offset, status: q.status ?? undefined })).map(downloadView);
+}

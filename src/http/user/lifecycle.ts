@@ -1,7 +1,8 @@
 import type { Request } from 'express';
 import { z } from 'zod';
 import { cancelDeletion, confirmDeletion, exportMyData, originOf, privacyEvents, requestDeletion } from '../../accounts/lifecycle.js';
-import type { Route } from '../route.js';
+import { defineRoute, type Route, type RouteInput } from '../route.js';
+import type { AppContext } from '../context.js';
 
 /**
  * The account lifecycle, as the anchor serves it: data export, the privacy-event log and deletion request with
@@ -36,7 +37,7 @@ const PrivacyEventResponse = z
 const origin = (req: Request) => originOf(req.ip, req.get('user-agent'));
 
 export const userLifecycleRoutes: Route[] = [
-  {
+  defineRoute({
     method: 'get',
     path: '/v1/user/data-export',
     cost: 'cheap',
@@ -44,13 +45,9 @@ export const userLifecycleRoutes: Route[] = [
     credentials: 'jwt',
     tag: 'User',
     summary: 'Export my data: every record held about the signed-in user as one JSON document (no key hashes)',
-    handler: async (req, _res, ctx) => {
-      const p = req.principal!;
-      req.log.info({ user: p.userId }, 'data export');
-      return await exportMyData(ctx.state, p.userId, origin(req));
-    },
-  },
-  {
+    handler: exportUserData,
+  }),
+  defineRoute({
     method: 'get',
     path: '/v1/user/privacy-events',
     cost: 'cheap',
@@ -60,12 +57,9 @@ export const userLifecycleRoutes: Route[] = [
     summary: "The signed-in user's privacy audit trail (data exports, deletion requests, keys revoked by deletion), newest first",
     query: PrivacyEventsQuery,
     response: z.array(PrivacyEventResponse),
-    handler: async (req, res, ctx) => {
-      const q = res.locals.query as z.infer<typeof PrivacyEventsQuery>;
-      return await privacyEvents(ctx.state, req.principal!.userId, q.limit, q.offset);
-    },
-  },
-  {
+    handler: listPrivacyEvents,
+  }),
+  defineRoute({
     method: 'post',
     path: '/v1/user/delete-request',
     cost: 'cheap',
@@ -74,15 +68,9 @@ export const userLifecycleRoutes: Route[] = [
     tag: 'User',
     summary: 'Request account deletion: returns a one-time token (24 h) for delete-confirm or delete-cancel',
     body: DeleteAccountRequest,
-    handler: async (req, res, ctx) => {
-      const body = res.locals.body as z.infer<typeof DeleteAccountRequest>;
-      const p = req.principal!;
-      const out = await requestDeletion(ctx.state, p.userId, body.reason ?? null, origin(req));
-      req.log.info({ user: p.userId, request_id: out.request_id }, 'account deletion requested');
-      return out;
-    },
-  },
-  {
+    handler: postDeleteRequest,
+  }),
+  defineRoute({
     method: 'post',
     path: '/v1/user/delete-confirm',
     cost: 'cheap',
@@ -91,16 +79,9 @@ export const userLifecycleRoutes: Route[] = [
     summary:
       'Confirm account deletion with the token: revokes every key and earlier dashboard token at once, erases personal data and export files, keeps billing records',
     body: DeleteConfirmRequest,
-    handler: async (req, res, ctx) => {
-      const body = res.locals.body as z.infer<typeof DeleteConfirmRequest>;
-      const out = await confirmDeletion(ctx.state, body.token);
-      req.log.info({ request_id: out.request_id, keys_revoked: out.keys_revoked }, 'account deleted');
-      // Its export files go before the answer (the export service's sweep retries what the store refuses now).
-      await ctx.exports.purgeDeleted();
-      return out;
-    },
-  },
-  {
+    handler: postDeleteConfirm,
+  }),
+  defineRoute({
     method: 'post',
     path: '/v1/user/delete-cancel',
     cost: 'cheap',
@@ -108,11 +89,37 @@ export const userLifecycleRoutes: Route[] = [
     tag: 'User',
     summary: 'Cancel a pending account deletion with its token',
     body: DeleteConfirmRequest,
-    handler: async (req, res, ctx) => {
-      const body = res.locals.body as z.infer<typeof DeleteConfirmRequest>;
-      const out = await cancelDeletion(ctx.state, body.token, origin(req));
-      req.log.info({ request_id: out.request_id }, 'account deletion cancelled');
-      return out;
-    },
-  },
+    handler: postDeleteCancel,
+  }),
 ];
+
+async function exportUserData({ req }: RouteInput, ctx: AppContext) {
+  const p = req.principal!;
+  req.log.info({ user: p.userId }, 'data export');
+  return await exportMyData(ctx.state, p.userId, origin(req));
+}
+
+async function listPrivacyEvents({ query: q, req }: RouteInput<{ query: typeof PrivacyEventsQuery }>, ctx: AppContext) {
+  return await privacyEvents(ctx.state, req.principal!.userId, q.limit, q.offset);
+}
+
+async function postDeleteRequest({ body, req }: RouteInput<{ body: typeof DeleteAccountRequest }>, ctx: AppContext) {
+  const p = req.principal!;
+  const out = await requestDeletion(ctx.state, p.userId, body.reason ?? null, origin(req));
+  req.log.info({ user: p.userId, request_id: out.request_id }, 'account deletion requested');
+  return out;
+}
+
+async function postDeleteConfirm({ body, req }: RouteInput<{ body: typeof DeleteConfirmRequest }>, ctx: AppContext) {
+  const out = await confirmDeletion(ctx.state, body.token);
+  req.log.info({ request_id: out.request_id, keys_revoked: out.keys_revoked }, 'account deleted');
+  // Its export files go before the answer (the export service's sweep retries what the store refuses now).
+  await ctx.exports.purgeDeleted();
+  return out;
+}
+
+async function postDeleteCancel({ body, req }: RouteInput<{ body: typeof DeleteConfirmRequest }>, ctx: AppContext) {
+  const out = await cancelDeletion(ctx.state, body.token, origin(req));
+  req.log.info({ request_id: out.request_id }, 'account deletion cancelled');
+  return out;
+}
