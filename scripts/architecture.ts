@@ -15,7 +15,9 @@ import { KIND_IDS } from '../src/catalogue/kinds.js';
  *   (e) src/ imports nothing from bench/ or test/;
  *   (f) no import climbs from a lower layer into one above it (UPWARD: src/s3/ is below src/exports/);
  *   (g) a data kind is declared only in the catalogue: outside src/catalogue/, no array literal (a z.enum, a
- *       Set) or union type in src/ lists kinds (two or more kind ids, most of its members).
+ *       Set) or union type in src/ lists kinds (two or more kind ids, most of its members);
+ *   (h) in src/http/, a route's handler is a named function (`handler: listMarkets`, made with defineRoute) and
+ *       reads its query, path and body from its typed input, never from res.locals.
  * Imports are read with TypeScript's own scanner (`import … from`, `export … from`, `import type`, side-effect
  * imports and `import('literal')`, which eslint's no-restricted-imports does not see), so comments and strings
  * that merely look like imports do not count.
@@ -25,7 +27,7 @@ export const REPO = path.resolve(import.meta.dirname, '..');
 
 export type Graph = Map<string, string[]>;
 export type Edge = { from: string; to: string };
-export type Rule = 'cycles' | 'into-http' | 'express' | 'read_parquet' | 'bench-or-test' | 'upward' | 'kind-lists';
+export type Rule = 'cycles' | 'into-http' | 'express' | 'read_parquet' | 'bench-or-test' | 'upward' | 'kind-lists' | 'named-handlers';
 export const RULES: Record<Rule, string> = {
   cycles: '(a) no import cycles among src/ and ingest/',
   'into-http': '(b) nothing outside src/http/ imports src/http/ except src/server.ts',
@@ -34,10 +36,14 @@ export const RULES: Record<Rule, string> = {
   'bench-or-test': '(e) src/ imports nothing from bench/ or test/',
   upward: '(f) no import climbs into a layer above (src/s3/ does not import src/exports/)',
   'kind-lists': '(g) data kinds are listed only in src/catalogue/ (derive the list from it)',
+  'named-handlers': '(h) src/http/ route handlers are named functions reading a typed input, not res.locals.query/params/body',
 };
 
 /** Pairs [lower, upper] of directories: nothing under the first imports anything under the second. */
 export const UPWARD: [string, string][] = [['src/s3/', 'src/exports/']];
+
+/** A route row whose handler is written in place (an arrow or function expression), or a read of the gate's old res.locals fields. */
+export const UNNAMED_HANDLER = /\bhandler:\s*(async\b|function\b|\(|[A-Za-z_$][\w$]*\s*=>)|\bres\.locals\.(query|params|body)\b/;
 
 /** Every module specifier a TypeScript source names (static, type-only, re-exports, literal dynamic imports). */
 export function importsOf(source: string): string[] {
@@ -185,6 +191,12 @@ export function checkArchitecture(root = REPO): { files: number; edges: number; 
   const kindListLines = tsFiles(root, 'src')
     .filter((f) => !f.startsWith('src/catalogue/'))
     .flatMap((f) => kindLists(fs.readFileSync(path.join(root, f), 'utf8'), kinds).map((line) => `${f}:${line}`));
+  const handlerLines = tsFiles(root, 'src/http').flatMap((f) =>
+    fs
+      .readFileSync(path.join(root, f), 'utf8')
+      .split('\n')
+      .flatMap((line, i) => (UNNAMED_HANDLER.test(line) ? [`${f}:${i + 1}`] : [])),
+  );
   return {
     files: core.length,
     edges: edges.filter((e) => graph.has(e.to)).length,
@@ -196,6 +208,7 @@ export function checkArchitecture(root = REPO): { files: number; edges: number; 
       'bench-or-test': show(edges.filter((e) => e.from.startsWith('src/') && /^(bench|test)\//.test(e.to))),
       upward: show(edges.filter((e) => UPWARD.some(([lower, upper]) => e.from.startsWith(lower) && e.to.startsWith(upper)))),
       'kind-lists': kindListLines,
+      'named-handlers': handlerLines,
     },
   };
 }

@@ -89,6 +89,6 @@ export function defineRoute<
   Q extends z.ZodType | undefined = undefined,
   P extends z.ZodType | undefined = undefined,
   B extends z.ZodType | undefined = undefined,
->(route: RouteMeta & { query?: Q; params?: P; body?: B; handler: Handler<{ query: Q; params: P; body: B }> }): Route {
+>(route: RouteMeta & { query?: Q; params?: P; body?: B; handler: Handler<NoInfer<{ query: Q; params: P; body: B }>> }): Route {
   return route;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkArchitecture, findCycles, importsOf, kindLists, packageOf, resolveSpecifier, type Graph } from '../../scripts/architecture.js';
+import { checkArchitecture, findCycles, importsOf, kindLists, packageOf, resolveSpecifier, UNNAMED_HANDLER, type Graph } from '../../scripts/architecture.js';
 
 // The rules and how imports are read: scripts/architecture.ts (which `npm run lint` also runs).
 
@@ -60,6 +60,21 @@ describe('architecture helpers (so the checks below can fail)', () => {
     ].join('\n');
     expect(kindLists(source, ids)).toEqual([1, 2, 3]);
   });
+
+  it('tells a named route handler from one written in place or reading res.locals', () => {
+    for (const line of ['    handler: listMarkets,', '      handler: getOpenApi,', ' * `defineRoute({ …, handler: listX })`.'])
+      expect(UNNAMED_HANDLER.test(line)).toBe(false);
+    for (const line of [
+      '    handler: async (req, res, ctx) => {',
+      '    handler: (req) => x(req),',
+      '    handler: async () => ({ ok: true }),',
+      '    handler: function (req) {',
+      '    handler: req => x(req),',
+      '  const q = res.locals.query as z.infer<typeof Q>;',
+      '  await resolve(res.locals.params.market_id);',
+    ])
+      expect(UNNAMED_HANDLER.test(line)).toBe(true);
+  });
 });
 
 describe('architecture of src/ and ingest/', () => {
@@ -96,5 +111,9 @@ describe('architecture of src/ and ingest/', () => {
 
   it('(g) data kinds are listed only in src/catalogue/', () => {
     expect(offenders['kind-lists']).toEqual([]);
+  });
+
+  it('(h) src/http/ route handlers are named functions reading their typed input, not res.locals', () => {
+    expect(offenders['named-handlers']).toEqual([]);
   });
 });
