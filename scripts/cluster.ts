@@ -7,6 +7,7 @@ import { REPO, spawnUntil, stopChild } from '../bench/server.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { startTestRedis } from '../test/helpers/redis.js';
 import { buildDemoLake, busiestMarket } from '../src/commands/demo.js';
+import { LakeSession } from '../src/lake/session.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { startLocalS3 } from '../src/s3/local.js';
@@ -84,7 +85,7 @@ async function main(): Promise<void> {
 
   const url = `http://127.0.0.1:${frontPort}`;
   const duck = await DuckDBInstance.create(':memory:');
-  const market = (await busiestMarket(duck, base.lakeDir)) ?? '<market id>';
+  const market = (await busiestMarket(new LakeSession(duck, base.lakeDir))) ?? '<market id>';
   duck.closeSync();
   out.write(`\npmlake cluster: front ${url} → replicas ${replicas.join(', ')}; one export worker; logs in ${dir}/\n`);
   out.write(`  PMLAKE_DATABASE_URL=${databaseUrl.replace(/:[^:@/]+@/, ':***@')}\n  PMLAKE_REDIS_URL=${redisUrl}\n  PMLAKE_S3_ENDPOINT=${s3.endpoint}\n`);

@@ -7,6 +7,7 @@ import { downloadIdPrefix, sqliteMeter } from './accounts/usage.js';
 import type { Config } from './config.js';
 import { ExportService } from './exports/service.js';
 import { openLakeDb } from './lake/duckdb.js';
+import { LakeSession } from './lake/session.js';
 import { holdFifoRoot } from './lake/stream.js';
 import { openLimits, type Limits } from './limits/index.js';
 import type { Logger } from './log.js';
@@ -24,6 +25,11 @@ export type Core = {
   readonly config: Config;
   readonly log: Logger;
   readonly db: DuckDBInstance;
+  /**
+   * A new lake session (src/lake/session.ts): the lake database and one version, pinned at first use. The HTTP
+   * gate opens one per request, the export worker one per job.
+   */
+  readonly lakeSession: () => LakeSession;
   /** The state database: the embedded SQLite file, or PostgreSQL shared by every replica (PMLAKE_DATABASE_URL). */
   readonly state: StateStore;
   /** The replica's name: PMLAKE_REPLICA_ID, else host and port (src/accounts/usage.ts downloadIdPrefix). */
@@ -73,14 +79,17 @@ export async function buildCore(config: Config, log: Logger, role: 'serve' | 'wo
     log.info({ limits: limits.where }, 'limits');
     const replica = config.replicaId ?? `${os.hostname()}:${config.port}`;
     const meter = sqliteMeter(state, { log, downloadRate: limits.downloadRate, downloadIdPrefix: downloadIdPrefix(replica) });
-    const markets = new MarketResolver({ db, lakeDir: config.lakeDir });
-    const exports = new ExportService({ db, lakeDir: config.lakeDir, markets, state, meter, log, config });
+    const lakeDir = config.lakeDir;
+    const lakeSession = (): LakeSession => new LakeSession(db, lakeDir);
+    const markets = new MarketResolver();
+    const exports = new ExportService({ lakeSession, markets, state, meter, log, config });
     const opened = state;
     const openedLimits = limits;
     return {
       config,
       log,
       db,
+      lakeSession,
       state,
       replica,
       meter,

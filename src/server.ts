@@ -31,6 +31,7 @@ async function buildServe(config: Config, log: Logger): Promise<{ core: Core; ct
     config: core.config,
     log: core.log,
     db: core.db,
+    lakeSession: core.lakeSession,
     state: core.state,
     replica: core.replica,
     auth,

@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { lakeSources } from '../../src/lake/runner.js';
+import { versionSources } from '../../src/lake/sources.js';
+import { currentVersion } from '../../src/lake/versions.js';
 import { tradesDownload } from '../../src/query/downloads.js';
 import { checkStatus, qs, request } from '../http.js';
 import { peakTracker } from '../proc.js';
@@ -56,7 +57,7 @@ function scenario(name: string, format: 'csv' | 'parquet'): Scenario {
     async run(ctx: BenchContext): Promise<ScenarioRow[]> {
       const top = ctx.lake.facts.topMarkets;
       if (top.length === 0) throw new NotAvailable('no trades in the bench lake');
-      const lake = lakeSources(ctx.lake.lakeDir);
+      const lake = versionSources(currentVersion(ctx.lake.lakeDir));
       const file = path.join(ctx.workDir, `baseline.${format}`);
       const out: ScenarioRow[] = [];
 

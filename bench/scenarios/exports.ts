@@ -1,4 +1,5 @@
-import { lakeSources } from '../../src/lake/runner.js';
+import { versionSources } from '../../src/lake/sources.js';
+import { currentVersion } from '../../src/lake/versions.js';
 import { l2LevelsDownload } from '../../src/query/downloads.js';
 import path from 'node:path';
 import { requestJson } from '../http.js';
@@ -33,7 +34,7 @@ export const exportL2Month: Scenario = {
     const b = ctx.lake.facts.busiestL2;
     if (!b.assetId || !b.marketId || !b.month) throw new NotAvailable('no L2 tape in the bench lake');
     const { start, end } = monthWindow(b.month, b.from, b.to);
-    const lake = lakeSources(ctx.lake.lakeDir);
+    const lake = versionSources(currentVersion(ctx.lake.lakeDir));
     const q = l2LevelsDownload(lake, b.conditionId, { start: BigInt(Date.parse(start)) * 1000n, end: BigInt(Date.parse(end)) * 1000n }, null, 'parquet');
     let round = 0;
 

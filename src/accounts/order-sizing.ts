@@ -1,5 +1,4 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
-import { hasFiles, lakeSources, runCount } from '../lake/runner.js';
+import type { LakeSession } from '../lake/session.js';
 import { orderCatalogCountQuery, orderItemRowsQuery, ORDER_SOURCES, type ItemSelector, type OrderDataType } from '../query/order-sizing.js';
 import type { Window } from '../query/common.js';
 import { parseTimeframe, type Timeframe } from '../timeframe.js';
@@ -7,7 +6,7 @@ import { parseTimeframe, type Timeframe } from '../timeframe.js';
 /**
  * Row counts for legacy order items, read from the lake: the rows the item's download would return, times
  * the per-type bytes-per-row of the legacy size model, price the item. The counts are the builders'
- * (src/query/order-sizing.ts), run by the lake runner over the request's lake version.
+ * (src/query/order-sizing.ts), run in the request's lake session.
  */
 export type { ItemSelector, OrderDataType } from '../query/order-sizing.js';
 
@@ -19,18 +18,16 @@ export type OrderTimeframe = string | Timeframe;
 
 /** Rows for an item, or null when the market/series is not in the catalogue. */
 export async function sizeItem(
-  db: DuckDBInstance,
-  lakeDir: string,
+  lake: LakeSession,
   t: OrderDataType,
   sel: ItemSelector,
   w: { start?: string | null | undefined; end?: string | null | undefined },
   timeframe: OrderTimeframe = '1h',
 ): Promise<number | null> {
-  if (!hasFiles(lakeDir, 'markets')) return null;
-  const lake = lakeSources(lakeDir);
-  if ((await runCount(db, orderCatalogCountQuery(lake, sel))) === 0) return null;
-  if (!hasFiles(lakeDir, ORDER_SOURCES[t].dataset)) return 0;
-  return runCount(db, orderItemRowsQuery(lake, t, sel, windowOf(w), orderTimeframe(timeframe)));
+  if (!lake.hasFiles('markets')) return null;
+  if ((await lake.count(orderCatalogCountQuery(lake.sources, sel))) === 0) return null;
+  if (!lake.hasFiles(ORDER_SOURCES[t].dataset)) return 0;
+  return lake.count(orderItemRowsQuery(lake.sources, t, sel, windowOf(w), orderTimeframe(timeframe)));
 }
 
 /** The window in microseconds, at the millisecond precision of the ISO texts orders carry. */

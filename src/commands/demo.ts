@@ -1,5 +1,4 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
-import { lakeSources, runOne } from '../lake/runner.js';
+import type { LakeSession } from '../lake/session.js';
 import { busiestMarketQuery } from '../query/markets.js';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -59,7 +58,7 @@ export async function demoCommand(_args: string[]): Promise<number> {
   const freeUser = await store.upsertUser('demo-free@pmlake.local', 'free');
   const proKey = (await store.createApiKey({ userId: proUser.id, name: 'demo professional', prefix: config.keyPrefix })).plaintext;
   const freeKey = (await store.createApiKey({ userId: freeUser.id, name: 'demo free', prefix: config.keyPrefix })).plaintext;
-  const market = await busiestMarket(running.ctx.db, config.lakeDir);
+  const market = await busiestMarket(running.ctx.lakeSession());
 
   out.write(`\npmlake listening on ${running.url}\n`);
   out.write(`  professional key: ${proKey}\n  free key:         ${freeKey}\n`);
@@ -98,7 +97,7 @@ export async function buildDemoLake(config: Pick<Config, 'lakeDir' | 'snapshotSe
 }
 
 /** The market with the most trades, so the printed curl line returns candles. */
-export async function busiestMarket(db: DuckDBInstance, lakeDir: string): Promise<string | null> {
-  const row = await runOne(db, busiestMarketQuery(lakeSources(lakeDir)));
+export async function busiestMarket(lake: LakeSession): Promise<string | null> {
+  const row = await lake.one(busiestMarketQuery(lake.sources));
   return row ? String(row.id) : null;
 }

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import type { Writable } from 'node:stream';
 import type { UsageTicket } from '../accounts/meter.js';
 import type { Principal } from '../accounts/principal.js';
-import { startCopy, type CopyStream } from '../lake/stream.js';
+import type { CopyStream } from '../lake/stream.js';
 import { planDownload, type DownloadPlan, type PlanDeps } from './plan.js';
 import { preflight, type SendDeps } from './send.js';
 import type { PullSpec } from './spec.js';
@@ -100,7 +100,7 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
   try {
     for (const [i, p] of plans.entries()) {
       const name = `${String(i + 1).padStart(2, '0')}_${p.fileName}`;
-      const copy = await startCopy(deps.db, p.query, p.format);
+      const copy = await deps.lake.copy(p.query, p.format);
       current = copy;
       const head = await preflight(copy.stream);
       const request = { ...items[i]!.echo, start: p.start, end: p.end, timeframe: p.timeframe ?? null };
@@ -144,7 +144,7 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
     }
     current = null;
     // Read after the items, in the same lake version: a batch job can refuse the days it cannot trust.
-    for (const [i, p] of plans.entries()) if (p.coverage) manifest[i]!.coverage = await pullCoverage(deps, p.coverage.scope, p.coverage.window);
+    for (const [i, p] of plans.entries()) if (p.coverage) manifest[i]!.coverage = await pullCoverage(deps.lake, p.coverage.scope, p.coverage.window);
     const totals = manifest.reduce((a, m) => ({ rows: a.rows + m.rows, bytes: a.bytes + m.bytes }), { rows: 0, bytes: 0 });
     await zip.addBuffer(
       'manifest.json',

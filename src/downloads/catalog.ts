@@ -1,6 +1,6 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
 import { REFERENCE_RATE_PER_MB } from '../accounts/plans.js';
-import { lakeSources, runOne, type Row } from '../lake/runner.js';
+import type { LakeSession } from '../lake/session.js';
+import type { Row } from '../lake/values.js';
 import { StampedCache } from '../lake/stamp.js';
 import { rawDatasetsSummaryQuery } from '../query/downloads.js';
 
@@ -77,16 +77,15 @@ export function parseOptionsSeries(id: string): { venue: string; underlying: str
  */
 const listing = new StampedCache<{ data: Row[]; meta: { count: number } }>({ maxEntries: 16 });
 
-export async function rawDatasetsListing(db: DuckDBInstance, lakeDir: string): Promise<{ data: Row[]; meta: { count: number } }> {
-  return (await listing.get(lakeDir, 'raw-datasets', () => computeListing(db, lakeDir))).value;
+export async function rawDatasetsListing(lake: LakeSession): Promise<{ data: Row[]; meta: { count: number } }> {
+  return (await listing.get(lake, 'raw-datasets', () => computeListing(lake))).value;
 }
 
-async function computeListing(db: DuckDBInstance, lakeDir: string): Promise<{ data: Row[]; meta: { count: number } }> {
+async function computeListing(lake: LakeSession): Promise<{ data: Row[]; meta: { count: number } }> {
   const r =
-    (await runOne(
-      db,
+    (await lake.one(
       rawDatasetsSummaryQuery(
-        lakeSources(lakeDir),
+        lake.sources,
         RAW_DATASETS.map((d) => d.eventTypes),
       ),
     )) ?? {};

@@ -1,5 +1,4 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
-import { lakeSources, runQuery } from '../lake/runner.js';
+import type { LakeSession } from '../lake/session.js';
 import { coverageByDayQuery, type CoverageScope, type CoverageStatus } from '../query/coverage.js';
 import { dateOf, type Window } from '../query/common.js';
 
@@ -14,12 +13,12 @@ export type PullCoverage = { worst: CoverageStatus | null; days: { date: string;
 
 const RANK: Readonly<Record<CoverageStatus, number>> = { verified: 0, unverified: 1, degraded: 2, missing: 3 };
 
-export async function pullCoverage(deps: { db: DuckDBInstance; lakeDir: string }, scope: CoverageScope, w: Window): Promise<PullCoverage> {
+export async function pullCoverage(lake: LakeSession, scope: CoverageScope, w: Window): Promise<PullCoverage> {
   const from = w.start === undefined ? undefined : dateOf(w.start);
   // The end is exclusive: a window ending at midnight does not touch that day.
   const to = w.end === undefined ? undefined : dateOf(w.end - 1n);
   if (from !== undefined && to !== undefined && from > to) return { worst: null, days: [] };
-  const rows = await runQuery(deps.db, coverageByDayQuery(lakeSources(deps.lakeDir), scope, from, to));
+  const rows = await lake.rows(coverageByDayQuery(lake.sources, scope, from, to));
   const days = rows.map((r) => ({ date: String(r.date), status: r.status as CoverageStatus }));
   return { worst: worstOf(days.map((d) => d.status)), days };
 }

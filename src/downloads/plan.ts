@@ -1,4 +1,3 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
 import type { Principal } from '../accounts/principal.js';
 import { BadRequest, NotFound, Unprocessable } from '../errors.js';
 import type { Query } from '../lake/duckdb.js';
@@ -7,7 +6,8 @@ import { planOf } from '../accounts/plans.js';
 import type { MarketResolver } from '../markets/resolver.js';
 import type { Window } from '../query/common.js';
 import type { CoverageScope } from '../query/coverage.js';
-import { lakeSources, type Lake } from '../lake/runner.js';
+import type { LakeSession } from '../lake/session.js';
+import type { Lake } from '../lake/sources.js';
 import { catalogueSeries, resolveSeriesId, type CatalogueSeries } from '../markets/series-ids.js';
 import {
   l2LevelsDownload,
@@ -29,8 +29,8 @@ import type { PullSpec } from './spec.js';
  * spec in (./spec.ts), the SELECT to COPY and the names for the file and the history record out.
  */
 
-/** What planning reads: the lake (market resolution, the series check) and nothing else. */
-export type PlanDeps = { db: DuckDBInstance; lakeDir: string; markets: MarketResolver };
+/** What planning reads: the lake session (market resolution, the series check) and nothing else. */
+export type PlanDeps = { lake: LakeSession; markets: MarketResolver };
 
 export type DownloadPlan = {
   query: Query;
@@ -66,8 +66,7 @@ function safeName(s: string): string {
 const NO_LIMIT = 2 ** 62;
 
 export async function planDownload(deps: PlanDeps, principal: Principal | undefined, spec: PullSpec, itemIndex?: number): Promise<DownloadPlan> {
-  const { db } = deps;
-  const lake: Lake = lakeSources(deps.lakeDir);
+  const lake: Lake = deps.lake.sources;
   const w: Window = { start: spec.start, end: spec.end };
   const limit = spec.limit ?? NO_LIMIT;
   const ext = spec.format;
@@ -75,7 +74,7 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
 
   const needMarket = async () => {
     if (!spec.market_id) throw wrongDataType('missing_market_id', `a ${spec.kind} download needs market_id`, itemIndex);
-    const r = await deps.markets.resolve(spec.market_id);
+    const r = await deps.markets.resolve(deps.lake, spec.market_id);
     const tokens = r.token ? [r.token] : r.tokens;
     return { tokens, tokenIds: tokens.map((t) => t.token_id), conditionId: String(r.market.condition_id ?? '') };
   };
@@ -213,7 +212,7 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
       if (cat) return planCatalogue(lake, spec, cat, w, limit, base, itemIndex);
       // Either spelling (the anchor's `polymarket:btc-15m` or the stored slug) names the stored series; the file
       // and its history record are named by the stored id, so both give the same answer.
-      const seriesId = await resolveSeriesId(db, deps.lakeDir, spec.series_id);
+      const seriesId = await resolveSeriesId(deps.lake, spec.series_id);
       if (seriesId === null) throw new NotFound('Series not found');
       const dataType = spec.data_type ?? 'trades';
       const sel = { seriesId };

@@ -1,10 +1,10 @@
 import type { Readable, Writable } from 'node:stream';
-import type { DuckDBInstance } from '@duckdb/node-api';
 import type { PullRequest, UsageMeter } from '../accounts/meter.js';
 import type { Principal } from '../accounts/principal.js';
 import { NotFound } from '../errors.js';
 import type { Query } from '../lake/duckdb.js';
-import { OutputClosed, startCopy, writeCopyTo, type CopyFormat } from '../lake/stream.js';
+import type { LakeSession } from '../lake/session.js';
+import { OutputClosed, writeCopyTo, type CopyFormat } from '../lake/stream.js';
 
 /** Bytes held back before the headers go out: a small file gets an exact Content-Length this way. */
 const PREFLIGHT_BYTES = 256 * 1024;
@@ -56,8 +56,8 @@ export function preflight(s: Readable, maxBytes = PREFLIGHT_BYTES, ms = PREFLIGH
   });
 }
 
-/** What a file pull streams with: the lake database and the usage meter. */
-export type SendDeps = { db: DuckDBInstance; meter: UsageMeter };
+/** What a file pull streams with: the lake session and the usage meter. */
+export type SendDeps = { lake: LakeSession; meter: UsageMeter };
 
 export type CopyRequest = {
   query: Query;
@@ -92,7 +92,7 @@ export async function sendCopy(deps: SendDeps, principal: Principal, opts: CopyR
   const ticket = await deps.meter.begin(principal, { ...opts.pull, format: opts.format });
   let copy;
   try {
-    copy = await startCopy(deps.db, opts.query, opts.format);
+    copy = await deps.lake.copy(opts.query, opts.format);
   } catch (err) {
     await ticket.refund('download failed to start');
     throw err;

@@ -1,7 +1,6 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
 import type { Logger } from '../log.js';
-import { withLakeVersions } from '../lake/versions.js';
 import type { Db } from '../state/db.js';
 import { claimNextExport, renewLease, type ExportJobRow } from '../state/exports.js';
 import { sql } from '../state/sql.js';
@@ -113,7 +112,8 @@ export class ExportWorker {
 
   private run(job: ExportJobRow): void {
     const abort = new AbortController();
-    const done = withLakeVersions(() => this.deps.build(job, this.id, abort.signal))
+    const done = this.deps
+      .build(job, this.id, abort.signal)
       .catch((err: unknown) => this.deps.log.error({ err, job: job.id }, 'export job crashed'))
       .finally(() => {
         this.active.delete(job.id);

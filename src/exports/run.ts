@@ -1,5 +1,5 @@
 import type { Principal } from '../accounts/principal.js';
-import { CONTENT_TYPES, startCopy, type CopyStream } from '../lake/stream.js';
+import { CONTENT_TYPES, type CopyStream } from '../lake/stream.js';
 import { planDownload } from '../downloads/plan.js';
 import { loadSpec } from '../downloads/spec.js';
 import { failExport, giveUpExport, holdsExport, recordProgress, requeueExport, startAttempt, succeedExport, type ExportJobRow } from '../state/exports.js';
@@ -93,12 +93,13 @@ export async function runExport(d: RunDeps, job: ExportJobRow, worker: string, l
   try {
     if (!principal) throw new AccountGone();
     // A spec that no longer parses fails the job here, saying so (StoredSpecError → failure.ts).
-    const plan = await planDownload(d, principal, loadSpec(job.spec));
+    const lake = d.lakeSession();
+    const plan = await planDownload({ lake, markets: d.markets }, principal, loadSpec(job.spec));
     const format = plan.format;
     const store = await d.store().catch((err: unknown) => {
       throw new StorageError(err);
     });
-    const copy = await startCopy(d.db, plan.query, format);
+    const copy = await lake.copy(plan.query, format);
     slot.copy = copy;
     const counted = new Progress(format);
     progress = counted;

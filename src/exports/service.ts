@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Principal } from '../accounts/principal.js';
 import { contentDisposition } from '../downloads/disposition.js';
 import { planDownload } from '../downloads/plan.js';
+import type { LakeSession } from '../lake/session.js';
 import { storeSpec, type PullSpec } from '../downloads/spec.js';
 import { Forbidden, Gone, NotFound } from '../errors.js';
 import { S3ObjectStore } from '../s3/store.js';
@@ -101,9 +102,9 @@ export class ExportService {
    * The spec is planned first, as a download of it would be: an unknown market is refused now, the plan must
    * cover the data set as an export (402, no job row), and the file is named as the same download's file.
    */
-  async submit(principal: Principal, spec: PullSpec, idempotencyKey: string | undefined): Promise<ExportJobRow> {
+  async submit(lake: LakeSession, principal: Principal, spec: PullSpec, idempotencyKey: string | undefined): Promise<ExportJobRow> {
     const key = idempotencyKey ?? crypto.randomUUID().replaceAll('-', '');
-    const plan = await planDownload(this.deps, principal, spec);
+    const plan = await planDownload({ lake, markets: this.deps.markets }, principal, spec);
     await this.deps.meter.authorize(principal, { kind: 'export', dataset: plan.dataset });
     const { row, created } = await createOrGetExport(this.deps.state, {
       userId: principal.userId,

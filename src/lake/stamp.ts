@@ -1,19 +1,11 @@
-import { lakeVersion, SET_NAMES } from './versions.js';
+import type { LakeSession } from './session.js';
 
 /**
- * The lake's change stamp: its version (src/lake/versions.ts), the request's pinned one. Answers derived from
- * the lake as a whole — market_id resolution, the raw data-set catalogue, series, stats — are cached under it;
- * a published batch is a new version, so every such answer follows it at once and never mixes two.
- */
-export function lakeStamp(lakeDir: string): string {
-  const v = lakeVersion(lakeDir);
-  // Version 0 (a lake from before versions) is listed from its directories: its file list is its identity.
-  return v.version > 0 ? `${v.lakeDir}|v${v.version}` : `${v.lakeDir}|v0|${SET_NAMES.map((n) => v.setKey(n)).join('|')}`;
-}
-
-/**
- * Values computed from the lake, one per (lake, key), reused while the lake's stamp is unchanged. Concurrent
- * misses share one computation; a failed one is not kept. `maxAgeMs` also expires an entry by age.
+ * Values computed from the lake, one per (lake, key), reused while the session's stamp (its version,
+ * ./versions.ts LakeVersion.stamp) is unchanged. Answers derived from the lake as a whole — market_id resolution,
+ * the raw data-set catalogue, series, stats — are cached so; a published batch is a new version, so every such
+ * answer follows it at once and never mixes two. Concurrent misses share one computation; a failed one is not
+ * kept. `maxAgeMs` also expires an entry by age.
  */
 export class StampedCache<T> {
   private readonly entries = new Map<string, { stamp: string; at: number; value: Promise<T> }>();
@@ -21,18 +13,18 @@ export class StampedCache<T> {
   constructor(private readonly opts: { maxEntries?: number; maxAgeMs?: number } = {}) {}
 
   /**
-   * Whether the value for the current stamp is held or already being computed: a `get` now would start no
+   * Whether the value for the session's stamp is held or already being computed: a `get` now would start no
    * computation of its own (a route that pays for lake scans with a slot takes one only when this is false).
    */
-  has(lakeDir: string, key: string): boolean {
-    const e = this.entries.get(`${lakeDir}\u0000${key}`);
-    return e !== undefined && e.stamp === lakeStamp(lakeDir) && (this.opts.maxAgeMs === undefined || Date.now() - e.at < this.opts.maxAgeMs);
+  has(lake: LakeSession, key: string): boolean {
+    const e = this.entries.get(`${lake.lakeDir}\u0000${key}`);
+    return e !== undefined && e.stamp === lake.stamp && (this.opts.maxAgeMs === undefined || Date.now() - e.at < this.opts.maxAgeMs);
   }
 
   /** The value and when it was computed. */
-  async get(lakeDir: string, key: string, compute: () => Promise<T>): Promise<{ value: T; at: number }> {
-    const stamp = lakeStamp(lakeDir);
-    const id = `${lakeDir}\u0000${key}`;
+  async get(lake: LakeSession, key: string, compute: () => Promise<T>): Promise<{ value: T; at: number }> {
+    const stamp = lake.stamp;
+    const id = `${lake.lakeDir}\u0000${key}`;
     const now = Date.now();
     let e = this.entries.get(id);
     if (!e || e.stamp !== stamp || (this.opts.maxAgeMs !== undefined && now - e.at >= this.opts.maxAgeMs)) {

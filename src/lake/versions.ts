@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { DATASETS, type DatasetDef, type DatasetName } from './layout.js';
 
 /**
@@ -10,8 +9,8 @@ import { DATASETS, type DatasetDef, type DatasetName } from './layout.js';
  * ingest batch or a compaction writes new files under new names, then publishes a manifest naming them; until
  * then no reader can see them, and after it every reader that resolves the version sees all of them.
  *
- * A reader resolves a version once (`lakeVersion`), and within `withLakeVersions` every later call for the
- * same lake returns that same version, so one request never mixes two.
+ * A reader resolves a version once and keeps it (a lake session, ./session.ts: one per request, per export job),
+ * so one request never mixes two.
  *
  * A lake written before versions existed (Parquet files in Hive partition directories, no `_versions/`) is
  * read as version 0, listed from the directories; the first ingest or compaction adopts those files into version 1.
@@ -119,6 +118,14 @@ export class LakeVersion {
   setKey(name: SetName): string {
     return this.entries(name).map((e) => e.path).join('|');
   }
+
+  /**
+   * The lake's change stamp at this version: answers derived from the lake as a whole are cached under it
+   * (./stamp.ts). Version 0 (a lake from before versions) is listed from its directories: its file list is its identity.
+   */
+  get stamp(): string {
+    return this.version > 0 ? `${this.lakeDir}|v${this.version}` : `${this.lakeDir}|v0|${SET_NAMES.map((n) => this.setKey(n)).join('|')}`;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -148,7 +155,7 @@ export function readCurrentManifest(lakeDir: string): Manifest | null {
 }
 
 /**
- * The lake's current version, without pinning. One stat per call; the manifest is parsed only when
+ * The lake's current version. One stat per call; the manifest is parsed only when
  * `current.json` was replaced (a rename gives it a new inode).
  */
 export function currentVersion(lakeDir: string): LakeVersion {
@@ -162,29 +169,6 @@ export function currentVersion(lakeDir: string): LakeVersion {
   const version = new LakeVersion(dir, manifest ?? legacyManifest(dir));
   resolved.set(dir, { stat: manifest ? key : null, at: now, version });
   return version;
-}
-
-const pins = new AsyncLocalStorage<Map<string, LakeVersion>>();
-
-/**
- * Runs `fn` with lake versions pinned: the first `lakeVersion(dir)` inside resolves the current version and every
- * later one returns it. Each HTTP request and each export job runs inside one of these.
- */
-export function withLakeVersions<T>(fn: () => T): T {
-  return pins.run(new Map(), fn);
-}
-
-/** The version a reader uses: the pinned one inside `withLakeVersions`, else the current one. */
-export function lakeVersion(lakeDir: string): LakeVersion {
-  const pinned = pins.getStore();
-  if (!pinned) return currentVersion(lakeDir);
-  const dir = path.resolve(lakeDir);
-  let v = pinned.get(dir);
-  if (!v) {
-    v = currentVersion(dir);
-    pinned.set(dir, v);
-  }
-  return v;
 }
 
 /** Absolute paths of a set's files in the current version (tests, tools). */

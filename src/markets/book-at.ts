@@ -1,15 +1,15 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
 import { NotFound } from '../errors.js';
-import { isoFromMicros, lakeSources, runOne, runQuery, type Json, type Lake, type Row } from '../lake/runner.js';
+import type { LakeSession } from '../lake/session.js';
+import type { Lake } from '../lake/sources.js';
+import { isoFromMicros, type Json, type Row } from '../lake/values.js';
 import { bookOnDayQuery, foldTape, MAX_RAW_TAPE_ROWS, seqReceiveMicros, snapshotAtQuery, tapeAfterQuery } from '../query/orderbook.js';
 import { DAY_MICROS, dateOf } from '../query/common.js';
 import type { ResolvedMarket, TokenRef } from './resolver.js';
 
 /**
  * The order book of one outcome at any instant, for GET /v1/orderbook/snapshot: the lake's statements
- * (src/query/orderbook.ts) and the fold of their rows into sorted levels. It needs only the lake.
+ * (src/query/orderbook.ts) and the fold of their rows into sorted levels. It needs only a lake session.
  */
-export type BookDeps = { db: DuckDBInstance; lakeDir: string };
 
 type Side = Map<string, { price: number; size: number }>;
 
@@ -18,10 +18,10 @@ type Side = Map<string, { price: number; size: number }>;
  * folded in SQL to the last size per level (a `book` message on the tape replaces the whole book; size 0
  * removes a level). Only the touched levels travel to JavaScript.
  */
-export async function bookAt(deps: BookDeps, r: ResolvedMarket, token: TokenRef, at: bigint, depth: number): Promise<Row> {
-  const lake = lakeSources(deps.lakeDir);
+export async function bookAt(session: LakeSession, r: ResolvedMarket, token: TokenRef, at: bigint, depth: number): Promise<Row> {
+  const lake = session.sources;
   const asset = token.token_id;
-  const { snap, tape } = (await bookOnDay(deps.db, lake, asset, at)) ?? (await bookAnyDay(deps.db, lake, asset, at));
+  const { snap, tape } = (await bookOnDay(session, lake, asset, at)) ?? (await bookAnyDay(session, lake, asset, at));
   const summary = tape.find((t) => t.side === null);
   const levels = tape.filter((t) => t.side !== null);
   const updates = Number(summary?.updates ?? 0);
@@ -74,8 +74,8 @@ type BookParts = { snap: Row | undefined; tape: Row[] };
  * seq was received that day, and a short tape after it, folded here into the rows tapeAfterQuery would return.
  * Undefined otherwise, and the caller takes the general path.
  */
-async function bookOnDay(db: DuckDBInstance, lake: Lake, asset: string, at: bigint): Promise<BookParts | undefined> {
-  const rows = await runQuery(db, bookOnDayQuery(lake, asset, at, MAX_RAW_TAPE_ROWS));
+async function bookOnDay(session: LakeSession, lake: Lake, asset: string, at: bigint): Promise<BookParts | undefined> {
+  const rows = await session.rows(bookOnDayQuery(lake, asset, at, MAX_RAW_TAPE_ROWS));
   const found = rows.find((t) => t.kind === 's');
   if (!found) return undefined;
   const levels = (v: Json | undefined): Json => (typeof v === 'string' ? (JSON.parse(v) as Json) : null);
@@ -108,10 +108,10 @@ async function bookOnDay(db: DuckDBInstance, lake: Lake, asset: string, at: bigi
  * The general path: the newest snapshot in the two days before `at`'s day too, then in all of the lake (a book
  * quiet for longer), and the tape after it from the partition its seq was received in.
  */
-async function bookAnyDay(db: DuckDBInstance, lake: Lake, asset: string, at: bigint): Promise<BookParts> {
+async function bookAnyDay(session: LakeSession, lake: Lake, asset: string, at: bigint): Promise<BookParts> {
   const snap =
-    (await runOne(db, snapshotAtQuery(lake, asset, at, dateOf(at - 2n * DAY_MICROS)))) ?? (await runOne(db, snapshotAtQuery(lake, asset, at, undefined)));
-  const tape = await runQuery(db, tapeAfterQuery(lake, asset, snap ? BigInt(snap.seq as string | number) : null, at));
+    (await session.one(snapshotAtQuery(lake, asset, at, dateOf(at - 2n * DAY_MICROS)))) ?? (await session.one(snapshotAtQuery(lake, asset, at, undefined)));
+  const tape = await session.rows(tapeAfterQuery(lake, asset, snap ? BigInt(snap.seq as string | number) : null, at));
   return { snap, tape };
 }
 

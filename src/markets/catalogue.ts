@@ -1,5 +1,5 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
-import { lakeSources, runQuery, type Row } from '../lake/runner.js';
+import type { LakeSession } from '../lake/session.js';
+import type { Row } from '../lake/values.js';
 import { StampedCache } from '../lake/stamp.js';
 import { listSort, marketCatalogueQuery, rawConditionIdsQuery, SORT_BY, type MarketListFilter, type SortBy } from '../query/markets.js';
 
@@ -27,20 +27,20 @@ const rawKey = (eventTypes: readonly string[]): string => `raw\u0000${eventTypes
  * Whether the list `f` asks for is answered without reading the lake: the version's catalogue (and the raw
  * series' condition ids it needs) is held or already being read by another request.
  */
-export function catalogueHeld(lakeDir: string, f: Pick<MarketListFilter, 'series'>): boolean {
-  if (!catalogues.has(lakeDir, 'markets')) return false;
-  return !(f.series && 'rawEventTypes' in f.series) || rawSeries.has(lakeDir, rawKey(f.series.rawEventTypes));
+export function catalogueHeld(lake: LakeSession, f: Pick<MarketListFilter, 'series'>): boolean {
+  if (!catalogues.has(lake, 'markets')) return false;
+  return !(f.series && 'rawEventTypes' in f.series) || rawSeries.has(lake, rawKey(f.series.rawEventTypes));
 }
 
 /** One page of the list: exactly the rows listMarketsQuery(f) returns, in its order. */
-export async function listFromCatalogue(db: DuckDBInstance, lakeDir: string, f: MarketListFilter): Promise<Row[]> {
-  const { entries, orders } = (await catalogues.get(lakeDir, 'markets', () => readCatalogue(db, lakeDir))).value;
+export async function listFromCatalogue(lake: LakeSession, f: MarketListFilter): Promise<Row[]> {
+  const { entries, orders } = (await catalogues.get(lake, 'markets', () => readCatalogue(lake))).value;
   let inSeries: ((r: Row) => boolean) | null = null;
   const series = f.series;
   if (series && 'seriesId' in series) inSeries = (r) => r.series_id === series.seriesId;
   else if (series && 'none' in series) return [];
   else if (series && 'rawEventTypes' in series) {
-    const ids = (await rawSeries.get(lakeDir, rawKey(series.rawEventTypes), () => readRawIds(db, lakeDir, series.rawEventTypes))).value;
+    const ids = (await rawSeries.get(lake, rawKey(series.rawEventTypes), () => readRawIds(lake, series.rawEventTypes))).value;
     inSeries = (r) => typeof r.condition_id === 'string' && ids.has(r.condition_id);
   }
   const search = f.search === undefined || f.search === '' ? null : lower(f.search);
@@ -74,8 +74,8 @@ export async function listFromCatalogue(db: DuckDBInstance, lakeDir: string, f: 
   return out;
 }
 
-async function readCatalogue(db: DuckDBInstance, lakeDir: string): Promise<Catalogue> {
-  const rows = await runQuery(db, marketCatalogueQuery(lakeSources(lakeDir)));
+async function readCatalogue(lake: LakeSession): Promise<Catalogue> {
+  const rows = await lake.rows(marketCatalogueQuery(lake.sources));
   const orders = Object.fromEntries(SORT_BY.map((s) => [s, new Int32Array(rows.length)])) as Record<SortBy, Int32Array>;
   const entries = rows.map((r, i): Entry => {
     for (const s of SORT_BY) orders[s][Number(r[`rank_${s}`]) - 1] = i;
@@ -89,8 +89,8 @@ async function readCatalogue(db: DuckDBInstance, lakeDir: string): Promise<Catal
   return { entries, orders };
 }
 
-async function readRawIds(db: DuckDBInstance, lakeDir: string, eventTypes: readonly string[]): Promise<Set<string>> {
-  const rows = await runQuery(db, rawConditionIdsQuery(lakeSources(lakeDir), eventTypes));
+async function readRawIds(lake: LakeSession, eventTypes: readonly string[]): Promise<Set<string>> {
+  const rows = await lake.rows(rawConditionIdsQuery(lake.sources, eventTypes));
   return new Set(rows.map((r) => String(r.cid)));
 }
 

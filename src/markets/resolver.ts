@@ -1,7 +1,6 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
-import { lakeStamp } from '../lake/stamp.js';
 import { BadRequest, NotFound, Unprocessable } from '../errors.js';
-import { lakeSources, runOne, type Row } from '../lake/runner.js';
+import type { LakeSession } from '../lake/session.js';
+import type { Row } from '../lake/values.js';
 import { marketByIdQuery, marketByTokenListQuery, marketByTokenQuery } from '../query/markets.js';
 
 /**
@@ -29,7 +28,7 @@ const TOKEN_ID = /^[0-9]{30,100}$/;
 
 /**
  * Resolves request market ids against the lake's catalogue. Resolutions are cached per lake stamp
- * (src/lake/stamp.ts: the request's lake version): a client paging one market or polling its candles does not
+ * (the session's lake version): a client paging one market or polling its candles does not
  * re-read the catalogue on every request. Bounded, and emptied whenever a new version is published. One
  * instance per process, built by the composition root; the cache belongs to it.
  */
@@ -38,35 +37,32 @@ export class MarketResolver {
   private readonly cache = new Map<string, ResolvedMarket>();
   private cacheVersion = '';
 
-  constructor(private readonly deps: { db: DuckDBInstance; lakeDir: string }) {}
-
-  async resolve(marketId: string): Promise<ResolvedMarket> {
+  async resolve(lake: LakeSession, marketId: string): Promise<ResolvedMarket> {
     if (/^0x[0-9a-fA-F]*$/.test(marketId)) throw new BadRequest(CONDITION_ID_MESSAGE);
-    const version = lakeStamp(this.deps.lakeDir);
+    const version = lake.stamp;
     if (version !== this.cacheVersion) {
       this.cache.clear();
       this.cacheVersion = version;
     }
     const hit = this.cache.get(marketId);
     if (hit) return hit;
-    const r = await this.lookup(marketId);
+    const r = await this.lookup(lake, marketId);
     if (this.cache.size >= MarketResolver.CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(marketId, r);
     return r;
   }
 
-  private async lookup(marketId: string): Promise<ResolvedMarket> {
-    const { db, lakeDir } = this.deps;
-    const lake = lakeSources(lakeDir);
+  private async lookup(lake: LakeSession, marketId: string): Promise<ResolvedMarket> {
+    const src = lake.sources;
     if (TOKEN_ID.test(marketId)) {
-      const market = (await runOne(db, marketByTokenQuery(lake, marketId))) ?? (await runOne(db, marketByTokenListQuery(lake, marketId)));
+      const market = (await lake.one(marketByTokenQuery(src, marketId))) ?? (await lake.one(marketByTokenListQuery(src, marketId)));
       if (market) {
         const tokens = tokensOf(market);
         const token = tokens.find((t) => t.token_id === marketId);
         if (token) return { market, tokens, token };
       }
     }
-    const market = await runOne(db, marketByIdQuery(lake, marketId));
+    const market = await lake.one(marketByIdQuery(src, marketId));
     if (!market) throw new NotFound('Market not found');
     return { market, tokens: tokensOf(market), token: null };
   }

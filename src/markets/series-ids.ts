@@ -1,5 +1,4 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
-import { lakeSources, runQuery } from '../lake/runner.js';
+import type { LakeSession } from '../lake/session.js';
 import { StampedCache } from '../lake/stamp.js';
 import { seriesIdsQuery } from '../query/series.js';
 import type { VenueSeriesKind } from '../catalogue/kinds.js';
@@ -34,10 +33,10 @@ export function pickSeriesId(id: string, known: (slug: string) => boolean): stri
 
 const stored = new StampedCache<Set<string>>({ maxEntries: 16 });
 
-/** The stored market series an id (either form) names in the request's lake version, or null when none. */
-export async function resolveSeriesId(db: DuckDBInstance, lakeDir: string, id: string): Promise<string | null> {
-  const got = await stored.get(lakeDir, 'series-ids', async () => {
-    const rows = await runQuery(db, seriesIdsQuery(lakeSources(lakeDir)));
+/** The stored market series an id (either form) names in the session's lake version, or null when none. */
+export async function resolveSeriesId(lake: LakeSession, id: string): Promise<string | null> {
+  const got = await stored.get(lake, 'series-ids', async () => {
+    const rows = await lake.rows(seriesIdsQuery(lake.sources));
     return new Set(rows.map((r) => String(r.series_id)));
   });
   return pickSeriesId(id, (s) => got.value.has(s));

@@ -1,9 +1,8 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
-import { lakeSources, runCount, runJsonRows } from '../lake/runner.js';
+import type { LakeSession } from '../lake/session.js';
 import { tradesCountQuery, tradesPageQuery } from '../query/trades.js';
 import { TRADE_SHAPE } from '../query/shapes.js';
 import { planTradePage } from '../query/trade-plan.js';
-import { tradeHours, tradePartitions } from '../lake/trade-hours.js';
+import { tradeHours, tradePartitions } from './trade-hours.js';
 import { PageCache } from './page-cache.js';
 import { monthOf } from '../query/common.js';
 import { nextByTime } from '../query/time-cursor.js';
@@ -35,15 +34,14 @@ const pages = new PageCache<TradesPage>(32 * 2 ** 20, 2 * 2 ** 20);
  * (the caller gave up meanwhile) the answer is null.
  */
 export async function tradesPage(
-  deps: { db: DuckDBInstance; lakeDir: string },
+  lake: LakeSession,
   q: TradesPageRequest,
   tokens: string[] | undefined,
   admit?: () => Promise<boolean>,
 ): Promise<TradesPage | null> {
-  const lakeDir = deps.lakeDir;
-  const parts = tradePartitions(lakeDir);
+  const parts = tradePartitions(lake);
   const key = JSON.stringify([
-    lakeDir,
+    lake.lakeDir,
     parts.map((p) => p.version),
     tokens ?? null,
     q.outcome ?? null,
@@ -60,15 +58,15 @@ export async function tradesPage(
   const from = q.start === undefined ? undefined : monthOf(q.start);
   const to = q.end === undefined ? undefined : monthOf(q.end);
   const inWindow = parts.filter((p) => (from === undefined || p.month >= from) && (to === undefined || p.month <= to));
-  const plan = tokens === undefined ? undefined : await planTradePage(tradeHours(deps.db, lakeDir, inWindow, tokens, q.side), q, page);
+  const plan = tokens === undefined ? undefined : await planTradePage(tradeHours(lake, inWindow, tokens, q.side), q, page);
   const f = { tokens, outcome: q.outcome, side: q.side, start: q.start, end: q.end, plan };
-  const lake = lakeSources(lakeDir);
-  const rows = await runJsonRows(deps.db, tradesPageQuery(lake, f, page), TRADE_SHAPE);
+  const src = lake.sources;
+  const rows = await lake.jsonRows(tradesPageQuery(src, f, page), TRADE_SHAPE);
   const shown = rows.slice(0, q.limit);
   let next: TradesPage['next'];
   if (rows.length > q.limit) {
     // Newest first: the rest is at or before the last trade's instant (src/query/time-cursor.ts); "beyond" it is newer.
-    const n = await nextByTime(shown, 'desc', { offset: q.offset, bound: q.end }, (at) => runCount(deps.db, tradesCountQuery(lake, { ...f, start: at })));
+    const n = await nextByTime(shown, 'desc', { offset: q.offset, bound: q.end }, (at) => lake.count(tradesCountQuery(src, { ...f, start: at })));
     next = { end: n.at, offset: n.offset };
   }
   const out: TradesPage = { json: `[${shown.join(',')}]`, rows: shown.length, next };

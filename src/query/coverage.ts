@@ -1,5 +1,5 @@
 import type { Query } from '../lake/duckdb.js';
-import type { Lake } from '../lake/runner.js';
+import type { Lake } from '../lake/sources.js';
 import { dateOf, perToken, query, tsParam, type Params } from './common.js';
 
 /**

@@ -2,11 +2,12 @@ import { sqlIdent, type Query } from '../lake/duckdb.js';
 import type { CopyFormat } from '../lake/stream.js';
 import type { Timeframe } from '../timeframe.js';
 import { eventTypesCond, perToken, query, windowWhere, type Params, type Window } from './common.js';
-import type { Lake } from '../lake/runner.js';
+import type { Lake } from '../lake/sources.js';
 import { bucketExpr, ohlcvSelect } from './ohlcv.js';
 import { bookSnapshotsSelect, topOfBookSelect } from './orderbook.js';
 import { TRADE_COLUMNS } from './trades.js';
-import { BOOK_SHAPE, CANDLE_SHAPE, isoSql, shapeReplacements, TOP_OF_BOOK_SHAPE, TRADE_SHAPE, type RowShape, type TimeUnit } from './shapes.js';
+import { isoSql, shapeReplacements, type RowShape, type TimeUnit } from '../lake/values.js';
+import { BOOK_SHAPE, CANDLE_SHAPE, TOP_OF_BOOK_SHAPE, TRADE_SHAPE } from './shapes.js';
 
 const TRADE_SCAN =
   'id, token_id, ts, block_number, transaction_hash, log_index, outcome_index, outcome_label, side, price, size, usd_value, maker, taker, fee, collateral';

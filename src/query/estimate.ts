@@ -1,5 +1,5 @@
 import type { Query } from '../lake/duckdb.js';
-import type { Lake } from '../lake/runner.js';
+import type { Lake } from '../lake/sources.js';
 import type { DatasetName } from '../lake/layout.js';
 import type { EstimateKind, SeriesEstimateKind } from '../catalogue/kinds.js';
 import type { Timeframe } from '../timeframe.js';

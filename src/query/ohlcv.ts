@@ -1,5 +1,5 @@
 import type { Query } from '../lake/duckdb.js';
-import type { Lake } from '../lake/runner.js';
+import type { Lake } from '../lake/sources.js';
 import { bucketCeil, bucketFloor, isHourMultiple, isMinuteMultiple, type Timeframe } from '../timeframe.js';
 import { query, windowWhere, type Params } from './common.js';
 

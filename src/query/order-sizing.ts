@@ -1,6 +1,6 @@
 import type { Query } from '../lake/duckdb.js';
 import type { DatasetName } from '../lake/layout.js';
-import type { Lake } from '../lake/runner.js';
+import type { Lake } from '../lake/sources.js';
 import type { Timeframe } from '../timeframe.js';
 import type { Serving } from '../catalogue/kinds.js';
 import { ESTIMATE_SOURCES } from './estimate.js';

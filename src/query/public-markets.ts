@@ -1,5 +1,5 @@
 import type { Query } from '../lake/duckdb.js';
-import type { Lake } from '../lake/runner.js';
+import type { Lake } from '../lake/sources.js';
 import { MARKET_COLUMNS } from './markets.js';
 import { query, type Params } from './common.js';
 

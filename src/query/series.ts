@@ -1,5 +1,5 @@
 import type { Query } from '../lake/duckdb.js';
-import type { Lake } from '../lake/runner.js';
+import type { Lake } from '../lake/sources.js';
 import type { Timeframe } from '../timeframe.js';
 import type { VenueSeriesKind } from '../catalogue/kinds.js';
 import { bucketCeil, bucketFloor } from '../timeframe.js';

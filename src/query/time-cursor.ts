@@ -1,4 +1,4 @@
-import { isoFromMicros } from '../lake/runner.js';
+import { isoFromMicros } from '../lake/values.js';
 import { parseIsoMicros } from '../iso-time.js';
 
 /**

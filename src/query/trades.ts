@@ -1,5 +1,5 @@
 import type { Query } from '../lake/duckdb.js';
-import type { Lake } from '../lake/runner.js';
+import type { Lake } from '../lake/sources.js';
 import { perToken, query, tsParam, windowWhere, type Params, type Window } from './common.js';
 import type { PagePlan } from './trade-plan.js';
 

@@ -6,6 +6,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { generate } from '../../ingest/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { openLakeDb } from '../../src/lake/duckdb.js';
+import { LakeSession } from '../../src/lake/session.js';
 import { sizeItem, type ItemSelector, type OrderDataType } from '../../src/accounts/order-sizing.js';
 import { buildAccountsLake } from '../helpers/accounts-lake.js';
 import { files } from '../helpers/lake-files.js';
@@ -111,12 +112,12 @@ describe('order sizing', () => {
     for (const sel of sels) {
       for (const w of windows) {
         for (const t of ['trades', 'orderbook', 'snapshots'] as const) {
-          const got = await sizeItem(db, lakeDir, t, sel, w);
+          const got = await sizeItem(new LakeSession(db, lakeDir), t, sel, w);
           expect(got, `${t} ${JSON.stringify(sel)} ${JSON.stringify(w)}`).toBe(expected(t, sel, w));
           if (got! > 0) nonZero++;
         }
         for (const tf of [undefined, '1m', '1h', '1d'] as const) {
-          const got = await sizeItem(db, lakeDir, 'ohlcv', sel, w, tf);
+          const got = await sizeItem(new LakeSession(db, lakeDir), 'ohlcv', sel, w, tf);
           expect(got, `ohlcv ${tf} ${JSON.stringify(sel)} ${JSON.stringify(w)}`).toBe(expected('ohlcv', sel, w, tf ?? '1h'));
         }
       }
@@ -124,26 +125,26 @@ describe('order sizing', () => {
     // The checks have teeth: most answers are not zero. Every timeframe counts the minute candles (see
     // `expected`), which a floored bucket number would not.
     expect(nonZero).toBeGreaterThan(sels.length * 9);
-    const perTf = await Promise.all((['1m', '1h', '1d'] as const).map((tf) => sizeItem(db, lakeDir, 'ohlcv', { marketId: busy.id }, {}, tf)));
+    const perTf = await Promise.all((['1m', '1h', '1d'] as const).map((tf) => sizeItem(new LakeSession(db, lakeDir), 'ohlcv', { marketId: busy.id }, {}, tf)));
     expect(perTf).toEqual([floored({ marketId: busy.id }, '1m'), floored({ marketId: busy.id }, '1m'), floored({ marketId: busy.id }, '1m')]);
     expect(floored({ marketId: busy.id }, '1h')).toBeLessThan(perTf[1]!);
   });
 
   it('null for a market or series the catalogue lacks; 0 for a market without rows', async () => {
-    expect(await sizeItem(db, lakeDir, 'trades', { marketId: '999999999' }, {})).toBeNull();
-    expect(await sizeItem(db, lakeDir, 'ohlcv', { seriesId: 'no-such-series' }, {})).toBeNull();
+    expect(await sizeItem(new LakeSession(db, lakeDir), 'trades', { marketId: '999999999' }, {})).toBeNull();
+    expect(await sizeItem(new LakeSession(db, lakeDir), 'ohlcv', { seriesId: 'no-such-series' }, {})).toBeNull();
     const quiet = markets.find((m) => expected('trades', { marketId: m.id }, {}) === 0);
-    if (quiet) expect(await sizeItem(db, lakeDir, 'trades', { marketId: quiet.id }, {})).toBe(0);
-    expect(await sizeItem(db, path.join(tmp.dir, 'no-lake'), 'trades', { marketId: markets[0]!.id }, {})).toBeNull();
+    if (quiet) expect(await sizeItem(new LakeSession(db, lakeDir), 'trades', { marketId: quiet.id }, {})).toBe(0);
+    expect(await sizeItem(new LakeSession(db, path.join(tmp.dir, 'no-lake')), 'trades', { marketId: markets[0]!.id }, {})).toBeNull();
   });
 
   it('a lake from before versions: counted from its files; a data set without files counts 0', async () => {
-    expect(await sizeItem(db, oldLake, 'trades', { marketId: '1001' }, {})).toBe(700);
-    expect(await sizeItem(db, oldLake, 'trades', { seriesId: 's1' }, { start: '2025-01-01T01:00:00.000Z', end: '2025-01-01T02:00:00.000Z' })).toBe(60);
-    expect(await sizeItem(db, oldLake, 'orderbook', { marketId: '1001' }, { end: '2025-01-01T00:01:00.000Z' })).toBe(60);
-    expect(await sizeItem(db, oldLake, 'trades', { marketId: '1002' }, {})).toBe(0);
-    expect(await sizeItem(db, oldLake, 'snapshots', { marketId: '1001' }, {})).toBe(0);
-    expect(await sizeItem(db, oldLake, 'ohlcv', { marketId: '1001' }, {}, '1m')).toBe(0);
-    expect(await sizeItem(db, oldLake, 'trades', { marketId: '1003' }, {})).toBeNull();
+    expect(await sizeItem(new LakeSession(db, oldLake), 'trades', { marketId: '1001' }, {})).toBe(700);
+    expect(await sizeItem(new LakeSession(db, oldLake), 'trades', { seriesId: 's1' }, { start: '2025-01-01T01:00:00.000Z', end: '2025-01-01T02:00:00.000Z' })).toBe(60);
+    expect(await sizeItem(new LakeSession(db, oldLake), 'orderbook', { marketId: '1001' }, { end: '2025-01-01T00:01:00.000Z' })).toBe(60);
+    expect(await sizeItem(new LakeSession(db, oldLake), 'trades', { marketId: '1002' }, {})).toBe(0);
+    expect(await sizeItem(new LakeSession(db, oldLake), 'snapshots', { marketId: '1001' }, {})).toBe(0);
+    expect(await sizeItem(new LakeSession(db, oldLake), 'ohlcv', { marketId: '1001' }, {}, '1m')).toBe(0);
+    expect(await sizeItem(new LakeSession(db, oldLake), 'trades', { marketId: '1003' }, {})).toBeNull();
   });
 });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO, runToExit, spawnUntil, startPmlakeServer, stopChild, type ChildServer } from '../../bench/server.js';
 import { generate } from '../../ingest/generate/index.js';
 import { busiestMarket as busiestMarketOf } from '../../src/commands/demo.js';
+import { LakeSession } from '../../src/lake/session.js';
 import { runIngest } from '../../ingest/run.js';
 import { makeS3Client } from '../../src/s3/client.js';
 import { startLocalS3, type LocalS3 } from '../../src/s3/local.js';
@@ -288,7 +289,7 @@ let busiest: string | null = null;
 async function busiestMarket(): Promise<string> {
   if (busiest) return busiest;
   const db = await DuckDBInstance.create(':memory:');
-  busiest = await busiestMarketOf(db, lakeDir);
+  busiest = await busiestMarketOf(new LakeSession(db, lakeDir));
   db.closeSync();
   if (!busiest) throw new Error('no market with trades in the lake');
   return busiest;

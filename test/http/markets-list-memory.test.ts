@@ -9,7 +9,8 @@ import type { Admission } from '../../src/http/admission.js';
 import { marketOut } from '../../src/http/markets/view.js';
 import type { Route } from '../../src/http/route.js';
 import { routes } from '../../src/http/routes.js';
-import { lakeSources, runQuery } from '../../src/lake/runner.js';
+import { runQuery } from '../../src/lake/runner.js';
+import { LakeSession } from '../../src/lake/session.js';
 import { listMarketsQuery, type MarketListFilter } from '../../src/query/markets.js';
 import { buildQueryLake, catalog, glob, type QueryLake } from '../helpers/query-lake.js';
 import { createTestKey, testConfig } from '../helpers/server.js';
@@ -127,7 +128,7 @@ describe('GET /v1/markets from the catalogue in memory: the same pages as the la
         pred: (m) => m.end_us !== null && m.end_us >= lo && m.end_us <= hi,
       },
     ];
-    const lake = lakeSources(L.lakeDir);
+    const lake = new LakeSession(L.db, L.lakeDir).sources;
     let nonEmpty = 0;
     for (const c of cases) {
       const matching = all.filter(c.pred);
@@ -164,7 +165,7 @@ describe('GET /v1/markets from the catalogue in memory: the same pages as the la
     for (const s of ['ΑΣ', 'ας', 'İ', 'ünïcødé ✓ 市場', "';DROP TABLE x;--", '\\', '%']) {
       const r = await L.get(`/v1/markets?search=${encodeURIComponent(s)}&limit=1000`);
       expect(r.status, s).toBe(200);
-      const before = (await runQuery(L.db, listMarketsQuery(lakeSources(L.lakeDir), { search: s, limit: 1000, offset: 0 }))).map(marketOut);
+      const before = (await runQuery(L.db, listMarketsQuery(new LakeSession(L.db, L.lakeDir).sources, { search: s, limit: 1000, offset: 0 }))).map(marketOut);
       expect(r.body, s).toEqual(before);
       const c = await L.get(`/v1/markets?category=${encodeURIComponent(s)}&limit=1000`);
       expect(c.body, s).toEqual([]);

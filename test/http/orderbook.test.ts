@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildQueryLake, glob, type QueryLake } from '../helpers/query-lake.js';
-import { lakeSources, runQuery } from '../../src/lake/runner.js';
+import { runQuery } from '../../src/lake/runner.js';
+import { LakeSession } from '../../src/lake/session.js';
 import { bookOnDayQuery } from '../../src/query/orderbook.js';
 import { later } from '../../src/markets/book-at.js';
 
@@ -137,7 +138,7 @@ describe('GET /v1/orderbook/snapshot and /top_of_book', () => {
   it('the one-day statement returns the snapshot and exactly the raw tape after it, up to its row limit', async () => {
     const token = tokens[0]!;
     const tape = tapes.get(token)!;
-    const lake = lakeSources(L.lakeDir);
+    const lake = new LakeSession(L.db, L.lakeDir).sources;
     let checked = 0;
     let limitedChecked = 0;
     for (const r of tape.filter((_, i) => i % Math.max(1, Math.floor(tape.length / 25)) === 0)) {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDownloadsLake, parseCsv, type DlLake } from '../helpers/downloads-lake.js';
 import { files } from '../helpers/lake-files.js';
-import { isoSql, type TimeUnit } from '../../src/query/shapes.js';
+import { isoSql, type TimeUnit } from '../../src/lake/values.js';
 
 /**
  * One form per resource (src/query/shapes.ts), through the real server over a lake built by the real generator and

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildQueryLake, catalog, glob, type QueryLake } from '../helpers/query-lake.js';
-import { lakeSources, runJsonArray } from '../../src/lake/runner.js';
+import { runJsonArray } from '../../src/lake/runner.js';
+import { LakeSession } from '../../src/lake/session.js';
 import { tradesPageQuery } from '../../src/query/trades.js';
 
 type Tr = { id: string; token: string; us: bigint; block: bigint; log: number; side: string; outcome: number };
@@ -186,7 +187,7 @@ describe('GET /v1/trades and /v1/trades/recent', () => {
   it('deep pages (keys first, then rows) equal the plain query and the TypeScript ordering, filters included', async () => {
     // The two-step plan starts at offset 10,000 in the service; this lake is smaller, so both plans are run
     // directly with the threshold at 0 (always two-step) and above any offset (always plain).
-    const lake = lakeSources(L.lakeDir);
+    const lake = new LakeSession(L.srv.ctx.db, L.lakeDir).sources;
     const mine = trades.filter((t) => market.tokens.includes(t.token)).sort(newest);
     const sells = mine.filter((t) => t.side === 'sell');
     const all = [...trades].sort(newest);

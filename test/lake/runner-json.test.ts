@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { partitionSource, runJsonArray, runQuery } from '../../src/lake/runner.js';
+import { runJsonArray, runQuery } from '../../src/lake/runner.js';
+import { LakeSession } from '../../src/lake/session.js';
 import { partitionDir } from '../../src/lake/layout.js';
 
 /**
@@ -82,12 +83,12 @@ describe('partitionSource', () => {
   it('reads only the named partitions that exist, with the Hive column; none is an empty relation', async () => {
     const count = async (src: string): Promise<unknown> =>
       runQuery(db, { sql: `SELECT count(*) AS n, string_agg(DISTINCT date, ',' ORDER BY date) AS days FROM ${src}`, params: {} });
-    expect(await count(partitionSource(lakeDir, 'top_of_book', ['2025-09-16', '2025-09-15', '2025-09-14', '2025-09-16']))).toEqual([
+    expect(await count(new LakeSession(db, lakeDir).partition('top_of_book', ['2025-09-16', '2025-09-15', '2025-09-14', '2025-09-16']))).toEqual([
       { n: 5, days: '2025-09-14,2025-09-16' },
     ]);
-    expect(await count(partitionSource(lakeDir, 'top_of_book', ['2025-09-16']))).toEqual([{ n: 3, days: '2025-09-16' }]);
-    expect(await count(partitionSource(lakeDir, 'top_of_book', ['2025-09-15']))).toEqual([{ n: 0, days: null }]);
+    expect(await count(new LakeSession(db, lakeDir).partition('top_of_book', ['2025-09-16']))).toEqual([{ n: 3, days: '2025-09-16' }]);
+    expect(await count(new LakeSession(db, lakeDir).partition('top_of_book', ['2025-09-15']))).toEqual([{ n: 0, days: null }]);
     // Only partition names this code computes are looked up; anything else names no file.
-    expect(await count(partitionSource(lakeDir, 'top_of_book', ['../2025-09-16', "2025-09-16' OR 1=1"]))).toEqual([{ n: 0, days: null }]);
+    expect(await count(new LakeSession(db, lakeDir).partition('top_of_book', ['../2025-09-16', "2025-09-16' OR 1=1"]))).toEqual([{ n: 0, days: null }]);
   });
 });

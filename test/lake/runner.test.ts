@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { datasetBytesPerRow, hasFiles, lakeSources, runCount, runOne, startCopy } from '../../src/lake/runner.js';
+import { runCount, runOne, startCopy } from '../../src/lake/runner.js';
+import { LakeSession } from '../../src/lake/session.js';
 import { startCopy as streamStartCopy } from '../../src/lake/stream.js';
 import { currentVersion } from '../../src/lake/versions.js';
 import { rowCountQuery } from '../../src/query/stats.js';
@@ -18,6 +19,7 @@ describe('lake runner', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-runner-'));
   const lakeDir = path.join(dir, 'lake');
   let db: DuckDBInstance;
+  const session = (lake: string): LakeSession => new LakeSession(db, lake);
   beforeAll(async () => {
     await buildAccountsLake(lakeDir, { trades: 500, books: 40 });
     db = await DuckDBInstance.create(':memory:', { threads: '2' });
@@ -28,16 +30,16 @@ describe('lake runner', () => {
   });
 
   it('runCount: the first cell as a number, 0 without a row', async () => {
-    expect(await runCount(db, rowCountQuery(lakeSources(lakeDir), 'trades'))).toBe(500);
-    expect(await runCount(db, rowCountQuery(lakeSources(lakeDir), 'top_of_book'))).toBe(0);
+    expect(await runCount(db, rowCountQuery(session(lakeDir).sources, 'trades'))).toBe(500);
+    expect(await runCount(db, rowCountQuery(session(lakeDir).sources, 'top_of_book'))).toBe(0);
     expect(await runCount(db, { sql: 'SELECT 1 WHERE false', params: {} })).toBe(0);
     expect(await runCount(db, { sql: 'SELECT NULL::BIGINT', params: {} })).toBe(0);
   });
 
   it('bytes per row of an unversioned lake: file bytes over the rows in the footers', async () => {
     const file = path.join(lakeDir, 'trades', 'month=2025-01', 'part-0.parquet');
-    expect(await datasetBytesPerRow(db, lakeDir, 'trades')).toBe(fs.statSync(file).size / 500);
-    expect(await datasetBytesPerRow(db, lakeDir, 'top_of_book')).toBe(0);
+    expect(await session(lakeDir).bytesPerRow('trades')).toBe(fs.statSync(file).size / 500);
+    expect(await session(lakeDir).bytesPerRow('top_of_book')).toBe(0);
   });
 
   it('hasFiles is the version’s: only *.parquet of a lake from before versions, nothing for an absent set', async () => {
@@ -46,11 +48,11 @@ describe('lake runner', () => {
     fs.mkdirSync(part, { recursive: true });
     // What the old ingest wrote before its rename: not a Parquet name, not a file of the lake.
     fs.writeFileSync(path.join(part, '.data.parquet.tmp-123'), 'partial');
-    expect(hasFiles(other, 'top_of_book')).toBe(false);
+    expect(session(other).hasFiles('top_of_book')).toBe(false);
     expect(currentVersion(other).hasFiles('top_of_book')).toBe(false);
-    expect(await runOne(db, rowCountQuery(lakeSources(other), 'top_of_book'))).toEqual({ n: 0 });
-    expect(hasFiles(lakeDir, 'trades')).toBe(true);
-    expect(hasFiles(lakeDir, 'l2')).toBe(false);
+    expect(await runOne(db, rowCountQuery(session(other).sources, 'top_of_book'))).toEqual({ n: 0 });
+    expect(session(lakeDir).hasFiles('trades')).toBe(true);
+    expect(session(lakeDir).hasFiles('l2')).toBe(false);
   });
 
   it('the stream side is stream.ts’s startCopy', () => {

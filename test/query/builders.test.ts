@@ -4,7 +4,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBInstance, timestampValue } from '@duckdb/node-api';
 import type { Query } from '../../src/lake/duckdb.js';
-import { lakeSources, runQuery, type Lake } from '../../src/lake/runner.js';
+import { runQuery } from '../../src/lake/runner.js';
+import { LakeSession } from '../../src/lake/session.js';
+import type { Lake } from '../../src/lake/sources.js';
 import {
   busiestMarketQuery,
   listMarketsQuery,
@@ -302,7 +304,7 @@ describe('SQL builders on a real DuckDB', () => {
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pmlake-builders-'));
     db = await DuckDBInstance.create(':memory:', { threads: '2' });
-    lake = lakeSources(dir); // an empty lake: every data set is an empty relation with its columns
+    lake = new LakeSession(db, dir).sources; // an empty lake: every data set is an empty relation with its columns
   });
   afterAll(() => {
     db.closeSync();
@@ -384,7 +386,7 @@ describe('SQL builders on a real DuckDB', () => {
         } finally {
           conn.closeSync();
         }
-        return (await runQuery(db, busiestMarketQuery(lakeSources(lakeDir))))[0]?.id ?? null;
+        return (await runQuery(db, busiestMarketQuery(new LakeSession(db, lakeDir).sources)))[0]?.id ?? null;
       } finally {
         fs.rmSync(lakeDir, { recursive: true, force: true });
       }

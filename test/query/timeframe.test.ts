@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bucketCeil, bucketFloor, isMinuteMultiple, parseTimeframe, timeframeOf } from '../../src/timeframe.js';
 import { parseIsoMicros } from '../../src/http/params.js';
-import { decimalToNumber, isoFromMicros, toJson } from '../../src/lake/runner.js';
+import { decimalToNumber, isoFromMicros, toJson } from '../../src/lake/values.js';
 
 const us = (iso: string): bigint => BigInt(Date.parse(iso)) * 1000n;
 

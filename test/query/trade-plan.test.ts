@@ -2,8 +2,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generate } from '../../ingest/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
-import { lakeSources, runJsonArray } from '../../src/lake/runner.js';
-import { tradeHours, tradePartitions } from '../../src/lake/trade-hours.js';
+import { runJsonArray } from '../../src/lake/runner.js';
+import { LakeSession } from '../../src/lake/session.js';
+import { tradeHours, tradePartitions } from '../../src/markets/trade-hours.js';
 import { HOUR_US, planTradePage, type PagePlan } from '../../src/query/trade-plan.js';
 import { tradesPageQuery, type TradeFilter } from '../../src/query/trades.js';
 import type { RunningServer } from '../../src/server.js';
@@ -66,8 +67,8 @@ describe('trade pages from the partitions they land in', () => {
   });
 
   async function planFor(f: TradeFilter & { tokens: readonly string[] }, page: { limit: number; offset: number }): Promise<PagePlan> {
-    const parts = tradePartitions(lakeDir);
-    return planTradePage(tradeHours(srv.ctx.db, lakeDir, parts, f.tokens, f.side), f, page);
+    const lake = new LakeSession(srv.ctx.db, lakeDir);
+    return planTradePage(tradeHours(lake, tradePartitions(lake), f.tokens, f.side), f, page);
   }
 
   it('equals the TypeScript ordering and the plain plan on every page, across the partition boundary', async () => {
@@ -89,7 +90,7 @@ describe('trade pages from the partitions they land in', () => {
       { f: { tokens: market.tokens, side: 'sell', end: wEnd }, want: mine.filter((t) => t.side === 'sell' && t.us < wEnd) },
       { f: { tokens: market.tokens, start: wStart }, want: mine.filter((t) => t.us >= wStart) },
     ];
-    const lake = lakeSources(lakeDir);
+    const lake = new LakeSession(srv.ctx.db, lakeDir).sources;
     let compared = 0;
     for (const { f, want } of cases) {
       const n = want.filter((t) => monthOf(t.us) === months[1]).length;

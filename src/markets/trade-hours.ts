@@ -1,6 +1,4 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
-import { lakeVersion } from './versions.js';
-import { partitionSource, runQuery } from './runner.js';
+import type { LakeSession } from '../lake/session.js';
 import { tradeHoursQuery } from '../query/trades.js';
 import type { HourCount, PartitionHours } from '../query/trade-plan.js';
 
@@ -13,15 +11,18 @@ import type { HourCount, PartitionHours } from '../query/trade-plan.js';
  */
 export type TradePartition = { month: string; version: string };
 
-/** The trades partitions of the reader's lake version, newest first, each with its file list as version. */
-export function tradePartitions(lakeDir: string): TradePartition[] {
-  const v = lakeVersion(lakeDir);
+/** The trades partitions of the session's lake version, newest first, each with its file list as version. */
+export function tradePartitions(lake: LakeSession): TradePartition[] {
+  const v = lake.version;
   const files = new Map<string, string[]>();
   for (const e of v.entries('trades')) {
     if (e.partition === null || !/^[0-9]{4}-[0-9]{2}$/.test(e.partition)) continue;
     files.set(e.partition, [...(files.get(e.partition) ?? []), e.path]);
   }
-  return [...files.keys()].sort().reverse().map((month) => ({ month, version: files.get(month)!.join('|') }));
+  return [...files.keys()]
+    .sort()
+    .reverse()
+    .map((month) => ({ month, version: files.get(month)!.join('|') }));
 }
 
 /**
@@ -32,8 +33,8 @@ const MAX_ENTRIES = 4096;
 type Hours = { hour: BigInt64Array; rows: Uint32Array };
 const cache = new Map<string, Promise<Hours>>();
 
-function hoursOf(db: DuckDBInstance, lakeDir: string, p: TradePartition, token: string, side: string | undefined): Promise<Hours> {
-  const key = `${lakeDir}\u0000${p.version}\u0000${token}\u0000${side ?? ''}`;
+function hoursOf(lake: LakeSession, p: TradePartition, token: string, side: string | undefined): Promise<Hours> {
+  const key = `${lake.lakeDir}\u0000${p.version}\u0000${token}\u0000${side ?? ''}`;
   let hit = cache.get(key);
   if (hit) {
     // Refresh its place: the map's order is the eviction order (least recently used first).
@@ -41,7 +42,7 @@ function hoursOf(db: DuckDBInstance, lakeDir: string, p: TradePartition, token: 
     cache.set(key, hit);
     return hit;
   }
-  hit = runQuery(db, tradeHoursQuery(partitionSource(lakeDir, 'trades', [p.month]), token, side)).then((rows) => ({
+  hit = lake.rows(tradeHoursQuery(lake.partition('trades', [p.month]), token, side)).then((rows) => ({
     hour: BigInt64Array.from(rows, (r) => BigInt(r.hour as number)),
     rows: Uint32Array.from(rows, (r) => Number(r.rows)),
   }));
@@ -60,14 +61,13 @@ function counts(h: Hours): HourCount[] {
  * read only when the plan's walk reaches it, so a first page of the busiest market counts the newest month alone.
  */
 export async function* tradeHours(
-  db: DuckDBInstance,
-  lakeDir: string,
+  lake: LakeSession,
   partitions: readonly TradePartition[],
   tokens: readonly string[],
   side: string | undefined,
 ): AsyncGenerator<PartitionHours> {
   for (const p of partitions) {
-    const hours = await Promise.all(tokens.map((t) => hoursOf(db, lakeDir, p, t, side)));
+    const hours = await Promise.all(tokens.map((t) => hoursOf(lake, p, t, side)));
     yield { month: p.month, tokens: tokens.map((token, i) => ({ token, hours: counts(hours[i]!) })) };
   }
 }

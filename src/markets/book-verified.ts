@@ -1,6 +1,6 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
-import { isoFromMicros, lakeSources, runOne, runQuery, type Row } from './runner.js';
-import { StampedCache } from './stamp.js';
+import type { LakeSession } from '../lake/session.js';
+import { StampedCache } from '../lake/stamp.js';
+import { isoFromMicros, type Row } from '../lake/values.js';
 import { dayCheckpointsQuery, nextDayCheckpointQuery } from '../query/coverage.js';
 import { dateOf } from '../query/common.js';
 
@@ -24,15 +24,10 @@ type DayCheckpoints = { ts: Float64Array; since: Float64Array; ok: Uint8Array; n
  */
 const days = new StampedCache<DayCheckpoints>({ maxEntries: 1024 });
 
-export async function verifiedAt(
-  deps: { db: DuckDBInstance; lakeDir: string },
-  assetId: string,
-  at: bigint,
-): Promise<{ verified: boolean; checkpoint: string | null }> {
-  const lake = lakeSources(deps.lakeDir);
+export async function verifiedAt(lake: LakeSession, assetId: string, at: bigint): Promise<{ verified: boolean; checkpoint: string | null }> {
   const day = dateOf(at);
-  const { value: c } = await days.get(deps.lakeDir, `${assetId}|${day}`, async () => {
-    const rows = await runQuery(deps.db, dayCheckpointsQuery(lake, assetId, day));
+  const { value: c } = await days.get(lake, `${assetId}|${day}`, async () => {
+    const rows = await lake.rows(dayCheckpointsQuery(lake.sources, assetId, day));
     return {
       ts: Float64Array.from(rows, (r) => Number(r.ts_us)),
       since: Float64Array.from(rows, (r) => (r.since_us === null ? Number.NaN : Number(r.since_us))),
@@ -50,7 +45,7 @@ export async function verifiedAt(
   }
   if (lo < c.ts.length) return answer(c.ts[lo]!, c.since[lo]!, c.ok[lo] === 1, us);
   // None later that day: the stretch closes on a later day, or not yet.
-  c.next ??= runOne(deps.db, nextDayCheckpointQuery(lake, assetId, day));
+  c.next ??= lake.one(nextDayCheckpointQuery(lake.sources, assetId, day));
   const next = await c.next.catch((err: unknown) => {
     c.next = undefined;
     throw err;
