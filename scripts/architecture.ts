@@ -13,11 +13,13 @@ import { KIND_IDS } from '../src/catalogue/kinds.js';
  *   (c) only src/http/ imports Express (bench/bare-express.ts is the http-small scenario's baseline);
  *   (d) within src/, `read_parquet` appears only in src/lake/ and src/query/ (one way to the lake);
  *   (e) src/ imports nothing from bench/ or test/;
- *   (f) no import climbs from a lower layer into one above it (UPWARD: src/s3/ is below src/exports/);
+ *   (f) no import climbs from a lower layer into one above it (UPWARD: src/s3/ is below src/exports/, src/lake/ below
+ *       src/query/);
  *   (g) a data kind is declared only in the catalogue: outside src/catalogue/, no array literal (a z.enum, a
  *       Set) or union type in src/ lists kinds (two or more kind ids, most of its members);
  *   (h) in src/http/, a route's handler is a named function (`handler: listMarkets`, made with defineRoute) and
  *       reads its query, path and body from its typed input, never from res.locals.
+ *   (i) nothing in src/http/ builds lake sources: a handler reads through its request's lake session (`ctx.lake`).
  * Imports are read with TypeScript's own scanner (`import … from`, `export … from`, `import type`, side-effect
  * imports and `import('literal')`, which eslint's no-restricted-imports does not see), so comments and strings
  * that merely look like imports do not count.
@@ -27,23 +29,30 @@ export const REPO = path.resolve(import.meta.dirname, '..');
 
 export type Graph = Map<string, string[]>;
 export type Edge = { from: string; to: string };
-export type Rule = 'cycles' | 'into-http' | 'express' | 'read_parquet' | 'bench-or-test' | 'upward' | 'kind-lists' | 'named-handlers';
+export type Rule = 'cycles' | 'into-http' | 'express' | 'read_parquet' | 'bench-or-test' | 'upward' | 'kind-lists' | 'named-handlers' | 'http-sources';
 export const RULES: Record<Rule, string> = {
   cycles: '(a) no import cycles among src/ and ingest/',
   'into-http': '(b) nothing outside src/http/ imports src/http/ except src/server.ts',
   express: '(c) only src/http/ (and bench/bare-express.ts) imports express',
   read_parquet: '(d) within src/, read_parquet appears only in src/lake/ and src/query/',
   'bench-or-test': '(e) src/ imports nothing from bench/ or test/',
-  upward: '(f) no import climbs into a layer above (src/s3/ does not import src/exports/)',
+  upward: '(f) no import climbs into a layer above (src/s3/ does not import src/exports/, src/lake/ not src/query/)',
   'kind-lists': '(g) data kinds are listed only in src/catalogue/ (derive the list from it)',
   'named-handlers': '(h) src/http/ route handlers are named functions reading a typed input, not res.locals.query/params/body',
+  'http-sources': '(i) nothing in src/http/ builds lake sources (lakeSources, datasetSource, partitionSource, versionSources): use ctx.lake',
 };
 
 /** Pairs [lower, upper] of directories: nothing under the first imports anything under the second. */
-export const UPWARD: [string, string][] = [['src/s3/', 'src/exports/']];
+export const UPWARD: [string, string][] = [
+  ['src/s3/', 'src/exports/'],
+  ['src/lake/', 'src/query/'],
+];
 
 /** A route row whose handler is written in place (an arrow or function expression), or a read of the gate's old res.locals fields. */
 export const UNNAMED_HANDLER = /\bhandler:\s*(async\b|function\b|\(|[A-Za-z_$][\w$]*\s*=>)|\bres\.locals\.(query|params|body)\b/;
+
+/** Calls that build a data set's source from files; outside the lake session only src/lake/ and tools make them. */
+export const SOURCE_BUILDERS = /\b(lakeSources|datasetSource|partitionSource|versionSources)\(/;
 
 /** Every module specifier a TypeScript source names (static, type-only, re-exports, literal dynamic imports). */
 export function importsOf(source: string): string[] {
@@ -209,6 +218,12 @@ export function checkArchitecture(root = REPO): { files: number; edges: number; 
       upward: show(edges.filter((e) => UPWARD.some(([lower, upper]) => e.from.startsWith(lower) && e.to.startsWith(upper)))),
       'kind-lists': kindListLines,
       'named-handlers': handlerLines,
+      'http-sources': tsFiles(root, 'src/http').flatMap((f) =>
+        fs
+          .readFileSync(path.join(root, f), 'utf8')
+          .split('\n')
+          .flatMap((line, i) => (SOURCE_BUILDERS.test(line) ? [`${f}:${i + 1}`] : [])),
+      ),
     },
   };
 }

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { checkArchitecture, findCycles, importsOf, kindLists, packageOf, resolveSpecifier, UNNAMED_HANDLER, type Graph } from '../../scripts/architecture.js';
+import {
+  checkArchitecture,
+  findCycles,
+  importsOf,
+  kindLists,
+  packageOf,
+  resolveSpecifier,
+  SOURCE_BUILDERS,
+  UNNAMED_HANDLER,
+  type Graph,
+} from '../../scripts/architecture.js';
 
 // The rules and how imports are read: scripts/architecture.ts (which `npm run lint` also runs).
 
@@ -115,5 +125,12 @@ describe('architecture of src/ and ingest/', () => {
 
   it('(h) src/http/ route handlers are named functions reading their typed input, not res.locals', () => {
     expect(offenders['named-handlers']).toEqual([]);
+  });
+
+  it('(i) nothing in src/http/ builds lake sources', () => {
+    expect(offenders['http-sources']).toEqual([]);
+    expect(SOURCE_BUILDERS.test('const lake = lakeSources(ctx.config.lakeDir);')).toBe(true);
+    expect(SOURCE_BUILDERS.test('partitionSource(v, name, values)')).toBe(true);
+    expect(SOURCE_BUILDERS.test('const lake = ctx.lake.sources;')).toBe(false);
   });
 });
