@@ -6,7 +6,6 @@ import { createApp } from '../src/http/app.js';
 import { routes } from '../src/http/routes.js';
 import type { Route } from '../src/http/route.js';
 import { marketOut } from '../src/http/markets/view.js';
-import { lakeSources, runQuery } from '../src/lake/runner.js';
 import { listMarketsQuery } from '../src/query/markets.js';
 
 /**
@@ -18,9 +17,8 @@ import { listMarketsQuery } from '../src/query/markets.js';
 const sqlList: Route['handler'] = async ({ query, res }, ctx) => {
   const q = query as Record<string, never>;
   if (q.series_id !== undefined) throw new Error('series_id is not served by the bench baseline');
-  const rows = await runQuery(
-    ctx.db,
-    listMarketsQuery(lakeSources(ctx.config.lakeDir), {
+  const rows = await ctx.lake.rows(
+    listMarketsQuery(ctx.lake.sources, {
       active: q.active,
       closed: q.closed,
       resolved: q.resolved,

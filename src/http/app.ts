@@ -8,7 +8,7 @@ import type { Principal } from '../accounts/principal.js';
 import { assertJsonDepth } from './body-limits.js';
 import { Admission } from './admission.js';
 import { routes } from './routes.js';
-import { currentVersion, withLakeVersions } from '../lake/versions.js';
+import { currentVersion } from '../lake/versions.js';
 import { createRateLimiters, type Limiter, type RateLimiters } from './ratelimit.js';
 import { requestCounterFor, type RequestCounter } from '../accounts/requests.js';
 
@@ -168,8 +168,8 @@ function handlerFor(ctx: AppContext, route: Route) {
     const params = route.params ? parse('path', route.params, req.params) : undefined;
     const query = route.query ? parse('query', route.query, req.query) : undefined;
     const body = route.body ? parse('body', route.body, req.body ?? {}) : undefined;
-    // One lake version for the whole request (src/lake/versions.ts): every statement it builds reads its files.
-    const out = await withLakeVersions(() => route.handler({ query, params, body, req, res }, ctx));
+    // One lake session for the whole request (src/lake/session.ts): every statement it builds reads one version's files.
+    const out = await route.handler({ query, params, body, req, res }, { ...ctx, lake: ctx.lakeSession() });
     if (out !== undefined && !res.headersSent) res.status(route.status ?? 200).json(out);
   };
 }

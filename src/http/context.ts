@@ -1,5 +1,6 @@
 import type { Authenticator } from '../accounts/principal.js';
 import type { Core } from '../compose.js';
+import type { LakeSession } from '../lake/session.js';
 
 /**
  * What HTTP handlers get: the core services (src/compose.ts: configuration, the read-only lake database, the
@@ -8,3 +9,9 @@ import type { Core } from '../compose.js';
  * explicit dependencies.
  */
 export type AppContext = Omit<Core, 'close'> & { readonly auth: Authenticator };
+
+/**
+ * What one request's handler gets: the application's context and the request's lake session (`lake`, opened by
+ * the gate): one DuckDB and one lake version for everything the request reads.
+ */
+export type RequestContext = AppContext & { readonly lake: LakeSession };

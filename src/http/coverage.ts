@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from './route.js';
-import type { AppContext } from './context.js';
-import { lakeSources, runQuery } from '../lake/runner.js';
+import type { RequestContext } from './context.js';
 import { venueCoverageQuery } from '../query/coverage.js';
 import { queryInt, isoDay } from './params.js';
 import { Status } from './markets/coverage.js';
@@ -58,8 +57,8 @@ export const coverageRoutes: Route[] = [
   }),
 ];
 
-async function getVenueCoverage({ query: q, req, res }: RouteInput<{ query: typeof VenueCoverageQuery }>, ctx: AppContext) {
-  const all = await runQuery(ctx.db, venueCoverageQuery(lakeSources(ctx.config.lakeDir), q.date));
+async function getVenueCoverage({ query: q, req, res }: RouteInput<{ query: typeof VenueCoverageQuery }>, ctx: RequestContext) {
+  const all = await ctx.lake.rows(venueCoverageQuery(ctx.lake.sources, q.date));
   const summary = { verified: 0, degraded: 0, unverified: 0, missing: 0 };
   for (const m of all) summary[m.status as keyof typeof summary] += 1;
   const matching = q.status === undefined ? all : all.filter((m) => m.status === q.status);

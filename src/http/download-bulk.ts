@@ -5,7 +5,7 @@ import { planDeps } from './download-send.js';
 import { contentDisposition } from '../downloads/disposition.js';
 import { checkWindow, isoDateTime, timeframeParam } from './params.js';
 import { defineRoute, type Route, type RouteInput } from './route.js';
-import type { AppContext } from './context.js';
+import type { RequestContext } from './context.js';
 
 /**
  * POST /v1/download/bulk: 1–25 line items, each mirroring one GET /v1/download/* call, streamed as one ZIP
@@ -69,7 +69,7 @@ export const bulkDownloadRoute: Route = defineRoute({
   handler: sendBulkDownload,
 });
 
-async function sendBulkDownload({ body, req, res }: RouteInput<{ body: typeof BulkBody }>, ctx: AppContext) {
+async function sendBulkDownload({ body, req, res }: RouteInput<{ body: typeof BulkBody }>, ctx: RequestContext) {
   const r = await sendBulk({ ...planDeps(ctx), meter: ctx.meter }, req.principal!, body.items.map(bulkItem), {
     out: res,
     begin() {

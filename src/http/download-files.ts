@@ -4,7 +4,7 @@ import type { PullSpec } from '../downloads/spec.js';
 import { sendDownload } from './download-send.js';
 import { checkWindow, isoDateTime, marketIdParam, timeframeParam } from './params.js';
 import { defineRoute, type Route, type RouteInput } from './route.js';
-import type { AppContext } from './context.js';
+import type { RequestContext } from './context.js';
 
 /**
  * GET /v1/download/{trades,ohlcv,orderbook,top_of_book,options,series}: one market's or series' rows as a
@@ -88,7 +88,7 @@ const SeriesQuery = z
 
 /** A GET route whose validated query becomes one PullSpec, streamed as a file. */
 export function fileRoute<S extends z.ZodType>(path: string, summary: string, q: S, toSpec: (v: z.infer<S>) => PullSpec): Route {
-  async function sendFile({ query, req, res }: RouteInput<{ query: S }>, ctx: AppContext): Promise<unknown> {
+  async function sendFile({ query, req, res }: RouteInput<{ query: S }>, ctx: RequestContext): Promise<unknown> {
     return sendDownload(req, res, ctx, toSpec(query));
   }
   return defineRoute({

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { planOf, REFERENCE_RATE_PER_MB } from '../accounts/plans.js';
 import { findRawDataset, rawDatasetsListing } from '../downloads/catalog.js';
 import { planDownload } from '../downloads/plan.js';
-import { datasetBytesPerRow, runOne } from '../lake/runner.js';
 import type { DatasetName } from '../lake/layout.js';
 import { pullCoverage } from '../downloads/coverage.js';
 import { pullRowsQuery } from '../query/downloads.js';
@@ -10,7 +9,7 @@ import { planDeps } from './download-send.js';
 import { fileRoute, format, optionalDate, rowLimit } from './download-files.js';
 import { checkWindow, marketIdParam } from './params.js';
 import { defineRoute, type Route, type RouteInput } from './route.js';
-import type { AppContext } from './context.js';
+import type { RequestContext } from './context.js';
 
 /** /v1/download/raw*: the raw tape — its catalogue, a free size estimate, and the file itself. */
 
@@ -64,16 +63,16 @@ export const rawDownloadRoutes: Route[] = [
   })),
 ];
 
-async function listRawDatasets(_input: RouteInput, ctx: AppContext) {
-  return rawDatasetsListing(ctx.db, ctx.config.lakeDir);
+async function listRawDatasets(_input: RouteInput, ctx: RequestContext) {
+  return rawDatasetsListing(ctx.lake);
 }
 
-async function estimateRawDownload({ query: v, req }: RouteInput<{ query: typeof RawEstimateQuery }>, ctx: AppContext) {
+async function estimateRawDownload({ query: v, req }: RouteInput<{ query: typeof RawEstimateQuery }>, ctx: RequestContext) {
   // The download's own plan (same refusals: unknown data type or market, shape not offered) without its row
   // cap: the rows counted are the ones it would send, for one market as for the whole venue.
   const pull = await planDownload(planDeps(ctx), req.principal, { kind: 'raw', ...v, format: 'json', limit: null });
   const ds = findRawDataset(v.data_type)!;
-  const r = await runOne(ctx.db, pullRowsQuery(pull.query, v.shape === 'raw' ? 'frame' : undefined));
+  const r = await ctx.lake.one(pullRowsQuery(pull.query, v.shape === 'raw' ? 'frame' : undefined));
   const rows = Number(r?.rows ?? 0);
   const capped = rows > v.limit;
   const outRows = Math.min(rows, v.limit);
@@ -82,7 +81,7 @@ async function estimateRawDownload({ query: v, req }: RouteInput<{ query: typeof
   let bytes = 0;
   if (v.shape === 'normalized') {
     const flat: DatasetName = ds.normalized === 'last_trades' ? 'last_trades' : 'l2';
-    bytes = Math.round(outRows * (await datasetBytesPerRow(ctx.db, ctx.config.lakeDir, flat)));
+    bytes = Math.round(outRows * (await ctx.lake.bytesPerRow(flat)));
   } else if (rows > 0) bytes = Math.round((Number(r?.text_bytes ?? 0) / rows + 30) * outRows);
   const plan = planOf(req.principal?.plan ?? 'free');
   const mb = bytes / (1024 * 1024);
@@ -106,6 +105,6 @@ async function estimateRawDownload({ query: v, req }: RouteInput<{ query: typeof
     fair_use_share: plan.fair_use_bytes_month > 0 ? bytes / plan.fair_use_bytes_month : null,
     pricing_note: 'Included in the plan and counted against its monthly fair-use volume; the per-MB rate is a reference only.',
     // The market's tokens, or for the undivided tape every market: each day's worst token.
-    coverage: await pullCoverage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, pull.coverage?.scope ?? { all: true }, { start: v.start, end: v.end }),
+    coverage: await pullCoverage(ctx.lake, pull.coverage?.scope ?? { all: true }, { start: v.start, end: v.end }),
   };
 }

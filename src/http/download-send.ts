@@ -3,12 +3,12 @@ import { planDownload, type PlanDeps } from '../downloads/plan.js';
 import { sendCopy } from '../downloads/send.js';
 import type { PullSpec } from '../downloads/spec.js';
 import { CONTENT_TYPES } from '../lake/stream.js';
-import type { AppContext } from './context.js';
+import type { RequestContext } from './context.js';
 import { contentDisposition } from '../downloads/disposition.js';
 
 /** What planning a pull needs, out of the handler's context. */
-export function planDeps(ctx: AppContext): PlanDeps {
-  return { db: ctx.db, lakeDir: ctx.config.lakeDir, markets: ctx.markets };
+export function planDeps(ctx: RequestContext): PlanDeps {
+  return { lake: ctx.lake, markets: ctx.markets };
 }
 
 /**
@@ -16,7 +16,7 @@ export function planDeps(ctx: AppContext): PlanDeps {
  * The headers go out just before the first byte; a small file (whole within the preflight) gets an exact
  * Content-Length and X-Record-Count. Errors before that point become the usual error answer.
  */
-export async function sendDownload(req: Request, res: Response, ctx: AppContext, spec: PullSpec): Promise<undefined> {
+export async function sendDownload(req: Request, res: Response, ctx: RequestContext, spec: PullSpec): Promise<undefined> {
   const plan = await planDownload(planDeps(ctx), req.principal, spec);
   const r = await sendCopy(
     ctx,

@@ -2,8 +2,7 @@ import { z } from 'zod';
 import { ESTIMATE_KINDS, fromTape, SERIES_ESTIMATE_KINDS, sizingDataset, type SeriesEstimateKind } from '../catalogue/kinds.js';
 import { estimatePricing, type Pricing } from '../accounts/pricing.js';
 import type { Principal } from '../accounts/principal.js';
-import type { AppContext } from './context.js';
-import { datasetBytesPerRow } from '../lake/runner.js';
+import type { AppContext, RequestContext } from './context.js';
 import { checkWindow, isoDateTime, timeframeParam } from './params.js';
 import { pullCoverage, type PullCoverage } from '../downloads/coverage.js';
 import { COVERAGE_STATUSES, type CoverageScope } from '../query/coverage.js';
@@ -40,8 +39,8 @@ export const SeriesEstimateBody = z
 
 export type SeriesEstimateInput = z.infer<typeof SeriesEstimateBody>;
 
-export async function bytesFor(ctx: AppContext, t: SeriesEstimateKind, rows: number): Promise<number> {
-  const perRow = await datasetBytesPerRow(ctx.db, ctx.config.lakeDir, sizingDataset(t));
+export async function bytesFor(ctx: RequestContext, t: SeriesEstimateKind, rows: number): Promise<number> {
+  const perRow = await ctx.lake.bytesPerRow(sizingDataset(t));
   return Math.round(rows * perRow);
 }
 
@@ -51,8 +50,8 @@ export async function pricingFor(ctx: AppContext, t: SeriesEstimateKind, bytes: 
 }
 
 /** The tape's coverage of the days an estimate's window touches; null for a data type that does not come from the tape. */
-export async function estimateCoverage(ctx: AppContext, t: SeriesEstimateKind, scope: CoverageScope, w: Window): Promise<PullCoverage | null> {
-  return fromTape(t) ? pullCoverage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, scope, w) : null;
+export async function estimateCoverage(ctx: RequestContext, t: SeriesEstimateKind, scope: CoverageScope, w: Window): Promise<PullCoverage | null> {
+  return fromTape(t) ? pullCoverage(ctx.lake, scope, w) : null;
 }
 
 const CoverageStatusSchema = z.enum(COVERAGE_STATUSES);

@@ -4,7 +4,7 @@ import { findRawDataset } from '../downloads/catalog.js';
 import type { PullSpec } from '../downloads/spec.js';
 import type { ExportService } from '../exports/service.js';
 import { getOwnExport, listExports, type ExportJobRow } from '../state/exports.js';
-import type { AppContext } from './context.js';
+import type { AppContext, RequestContext } from './context.js';
 import { Conflict, Gone, NotFound, Unprocessable } from '../errors.js';
 import { isoDateTime, marketIdParam, timeframeParam } from './params.js';
 import { defineRoute, type Route, type RouteInput } from './route.js';
@@ -115,7 +115,7 @@ export const exportRoutes: Route[] = [
   ...exportFileRoutes,
 ];
 
-async function createExport({ body: b, req }: RouteInput<{ body: typeof CreateExport }>, ctx: AppContext) {
+async function createExport({ body: b, req }: RouteInput<{ body: typeof CreateExport }>, ctx: RequestContext) {
   if (b.kind === 'raw') {
     if (!findRawDataset(b.series_id!)) {
       throw new Unprocessable([
@@ -123,7 +123,7 @@ async function createExport({ body: b, req }: RouteInput<{ body: typeof CreateEx
       ]);
     }
   }
-  return jobView(await service(ctx).submit(req.principal!, exportSpec(b), b.idempotency_key ?? undefined));
+  return jobView(await service(ctx).submit(ctx.lake, req.principal!, exportSpec(b), b.idempotency_key ?? undefined));
 }
 
 async function getExports({ query: { limit }, req }: RouteInput<{ query: typeof ListQuery }>, ctx: AppContext) {

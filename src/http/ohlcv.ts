@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from './route.js';
-import type { AppContext } from './context.js';
-import { lakeSources, runJsonRows } from '../lake/runner.js';
+import type { RequestContext } from './context.js';
 import { sendJsonText } from './respond.js';
 import { ohlcvPageQuery } from '../query/ohlcv.js';
 import { CANDLE_SHAPE } from '../query/shapes.js';
@@ -54,18 +53,13 @@ export const ohlcvRoutes: Route[] = [
   }),
 ];
 
-async function getOhlcv({ query: q, req, res }: RouteInput<{ query: typeof OhlcvQuery }>, ctx: AppContext) {
-  const r = await ctx.markets.resolve(q.market_id);
+async function getOhlcv({ query: q, req, res }: RouteInput<{ query: typeof OhlcvQuery }>, ctx: RequestContext) {
+  const r = await ctx.markets.resolve(ctx.lake, q.market_id);
   const [token] = selectTokens(r, q.outcome);
   if (!token) throw new NotFound('Market has no outcome tokens');
   // One bar more than the page says whether older bars exist.
-  const rows = await runJsonRows(
-    ctx.db,
-    ohlcvPageQuery(
-      lakeSources(ctx.config.lakeDir),
-      { token: token.token_id, outcome: token.outcome_index, timeframe: q.timeframe, start: q.start, end: q.end },
-      q.limit + 1,
-    ),
+  const rows = await ctx.lake.jsonRows(
+    ohlcvPageQuery(ctx.lake.sources, { token: token.token_id, outcome: token.outcome_index, timeframe: q.timeframe, start: q.start, end: q.end }, q.limit + 1),
     {
       ...CANDLE_SHAPE,
       // The builder selects these two bound values first; every row carries the same ones.

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseTimeframe, type Timeframe } from '../timeframe.js';
 import { CONDITION_ID_MESSAGE } from '../markets/resolver.js';
-import { isoFromMicros } from '../lake/runner.js';
+import { isoFromMicros } from '../lake/values.js';
 import { parseIsoMicros } from '../iso-time.js';
 
 export { parseIsoMicros };

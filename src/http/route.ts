@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
-import type { AppContext } from './context.js';
+import type { RequestContext } from './context.js';
 import type { CostClass } from './admission.js';
 
 /** The zod schemas a route validates its query, path and body with (each optional). */
@@ -23,7 +23,7 @@ export type RouteInput<S = object> = {
 };
 
 /** A route handler: returns a JSON body, or undefined when it wrote the response itself (streams, redirects). */
-export type Handler<S = object> = (input: RouteInput<S>, ctx: AppContext) => Promise<unknown>;
+export type Handler<S = object> = (input: RouteInput<S>, ctx: RequestContext) => Promise<unknown>;
 
 /**
  * One endpoint: its method, path, who may call it and the zod schemas its handler's input is parsed with. The
@@ -78,7 +78,7 @@ export type Route = RouteMeta &
      * Method syntax on purpose: its parameter is checked bivariantly, so a handler typed for its own schemas'
      * outputs fits the table's common row. Sound because the gate parses with these very schemas.
      */
-    handler(input: { query: unknown; params: unknown; body: unknown; req: Request; res: Response }, ctx: AppContext): Promise<unknown>;
+    handler(input: { query: unknown; params: unknown; body: unknown; req: Request; res: Response }, ctx: RequestContext): Promise<unknown>;
   };
 
 /**

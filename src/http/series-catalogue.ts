@@ -1,7 +1,7 @@
-import type { AppContext } from './context.js';
+import type { RequestContext } from './context.js';
 import { StampedCache } from '../lake/stamp.js';
 import { NotFound } from '../errors.js';
-import { lakeSources, runOne, runQuery, type Row } from '../lake/runner.js';
+import type { Row } from '../lake/values.js';
 import { optionsSeriesQuery, rawSeriesMarketsQuery, seriesQuery } from '../query/series.js';
 import { RAW_DATASETS, rawDatasetsListing } from '../downloads/catalog.js';
 import { pickSeriesId } from '../markets/series-ids.js';
@@ -45,11 +45,11 @@ function seriesOut(s: Row): Row {
  */
 const catalogue = new StampedCache<{ list: Row[]; byId: Map<string, Row> }>({ maxEntries: 16 });
 
-export async function allSeries(ctx: AppContext): Promise<{ list: Row[]; byId: Map<string, Row> }> {
-  const got = await catalogue.get(ctx.config.lakeDir, 'series', async () => {
-    const lake = lakeSources(ctx.config.lakeDir);
-    const markets = (await runQuery(ctx.db, seriesQuery(lake))).map(seriesOut);
-    const options = (await runQuery(ctx.db, optionsSeriesQuery(lake))).map(optionsSeriesOut);
+export async function allSeries(ctx: RequestContext): Promise<{ list: Row[]; byId: Map<string, Row> }> {
+  const got = await catalogue.get(ctx.lake, 'series', async () => {
+    const lake = ctx.lake.sources;
+    const markets = (await ctx.lake.rows(seriesQuery(lake))).map(seriesOut);
+    const options = (await ctx.lake.rows(optionsSeriesQuery(lake))).map(optionsSeriesOut);
     const list = [...markets, ...options, ...(await rawSeries(ctx)), ...(await catalogueSeriesRows(ctx))];
     return { list, byId: new Map(list.map((s) => [String(s.series_id), s])) };
   });
@@ -93,13 +93,12 @@ function optionsSeriesOut(r: Row): Row {
  * The raw tape data sets (src/downloads/catalog.ts) as series: their markets are the condition ids their frames
  * name, their span the capture's (the raw listing's own figures). Listed even when empty, as the raw listing is.
  */
-async function rawSeries(ctx: AppContext): Promise<Row[]> {
-  const listing = (await rawDatasetsListing(ctx.db, ctx.config.lakeDir)).data;
+async function rawSeries(ctx: RequestContext): Promise<Row[]> {
+  const listing = (await rawDatasetsListing(ctx.lake)).data;
   const counts =
-    (await runOne(
-      ctx.db,
+    (await ctx.lake.one(
       rawSeriesMarketsQuery(
-        lakeSources(ctx.config.lakeDir),
+        ctx.lake.sources,
         RAW_DATASETS.map((d) => d.eventTypes),
       ),
     )) ?? {};
@@ -129,7 +128,7 @@ async function rawSeries(ctx: AppContext): Promise<Row[]> {
 }
 
 /** A series by either spelling of its id (src/markets/series-ids.ts): the anchor's `polymarket:btc-15m` or the slug. */
-export async function oneSeries(ctx: AppContext, id: string): Promise<Row> {
+export async function oneSeries(ctx: RequestContext, id: string): Promise<Row> {
   const { byId } = await allSeries(ctx);
   const found = pickSeriesId(id, (s) => byId.has(s));
   if (found === null) throw new NotFound('Series not found');

@@ -1,5 +1,5 @@
-import type { AppContext } from './context.js';
-import { lakeSources, runOne, type Row } from '../lake/runner.js';
+import type { RequestContext } from './context.js';
+import type { Row } from '../lake/values.js';
 import { venueSpanQuery } from '../query/series.js';
 import { CATALOGUE_SERIES } from '../markets/series-ids.js';
 
@@ -11,8 +11,8 @@ const BROKER_DISPLAY = 'Polymarket';
  * The whole-venue catalogue series (src/markets/series-ids.ts). The served ones count every market and those
  * with trades, over the span of trade data; the ones pmlake does not serve hold nothing and say so.
  */
-export async function catalogueSeriesRows(ctx: AppContext): Promise<Row[]> {
-  const span = (await runOne(ctx.db, venueSpanQuery(lakeSources(ctx.config.lakeDir)))) ?? {};
+export async function catalogueSeriesRows(ctx: RequestContext): Promise<Row[]> {
+  const span = (await ctx.lake.one(venueSpanQuery(ctx.lake.sources))) ?? {};
   return CATALOGUE_SERIES.map((c) => {
     const served = !c.insteadOf;
     const latest = served ? ((span.latest as string | null) ?? null) : null;

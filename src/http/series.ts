@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from './route.js';
-import { lakeSources, runOne } from '../lake/runner.js';
 import { BadRequest } from '../errors.js';
 import { allSeries, oneSeries } from './series-catalogue.js';
 import { parseOptionsSeries } from '../downloads/catalog.js';
@@ -9,7 +8,7 @@ import { timeframeOf } from '../timeframe.js';
 import { catalogueSeries } from '../markets/series-ids.js';
 import { checkCatalogue } from '../downloads/plan.js';
 import { venueRowsQuery } from '../query/series.js';
-import type { AppContext } from './context.js';
+import type { RequestContext } from './context.js';
 import type { Principal } from '../accounts/principal.js';
 import { bytesFor, estimateCoverage, pricingFor, SeriesEstimateBody, SeriesEstimateResponse } from './estimates.js';
 import type { PullCoverage } from '../downloads/coverage.js';
@@ -73,26 +72,26 @@ export const seriesRoutes: Route[] = [
   }),
 ];
 
-async function listSeries({ res }: RouteInput, ctx: AppContext) {
+async function listSeries({ res }: RouteInput, ctx: RequestContext) {
   const rows = (await allSeries(ctx)).list;
   res.locals.rows = rows.length;
   return rows;
 }
 
-async function getSeries({ params }: RouteInput<{ params: typeof SeriesPath }>, ctx: AppContext) {
+async function getSeries({ params }: RouteInput<{ params: typeof SeriesPath }>, ctx: RequestContext) {
   return oneSeries(ctx, params.series_id);
 }
 
-async function estimateSeries({ params, body: b, req }: RouteInput<{ params: typeof SeriesPath; body: typeof SeriesEstimateBody }>, ctx: AppContext) {
+async function estimateSeries({ params, body: b, req }: RouteInput<{ params: typeof SeriesPath; body: typeof SeriesEstimateBody }>, ctx: RequestContext) {
   const series = await oneSeries(ctx, params.series_id as string);
   const id = String(series.series_id);
   const w = { start: b.start ?? undefined, end: b.end ?? undefined };
-  const lake = lakeSources(ctx.config.lakeDir);
+  const lake = ctx.lake.sources;
   const cat = catalogueSeries(id);
   if (cat) {
     checkCatalogue(cat, b.data_type, b.data_type === 'ohlcv' ? b.timeframe?.seconds : undefined);
     const tf = timeframeOf(cat.timeframeSeconds ?? 3600);
-    const r = await runOne(ctx.db, venueRowsQuery(lake, cat.dataType, w, tf));
+    const r = await ctx.lake.one(venueRowsQuery(lake, cat.dataType, w, tf));
     return estimateOut(ctx, req.principal, id, b.data_type, Number(r?.rows ?? 0), Number(r?.markets ?? 0));
   }
   if (series.asset_class === 'raw') throw new BadRequest(`'${id}' is a raw tape series; size it with /v1/download/raw/estimate`);
@@ -107,7 +106,7 @@ async function estimateSeries({ params, body: b, req }: RouteInput<{ params: typ
         message: `data_type '${b.data_type}' is not captured for ${id}; use trades or greeks`,
       });
     }
-    row = await runOne(ctx.db, optionsRowsQuery(lake, parseOptionsSeries(id)!, w));
+    row = await ctx.lake.one(optionsRowsQuery(lake, parseOptionsSeries(id)!, w));
     priced = 'greeks';
   } else {
     // The anchor: "greeks is only valid for crypto-options series … the estimator rejects it for Polymarket".
@@ -118,7 +117,7 @@ async function estimateSeries({ params, body: b, req }: RouteInput<{ params: typ
       });
     }
     const tf = b.data_type === 'ohlcv' ? (b.timeframe ?? timeframeOf(3600)) : undefined;
-    row = await runOne(ctx.db, seriesRowsQuery(lake, b.data_type, id, w, tf));
+    row = await ctx.lake.one(seriesRowsQuery(lake, b.data_type, id, w, tf));
   }
   // Options come from another venue's trades; a market series' book data is the tape of its markets' tokens.
   const coverage = series.asset_class === 'options' ? null : await estimateCoverage(ctx, b.data_type, { seriesId: id }, w);
@@ -127,7 +126,7 @@ async function estimateSeries({ params, body: b, req }: RouteInput<{ params: typ
 
 /** The EstimateResponse of a series pull of `rows` rows over `markets` markets, priced as `priced`. */
 async function estimateOut(
-  ctx: AppContext,
+  ctx: RequestContext,
   principal: Principal | undefined,
   id: string,
   priced: SeriesEstimateDataType,

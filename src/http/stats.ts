@@ -1,10 +1,10 @@
 import { StampedCache } from '../lake/stamp.js';
-import { computeStats, type LakeStats } from '../lake/stats.js';
+import { computeStats, type LakeStats } from '../markets/stats.js';
 import { defineRoute, type Route, type RouteInput } from './route.js';
-import type { AppContext } from './context.js';
+import type { RequestContext } from './context.js';
 
 /**
- * GET /v1/stats: public aggregate statistics of the lake (src/lake/stats.ts), cached per lake stamp
+ * GET /v1/stats: public aggregate statistics of the lake (src/markets/stats.ts), cached per lake stamp
  * (src/lake/stamp.ts: a new ingest shows at once) and for at most a minute; concurrent misses share one
  * computation. Exempt from rate limiting, like /health.
  */
@@ -25,10 +25,9 @@ export const statsRoutes: Route[] = [
   }),
 ];
 
-async function getStats({ res }: RouteInput, ctx: AppContext) {
+async function getStats({ res }: RouteInput, ctx: RequestContext) {
   const now = Date.now();
-  const lakeDir = ctx.config.lakeDir;
-  const { value: stats, at } = await cache.get(lakeDir, 'stats', () => computeStats({ db: ctx.db, lakeDir }));
+  const { value: stats, at } = await cache.get(ctx.lake, 'stats', () => computeStats(ctx.lake));
   res.setHeader('Cache-Control', `public, max-age=${Math.max(0, Math.ceil((at + TTL_MS - now) / 1000))}`);
   return { ...stats, generated_at: new Date(at).toISOString(), cached_until: new Date(at + TTL_MS).toISOString() };
 }

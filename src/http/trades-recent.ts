@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from './route.js';
-import type { AppContext } from './context.js';
-import { lakeSources, partitionValues, runJsonRows } from '../lake/runner.js';
+import type { RequestContext } from './context.js';
 import { sendJsonText } from './respond.js';
 import { recentTradesQuery } from '../query/trades.js';
 import { queryInt } from './params.js';
@@ -29,13 +28,13 @@ export const recentTradeRoutes: Route[] = [
   }),
 ];
 
-async function getRecentTrades({ query: { limit }, req, res }: RouteInput<{ query: typeof RecentQuery }>, ctx: AppContext) {
-  const lake = lakeSources(ctx.config.lakeDir);
+async function getRecentTrades({ query: { limit }, req, res }: RouteInput<{ query: typeof RecentQuery }>, ctx: RequestContext) {
+  const lake = ctx.lake.sources;
   // The newest month partition almost always holds enough rows; read older ones only when it does not. One row
   // more than the page says whether older trades exist.
-  const months = partitionValues(ctx.config.lakeDir, 'trades');
-  let rows = months.length > 1 ? await runJsonRows(ctx.db, recentTradesQuery(lake, limit + 1, months[months.length - 1]), TRADE_SHAPE) : null;
-  if (!rows || rows.length <= limit) rows = await runJsonRows(ctx.db, recentTradesQuery(lake, limit + 1, undefined), TRADE_SHAPE);
+  const months = ctx.lake.partitionValues('trades');
+  let rows = months.length > 1 ? await ctx.lake.jsonRows(recentTradesQuery(lake, limit + 1, months[months.length - 1]), TRADE_SHAPE) : null;
+  if (!rows || rows.length <= limit) rows = await ctx.lake.jsonRows(recentTradesQuery(lake, limit + 1, undefined), TRADE_SHAPE);
   const shown = rows.slice(0, limit);
   if (rows.length > limit) {
     // Recent trades are the head of /v1/trades without market_id (same rows, same order), which takes the rest.

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from './route.js';
-import type { AppContext } from './context.js';
+import type { RequestContext } from './context.js';
 import { sendJsonText } from './respond.js';
 import { selectTokens } from '../markets/resolver.js';
 import { tradesPage } from '../markets/trades-page.js';
@@ -62,14 +62,14 @@ export const tradeRoutes: Route[] = [
   }),
 ];
 
-async function getTrades({ query: q, req, res }: RouteInput<{ query: typeof TradesQuery }>, ctx: AppContext) {
+async function getTrades({ query: q, req, res }: RouteInput<{ query: typeof TradesQuery }>, ctx: RequestContext) {
   let tokens: string[] | undefined;
   if (q.market_id !== undefined) {
-    const r = await ctx.markets.resolve(q.market_id);
+    const r = await ctx.markets.resolve(ctx.lake, q.market_id);
     tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
   }
   // Only a page to compute takes a 'query' slot (route admission 'handler'); null: the client left meanwhile.
-  const out = await tradesPage({ db: ctx.db, lakeDir: ctx.config.lakeDir }, q, tokens, res.locals.admit);
+  const out = await tradesPage(ctx.lake, q, tokens, res.locals.admit);
   if (out?.next) setNextLink(req, res, ctx.config, out.next);
   return out ? sendJsonText(res, out) : undefined;
 }

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
-import { lakeSources, runQuery } from '../../lake/runner.js';
+import type { RequestContext } from '../context.js';
 import { udfBarsQuery } from '../../query/charts.js';
 import { ServiceError } from '../../errors.js';
 import { bucketCeil } from '../../timeframe.js';
@@ -48,7 +47,7 @@ export const historyRoutes: Route[] = [
   }),
 ];
 
-async function getHistory({ query: q, res }: RouteInput<{ query: typeof HistoryQuery }>, ctx: AppContext) {
+async function getHistory({ query: q, res }: RouteInput<{ query: typeof HistoryQuery }>, ctx: RequestContext) {
   const tf = parseResolution(q.resolution);
   if (!tf) return { s: 'error', errmsg: `unsupported resolution ${q.resolution}: use N (minutes), NS, ND or NW between 1S and 4W` };
   if (q.countback === undefined && q.from > q.to) return { s: 'error', errmsg: 'from is after to' };
@@ -59,7 +58,7 @@ async function getHistory({ query: q, res }: RouteInput<{ query: typeof HistoryQ
     if (e instanceof ServiceError) return { s: 'error', errmsg: typeof e.detail === 'string' ? e.detail : e.message };
     throw e;
   }
-  const lake = lakeSources(ctx.config.lakeDir);
+  const lake = ctx.lake.sources;
   const req = { token: token.token_id, outcome: token.outcome_index, timeframe: tf };
   const toUs = BigInt(q.to) * 1_000_000n;
   // end just past `to`: the OHLCV window widens it to the end of the bar holding `to`, so a bar starting at
@@ -67,11 +66,11 @@ async function getHistory({ query: q, res }: RouteInput<{ query: typeof HistoryQ
   const end = toUs + 1n;
   const start = q.countback === undefined ? bucketCeil(tf, BigInt(q.from) * 1_000_000n) : undefined;
   const limit = Math.min(q.countback ?? MAX_BARS, MAX_BARS);
-  const rows = (await runQuery(ctx.db, udfBarsQuery(lake, { ...req, start, end }, limit))) as Bar[];
+  const rows = (await ctx.lake.rows(udfBarsQuery(lake, { ...req, start, end }, limit))) as Bar[];
   res.locals.rows = rows.length;
   if (rows.length === 0) {
     if (start === undefined) return { s: 'no_data' };
-    const before = (await runQuery(ctx.db, udfBarsQuery(lake, { ...req, end: start }, 1))) as Bar[];
+    const before = (await ctx.lake.rows(udfBarsQuery(lake, { ...req, end: start }, 1))) as Bar[];
     return before[0] ? { s: 'no_data', nextTime: before[0].t } : { s: 'no_data' };
   }
   rows.reverse();

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
-import { lakeSources, runQuery, type Row } from '../../lake/runner.js';
+import type { RequestContext } from '../context.js';
+import type { Row } from '../../lake/values.js';
 import { replayTicksQuery } from '../../query/charts.js';
 import { queryInt } from '../params.js';
 import { resolveSymbol, symbolParam } from './symbol.js';
@@ -56,17 +56,17 @@ const TicksResponse = z
   })
   .meta({ id: 'ReplayTicksResponse' });
 
-async function page(ctx: AppContext, token: string, from: number, to: number, limit: number): Promise<{ ticks: Row[]; next: number | null }> {
-  const lake = lakeSources(ctx.config.lakeDir);
+async function page(ctx: RequestContext, token: string, from: number, to: number, limit: number): Promise<{ ticks: Row[]; next: number | null }> {
+  const lake = ctx.lake.sources;
   const w = (a: number, b: number) => ({ token, start: BigInt(a) * 1_000_000n, end: (BigInt(b) + 1n) * 1_000_000n });
-  const rows = await runQuery(ctx.db, replayTicksQuery(lake, w(from, to), limit + 1));
+  const rows = await ctx.lake.rows(replayTicksQuery(lake, w(from, to), limit + 1));
   if (rows.length <= limit) return { ticks: rows, next: null };
   // rows[limit] is the first trade left out: its second cannot be held whole, so the page stops before it.
   const cut = Number(rows[limit]!.time);
   const ticks = rows.slice(0, limit).filter((r) => Number(r.time) < cut);
   if (ticks.length > 0) return { ticks, next: cut };
   // One second holds more than `limit` trades: send it whole rather than split it (the cursor could not).
-  const whole = await runQuery(ctx.db, replayTicksQuery(lake, w(cut, cut), ONE_SECOND_MAX));
+  const whole = await ctx.lake.rows(replayTicksQuery(lake, w(cut, cut), ONE_SECOND_MAX));
   return { ticks: whole, next: cut < to ? cut + 1 : null };
 }
 
@@ -85,7 +85,7 @@ export const replayRoutes: Route[] = [
   }),
 ];
 
-async function getReplayTicks({ query: q, req, res }: RouteInput<{ query: typeof TicksQuery }>, ctx: AppContext) {
+async function getReplayTicks({ query: q, req, res }: RouteInput<{ query: typeof TicksQuery }>, ctx: RequestContext) {
   const s = await resolveSymbol(ctx, q.symbol);
   const { ticks, next } = await page(ctx, s.token.token_id, q.from, q.to, q.limit);
   res.locals.rows = ticks.length;

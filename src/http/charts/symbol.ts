@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AppContext } from '../context.js';
+import type { RequestContext } from '../context.js';
 import { NotFound } from '../../errors.js';
 import { CONDITION_ID_MESSAGE, selectTokens, type ResolvedMarket, type TokenRef } from '../../markets/resolver.js';
 import { timeframeOf, MAX_TIMEFRAME_SECONDS, type Timeframe } from '../../timeframe.js';
@@ -23,10 +23,10 @@ export type ChartSymbol = { symbol: string; resolved: ResolvedMarket; token: Tok
 
 const SYMBOL = /^([0-9]+)(?:\.([0-9]{1,3}))?$/;
 
-export async function resolveSymbol(ctx: AppContext, symbol: string): Promise<ChartSymbol> {
+export async function resolveSymbol(ctx: RequestContext, symbol: string): Promise<ChartSymbol> {
   const m = SYMBOL.exec(symbol.trim());
   // Anything else, 0x included, goes to the resolver as written: it refuses 0x with the spec's message.
-  const resolved = await ctx.markets.resolve(m ? m[1]! : symbol.trim());
+  const resolved = await ctx.markets.resolve(ctx.lake, m ? m[1]! : symbol.trim());
   const outcome = m?.[2] !== undefined ? Number(m[2]) : 0;
   // A token id already names its outcome (a suffix is then ignored, as /v1/trades/ohlcv ignores `outcome`).
   const [token] = selectTokens(resolved, outcome);

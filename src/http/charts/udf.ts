@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
-import { lakeSources, runOne, runQuery } from '../../lake/runner.js';
+import type { RequestContext } from '../context.js';
 import { listMarketsQuery } from '../../query/markets.js';
 import { marketTickQuery } from '../../query/charts.js';
 import { queryInt } from '../params.js';
@@ -92,10 +91,10 @@ async function getUdfTime() {
   return Math.floor(Date.now() / 1000);
 }
 
-async function getUdfSymbol({ query: q }: RouteInput<{ query: typeof SymbolsQuery }>, ctx: AppContext) {
+async function getUdfSymbol({ query: q }: RouteInput<{ query: typeof SymbolsQuery }>, ctx: RequestContext) {
   const s = await resolveSymbol(ctx, q.symbol);
   const marketId = String(s.resolved.market.id);
-  const tick = await runOne(ctx.db, marketTickQuery(lakeSources(ctx.config.lakeDir), marketId));
+  const tick = await ctx.lake.one(marketTickQuery(ctx.lake.sources, marketId));
   const question = String(s.resolved.market.question ?? marketId);
   return {
     name: s.symbol,
@@ -127,9 +126,9 @@ async function getUdfSymbol({ query: q }: RouteInput<{ query: typeof SymbolsQuer
   };
 }
 
-async function searchUdfSymbols({ query: q }: RouteInput<{ query: typeof SearchQuery }>, ctx: AppContext) {
+async function searchUdfSymbols({ query: q }: RouteInput<{ query: typeof SearchQuery }>, ctx: RequestContext) {
   // Most traded first (the anchor's order): the catalogue's `trades` sort, ties by id.
-  const rows = await runQuery(ctx.db, listMarketsQuery(lakeSources(ctx.config.lakeDir), { search: q.query, sortBy: 'trades', limit: q.limit, offset: 0 }));
+  const rows = await ctx.lake.rows(listMarketsQuery(ctx.lake.sources, { search: q.query, sortBy: 'trades', limit: q.limit, offset: 0 }));
   return rows.map((m) => {
     const id = String(m.id);
     const first = tokensOf(m)[0];

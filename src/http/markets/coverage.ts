@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
-import { lakeSources, runOne, runQuery, type Json, type Row } from '../../lake/runner.js';
+import type { RequestContext } from '../context.js';
+import type { Json, Row } from '../../lake/values.js';
 import { COVERAGE_STATUSES, coverageDaysQuery, coverageSpanQuery, incidentsQuery } from '../../query/coverage.js';
 import { DAY_MICROS } from '../../query/common.js';
 import { isoDay, MarketPath } from '../params.js';
@@ -93,15 +93,15 @@ export const marketCoverageRoutes: Route[] = [
 
 async function getMarketCoverage(
   { query: q, params, req, res }: RouteInput<{ query: typeof MarketCoverageQuery; params: typeof MarketPath }>,
-  ctx: AppContext,
+  ctx: RequestContext,
 ) {
-  const r = await ctx.markets.resolve(params.market_id);
+  const r = await ctx.markets.resolve(ctx.lake, params.market_id);
   const tokens = r.token ? [r.token] : r.tokens;
   const byId = new Map(tokens.map((t) => [t.token_id, t]));
   const ids = tokens.map((t) => t.token_id);
-  const lake = lakeSources(ctx.config.lakeDir);
+  const lake = ctx.lake.sources;
   // Open ends need the tape's own first and last day.
-  const span = q.start === undefined || q.end === undefined ? await runOne(ctx.db, coverageSpanQuery(lake, ids)) : undefined;
+  const span = q.start === undefined || q.end === undefined ? await ctx.lake.one(coverageSpanQuery(lake, ids)) : undefined;
   const tape = { first: (span?.first_day as string | null) ?? null, last: (span?.last_day as string | null) ?? null };
   const { start, end, next } = coverageWindow(q, tape, MAX_COVERAGE_DAYS);
   if (next) setNextLink(req, res, ctx.config, next);
@@ -109,14 +109,14 @@ async function getMarketCoverage(
   const incidents: Row[] = [];
   let truncated = false;
   if (start !== null && end !== null && start <= end) {
-    for (const d of await runQuery(ctx.db, coverageDaysQuery(lake, ids, start, end))) {
+    for (const d of await ctx.lake.rows(coverageDaysQuery(lake, ids, start, end))) {
       const t = byId.get(d.asset_id as string)!;
       const { asset_id: _a, ...rest } = d;
       days.push({ date: rest.date!, outcome: t.outcome_index, outcome_label: t.outcome_label, token_id: t.token_id, ...rest });
     }
     const from = BigInt(Date.parse(`${start}T00:00:00Z`)) * 1000n;
     const to = BigInt(Date.parse(`${end}T00:00:00Z`)) * 1000n + DAY_MICROS;
-    const rows = await runQuery(ctx.db, incidentsQuery(lake, ids, from, to, MAX_INCIDENTS + 1));
+    const rows = await ctx.lake.rows(incidentsQuery(lake, ids, from, to, MAX_INCIDENTS + 1));
     truncated = rows.length > MAX_INCIDENTS;
     for (const i of rows.slice(0, MAX_INCIDENTS)) {
       const t = byId.get(i.asset_id as string)!;

@@ -1,7 +1,7 @@
 import type { Response } from 'express';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
-import type { Row } from '../../lake/runner.js';
+import type { RequestContext } from '../context.js';
+import type { Row } from '../../lake/values.js';
 import { MarketPath } from '../params.js';
 import { MarketResponse, marketOut } from './view.js';
 
@@ -20,8 +20,8 @@ export const marketDetailRoutes: Route[] = [
   }),
 ];
 
-async function getMarket({ params, res }: RouteInput<{ params: typeof MarketPath }>, ctx: AppContext) {
-  const r = await ctx.markets.resolve(params.market_id);
+async function getMarket({ params, res }: RouteInput<{ params: typeof MarketPath }>, ctx: RequestContext) {
+  const r = await ctx.markets.resolve(ctx.lake, params.market_id);
   res.locals.rows = 1;
   sendMarket(res, r.market);
   return undefined;

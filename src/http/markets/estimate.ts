@@ -1,7 +1,6 @@
 import { timeframeOf } from '../../timeframe.js';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
-import { lakeSources, runOne } from '../../lake/runner.js';
+import type { RequestContext } from '../context.js';
 import { estimateRowsQuery } from '../../query/estimate.js';
 import { MarketPath } from '../params.js';
 import { bytesFor, EstimateBody, estimateCoverage, MarketEstimateResponse, pricingFor } from '../estimates.js';
@@ -25,12 +24,12 @@ export const marketEstimateRoutes: Route[] = [
   }),
 ];
 
-async function estimateMarket({ params, body: b, req }: RouteInput<{ params: typeof MarketPath; body: typeof EstimateBody }>, ctx: AppContext) {
-  const r = await ctx.markets.resolve(params.market_id);
+async function estimateMarket({ params, body: b, req }: RouteInput<{ params: typeof MarketPath; body: typeof EstimateBody }>, ctx: RequestContext) {
+  const r = await ctx.markets.resolve(ctx.lake, params.market_id);
   const tokens = (r.token ? [r.token] : r.tokens).map((t) => t.token_id);
   const w = { start: b.start ?? undefined, end: b.end ?? undefined };
-  const lake = lakeSources(ctx.config.lakeDir);
-  const row = await runOne(ctx.db, estimateRowsQuery(lake, b.data_type, tokens, w, b.data_type === 'ohlcv' ? (b.timeframe ?? defaultTf) : undefined));
+  const lake = ctx.lake.sources;
+  const row = await ctx.lake.one(estimateRowsQuery(lake, b.data_type, tokens, w, b.data_type === 'ohlcv' ? (b.timeframe ?? defaultTf) : undefined));
   const rows = Number(row?.rows ?? 0);
   const bytes = await bytesFor(ctx, b.data_type, rows);
   return {

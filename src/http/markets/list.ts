@@ -2,9 +2,9 @@ import type { Response } from 'express';
 import { z } from 'zod';
 import { MARKET_FILTER_KINDS } from '../../catalogue/kinds.js';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
+import type { RequestContext } from '../context.js';
 import { NotFound } from '../../errors.js';
-import type { Row } from '../../lake/runner.js';
+import type { Row } from '../../lake/values.js';
 import { SORT_BY, type MarketSeriesScope, type SortBy } from '../../query/markets.js';
 import { catalogueHeld, listFromCatalogue } from '../../markets/catalogue.js';
 import { catalogueSeries, resolveSeriesId } from '../../markets/series-ids.js';
@@ -59,8 +59,8 @@ const ListMarketsQuery = z
  * series (`polymarket:ohlcv-1h`: every market, as its catalogued_markets says), a raw tape series (the markets
  * its frames name), none for options series and unserved catalogue series; an id GET /v1/series lacks is a 404.
  */
-async function seriesScope(ctx: AppContext, id: string): Promise<MarketSeriesScope> {
-  const stored = await resolveSeriesId(ctx.db, ctx.config.lakeDir, id);
+async function seriesScope(ctx: RequestContext, id: string): Promise<MarketSeriesScope> {
+  const stored = await resolveSeriesId(ctx.lake, id);
   if (stored !== null) return { seriesId: stored };
   const cat = catalogueSeries(id);
   if (cat) return cat.insteadOf ? { none: true } : { all: true };
@@ -76,11 +76,10 @@ async function seriesScope(ctx: AppContext, id: string): Promise<MarketSeriesSco
  * lake version — scans the lake, so only then does the request take a 'query' slot (route admission 'handler');
  * null: the client left while it waited.
  */
-async function listMarkets(ctx: AppContext, res: Response, q: z.infer<typeof ListMarketsQuery>): Promise<Row[] | null> {
-  const lakeDir = ctx.config.lakeDir;
+async function listMarkets(ctx: RequestContext, res: Response, q: z.infer<typeof ListMarketsQuery>): Promise<Row[] | null> {
   const series = q.series_id === undefined ? undefined : await seriesScope(ctx, q.series_id);
-  if (!catalogueHeld(lakeDir, { series }) && res.locals.admit && !(await res.locals.admit())) return null;
-  return listFromCatalogue(ctx.db, lakeDir, {
+  if (!catalogueHeld(ctx.lake, { series }) && res.locals.admit && !(await res.locals.admit())) return null;
+  return listFromCatalogue(ctx.lake, {
     active: q.active,
     closed: q.closed,
     resolved: q.resolved,
@@ -113,7 +112,7 @@ export const marketListRoutes: Route[] = [
   }),
 ];
 
-async function getMarkets({ query: q, req, res }: RouteInput<{ query: typeof ListMarketsQuery }>, ctx: AppContext) {
+async function getMarkets({ query: q, req, res }: RouteInput<{ query: typeof ListMarketsQuery }>, ctx: RequestContext) {
   // One market more than the page says whether the list goes on (the order is total: ties broken by id).
   const page = await listMarkets(ctx, res, { ...q, limit: q.limit + 1 });
   if (page === null) return undefined;

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
-import { lakeSources, runQuery } from '../../lake/runner.js';
+import type { RequestContext } from '../context.js';
 import { marketBookStatsQuery, marketTradeStatsQuery } from '../../query/markets.js';
 import { MarketPath } from '../params.js';
 
@@ -52,12 +51,12 @@ export const marketStatsRoutes: Route[] = [
   }),
 ];
 
-async function getMarketStats({ params }: RouteInput<{ params: typeof MarketPath }>, ctx: AppContext) {
-  const r = await ctx.markets.resolve(params.market_id);
+async function getMarketStats({ params }: RouteInput<{ params: typeof MarketPath }>, ctx: RequestContext) {
+  const r = await ctx.markets.resolve(ctx.lake, params.market_id);
   const tokens = r.token ? [r.token] : r.tokens;
-  const lake = lakeSources(ctx.config.lakeDir);
+  const lake = ctx.lake.sources;
   const ids = tokens.map((t) => t.token_id);
-  const [trades, books] = await Promise.all([runQuery(ctx.db, marketTradeStatsQuery(lake, ids)), runQuery(ctx.db, marketBookStatsQuery(lake, ids))]);
+  const [trades, books] = await Promise.all([ctx.lake.rows(marketTradeStatsQuery(lake, ids)), ctx.lake.rows(marketBookStatsQuery(lake, ids))]);
   const tBy = new Map(trades.map((t) => [String(t.token_id), t]));
   const bBy = new Map(books.map((b) => [String(b.asset_id), b]));
   const outcomes = tokens.map((t) => {

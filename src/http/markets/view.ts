@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Json, Row } from '../../lake/runner.js';
+import type { Json, Row } from '../../lake/values.js';
 
 /** The Market object of /v1/markets and /v1/markets/{id}: its schema and how a catalogue row becomes one. */
 

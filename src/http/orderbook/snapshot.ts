@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
+import type { RequestContext } from '../context.js';
 import { NotFound } from '../../errors.js';
 import { selectTokens } from '../../markets/resolver.js';
 import { isoDateTime, marketIdParam, outcomeParam, parseIsoMicros, queryInt } from '../params.js';
 import { bookAt } from '../../markets/book-at.js';
 import { delayCap, nowMicros } from './delay.js';
-import { verifiedAt } from '../../lake/book-verified.js';
+import { verifiedAt } from '../../markets/book-verified.js';
 
 /** GET /v1/orderbook/snapshot: the book of one outcome at any instant (src/markets/book-at.ts). */
 
@@ -73,25 +73,24 @@ export const orderbookSnapshotRoutes: Route[] = [
   }),
 ];
 
-async function getOrderbookSnapshot({ query: q, req, res }: RouteInput<{ query: typeof SnapshotQuery }>, ctx: AppContext) {
-  const r = await ctx.markets.resolve(q.market_id);
+async function getOrderbookSnapshot({ query: q, req, res }: RouteInput<{ query: typeof SnapshotQuery }>, ctx: RequestContext) {
+  const r = await ctx.markets.resolve(ctx.lake, q.market_id);
   const [token] = selectTokens(r, q.outcome);
   if (!token) throw new NotFound('Market has no outcome tokens');
   // The book's best bid/ask is the top of book: a delayed plan sees the book no later than its delay.
   const cap = delayCap(req.principal);
   const wanted = q.at ?? nowMicros();
   const at = cap !== null && wanted > cap ? cap : wanted;
-  const deps = { db: ctx.db, lakeDir: ctx.config.lakeDir };
   if (q.at === undefined) {
     // The latest book is stamped with its own time, days old as it may be, not with the request's; the
     // verification is of that instant too.
-    const book = await bookAt(deps, r, token, at, q.depth);
+    const book = await bookAt(ctx.lake, r, token, at, q.depth);
     const stamp = (book.book_timestamp as string | null) ?? (book.timestamp as string);
-    const v = await verifiedAt(deps, token.token_id, parseIsoMicros(stamp)!);
+    const v = await verifiedAt(ctx.lake, token.token_id, parseIsoMicros(stamp)!);
     res.locals.rows = 1;
     return { ...book, timestamp: stamp, latest: true, verified: v.verified, checkpoint_timestamp: v.checkpoint };
   }
-  const [book, v] = await Promise.all([bookAt(deps, r, token, at, q.depth), verifiedAt(deps, token.token_id, at)]);
+  const [book, v] = await Promise.all([bookAt(ctx.lake, r, token, at, q.depth), verifiedAt(ctx.lake, token.token_id, at)]);
   res.locals.rows = 1;
   return { ...book, latest: false, verified: v.verified, checkpoint_timestamp: v.checkpoint };
 }

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
-import { lakeSources, runCount, runJsonRows } from '../../lake/runner.js';
+import type { RequestContext } from '../context.js';
 import { topOfBookCountQuery, topOfBookPageQuery } from '../../query/orderbook.js';
 import { TOP_OF_BOOK_SHAPE } from '../../query/shapes.js';
 import { selectTokens } from '../../markets/resolver.js';
@@ -54,24 +53,20 @@ export const topOfBookRoutes: Route[] = [
   }),
 ];
 
-async function getTopOfBook({ query: q, req, res }: RouteInput<{ query: typeof TopQuery }>, ctx: AppContext) {
-  const r = await ctx.markets.resolve(q.market_id);
+async function getTopOfBook({ query: q, req, res }: RouteInput<{ query: typeof TopQuery }>, ctx: RequestContext) {
+  const r = await ctx.markets.resolve(ctx.lake, q.market_id);
   const tokens = selectTokens(r, q.outcome).map((t) => t.token_id);
   let end = q.end;
   const cap = delayCap(req.principal);
   if (cap !== null && (end === undefined || end > cap)) end = cap;
-  const lake = lakeSources(ctx.config.lakeDir);
+  const lake = ctx.lake.sources;
   // One row more than the page says whether later changes exist.
-  const rows = await runJsonRows(
-    ctx.db,
-    topOfBookPageQuery(lake, tokens, { start: q.start, end }, { limit: q.limit + 1, offset: q.offset }),
-    TOP_OF_BOOK_SHAPE,
-  );
+  const rows = await ctx.lake.jsonRows(topOfBookPageQuery(lake, tokens, { start: q.start, end }, { limit: q.limit + 1, offset: q.offset }), TOP_OF_BOOK_SHAPE);
   const shown = rows.slice(0, q.limit);
   if (rows.length > q.limit) {
     // Oldest first: the rest is at or after the last change's instant (src/query/time-cursor.ts); "beyond" it is older.
     const n = await nextByTime(shown, 'asc', { offset: q.offset, bound: q.start }, (at) =>
-      runCount(ctx.db, topOfBookCountQuery(lake, tokens, { start: q.start, end: at })),
+      ctx.lake.count(topOfBookCountQuery(lake, tokens, { start: q.start, end: at })),
     );
     setNextLink(req, res, ctx.config, { start: n.at, offset: n.offset });
   }

@@ -5,7 +5,7 @@ import { datasetOf, sizeItem, type ItemSelector, type OrderDataType } from '../.
 import { BYTES_PER_ROW, LEGACY_MINIMUM_ORDER_USD, REFERENCE_RATE_PER_MB } from '../../accounts/plans.js';
 import { findOrderByKey, orderItems, placeOrder, type PricedItem } from '../../state/billing.js';
 import { BadRequest, NotFound, PaymentRequired, Unauthorized } from '../../errors.js';
-import type { AppContext } from '../context.js';
+import type { RequestContext } from '../context.js';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
 import { isoDateTime, timeframeParam } from '../params.js';
 import { OrderResponse } from '../account-schemas.js';
@@ -54,7 +54,7 @@ const CreateOrderBody = z.object({
 });
 
 /** Sizes and prices every item in order; the first item that cannot be sold stops the order (400 / 404). */
-async function priceItems(ctx: AppContext, ent: Entitlement, items: z.infer<typeof Item>[], expires: string): Promise<PricedItem[]> {
+async function priceItems(ctx: RequestContext, ent: Entitlement, items: z.infer<typeof Item>[], expires: string): Promise<PricedItem[]> {
   const priced: PricedItem[] = [];
   const empty: number[] = [];
   for (const [idx, it] of items.entries()) {
@@ -73,7 +73,7 @@ async function priceItems(ctx: AppContext, ent: Entitlement, items: z.infer<type
         : { marketId: it.market_id! };
     const start = isoOf(it.start);
     const end = isoOf(it.end);
-    const rows = await sizeItem(ctx.db, ctx.config.lakeDir, t, sel, { start, end }, it.timeframe ?? undefined);
+    const rows = await sizeItem(ctx.lake, t, sel, { start, end }, it.timeframe ?? undefined);
     if (rows === null) throw new NotFound(it.series_id ? 'Series not found' : 'Market not found');
     if (rows === 0) empty.push(idx);
     const bytes = rows * (BYTES_PER_ROW[t] ?? 230);
@@ -117,7 +117,7 @@ export const orderPlaceRoutes: Route[] = [
   }),
 ];
 
-async function postOrders({ body, req }: RouteInput<{ body: typeof CreateOrderBody }>, ctx: AppContext) {
+async function postOrders({ body, req }: RouteInput<{ body: typeof CreateOrderBody }>, ctx: RequestContext) {
   const user = await ctx.state.getUser(req.principal!.userId);
   if (!user) throw new Unauthorized();
   // A repeat of a placed order answers at once, without sizing or charging again.

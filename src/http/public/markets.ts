@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
-import type { Row } from '../../lake/runner.js';
-import { lakeSources, runQuery } from '../../lake/runner.js';
+import type { RequestContext } from '../context.js';
+import type { Row } from '../../lake/values.js';
 import { NotFound } from '../../errors.js';
 import { publicMarketsQuery } from '../../query/public-markets.js';
 import { MarketPath, queryBool, queryInt } from '../params.js';
@@ -107,14 +106,14 @@ export const publicMarketRoutes: Route[] = [
   }),
 ];
 
-async function listPublicMarkets({ query: q, res }: RouteInput<{ query: typeof PublicMarketsQuery }>, ctx: AppContext) {
-  const rows = (await runQuery(ctx.db, publicMarketsQuery(lakeSources(ctx.config.lakeDir), q))).map(publicSummaryOut);
+async function listPublicMarkets({ query: q, res }: RouteInput<{ query: typeof PublicMarketsQuery }>, ctx: RequestContext) {
+  const rows = (await ctx.lake.rows(publicMarketsQuery(ctx.lake.sources, q))).map(publicSummaryOut);
   res.locals.rows = rows.length;
   return rows;
 }
 
-async function getPublicMarket({ params, res }: RouteInput<{ params: typeof MarketPath }>, ctx: AppContext) {
-  const { market } = await ctx.markets.resolve(params.market_id);
+async function getPublicMarket({ params, res }: RouteInput<{ params: typeof MarketPath }>, ctx: RequestContext) {
+  const { market } = await ctx.markets.resolve(ctx.lake, params.market_id);
   // As the anchor: a market holding no data has no public page (its client documents the 404).
   if (Number(market.trade_count ?? 0) === 0 && Number(market.orderbook_count ?? 0) === 0) throw new NotFound('Market not found');
   res.locals.rows = 1;

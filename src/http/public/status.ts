@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
-import type { AppContext } from '../context.js';
-import { lakeVersion } from '../../lake/versions.js';
+import type { RequestContext } from '../context.js';
 import { HOME_CSP, homePage } from '../pages/home.js';
 
 /**
@@ -71,20 +70,20 @@ export const statusRoutes: Route[] = [
   }),
 ];
 
-async function getRoot({ req, res }: RouteInput, ctx: AppContext) {
+async function getRoot({ req, res }: RouteInput, ctx: RequestContext) {
   res.vary('Accept');
   // HTML only when the client ranks it above JSON, as a browser's Accept does; */*, application/json, an
   // unrelated type or no Accept at all keep the JSON (a tie that the client's list leaves open goes to JSON).
   if (req.accepts(['application/json', 'text/html']) !== 'text/html') return ROOT;
-  const lake = lakeVersion(ctx.config.lakeDir);
+  const lake = ctx.lake.version;
   res.setHeader('Content-Type', 'text/html; charset=utf-8');
   res.setHeader('Content-Security-Policy', HOME_CSP);
   res.send(homePage(API_VERSION, { ...ROOT, charts: '/charts' }, { version: lake.version, publishedAt: lake.publishedAt }));
   return undefined;
 }
 
-async function getStatus(_input: RouteInput, ctx: AppContext) {
-  const lake = lakeVersion(ctx.config.lakeDir);
+async function getStatus(_input: RouteInput, ctx: RequestContext) {
+  const lake = ctx.lake.version;
   const lakeStatus = lake.hasFiles('markets') ? 'operational' : 'no_data';
   return {
     status: lakeStatus,
