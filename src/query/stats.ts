@@ -4,7 +4,7 @@ import type { Lake } from '../lake/sources.js';
 import { query } from './common.js';
 
 /**
- * The lake's aggregate figures (`/v1/stats`, src/lake/stats.ts). Counts and min/max come from Parquet metadata and
+ * The lake's aggregate figures (`/v1/stats`, src/markets/stats.ts). Counts and min/max come from Parquet metadata and
  * row-group statistics, so they stay cheap on a large lake.
  */
 

@@ -1,6 +1,6 @@
 /**
  * Which partitions a newest-first page of a market's trades lands in (pure: the counts come from
- * src/lake/trade-hours.ts). Trades are partitioned by month of `ts`, so every row of a newer partition comes
+ * src/markets/trade-hours.ts). Trades are partitioned by month of `ts`, so every row of a newer partition comes
  * before every row of an older one in the API's order (ts, block, log index, id, all descending). Given each
  * token's matching rows per hour of each partition, a page at offset N, limit L:
  *
