@@ -140,7 +140,9 @@ describe('order sizing', () => {
 
   it('a lake from before versions: counted from its files; a data set without files counts 0', async () => {
     expect(await sizeItem(new LakeSession(db, oldLake), 'trades', { marketId: '1001' }, {})).toBe(700);
-    expect(await sizeItem(new LakeSession(db, oldLake), 'trades', { seriesId: 's1' }, { start: '2025-01-01T01:00:00.000Z', end: '2025-01-01T02:00:00.000Z' })).toBe(60);
+    expect(
+      await sizeItem(new LakeSession(db, oldLake), 'trades', { seriesId: 's1' }, { start: '2025-01-01T01:00:00.000Z', end: '2025-01-01T02:00:00.000Z' }),
+    ).toBe(60);
     expect(await sizeItem(new LakeSession(db, oldLake), 'orderbook', { marketId: '1001' }, { end: '2025-01-01T00:01:00.000Z' })).toBe(60);
     expect(await sizeItem(new LakeSession(db, oldLake), 'trades', { marketId: '1002' }, {})).toBe(0);
     expect(await sizeItem(new LakeSession(db, oldLake), 'snapshots', { marketId: '1001' }, {})).toBe(0);
