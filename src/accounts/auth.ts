@@ -36,7 +36,7 @@ async function planInForce(store: StateStore, user: UserRow): Promise<string> {
  *   (an operator's tool, another server on the same file) or any non-benign write of this one. PostgreSQL:
  *   any commit, by any replica or tool, that changes users, subscriptions or a key's owner, scopes, expiry or
  *   revocation (a trigger notifies every replica's listener at commit; the revoking replica answers only once
- *   its own listener has it, src/state/pg-db.ts publishChanges, which says what window remains), or this replica's own writes; and never
+ *   every listening process has counted it, src/state/pg-db.ts publishChanges), or this replica's own writes; and never
  *   while the listener is disconnected. So a revoked or deleted key fails on the next request, on any replica;
  * - the clock is before its validUntil: the key's expiry or scheduled revocation, the end of the
  *   subscription its plan comes from, and at most CACHE_TTL_MS after it was read.

@@ -28,6 +28,9 @@ import type { Sql } from './sql.js';
 const MAX_TX_ATTEMPTS = 6;
 const RETRY_CODES = new Set(['40001', '40P01', '23505']);
 const CHANNEL = 'pmlake_state';
+/** Each listener's receipt of another process's publishChanges token (see there); not a change in itself. */
+const ACK_CHANNEL = 'pmlake_state_ack';
+const LISTENER_NAME = 'pmlake listener pid';
 const LISTEN_RETRY_MS = 500;
 const PUBLISH_WAIT_MS = 2000;
 
@@ -63,7 +66,8 @@ export class PgDb implements DbBackend {
   private offline = 0;
   private closed = false;
   private retryTimer: NodeJS.Timeout | null = null;
-  private readonly waiters = new Map<string, () => void>();
+  /** publishChanges in flight, by token: acknowledgements still awaited, and whether our own listener has it. */
+  private readonly waiters = new Map<string, { acks: number; own: boolean; done: () => void }>();
 
   private constructor(
     private readonly url: string,
@@ -153,24 +157,28 @@ export class PgDb implements DbBackend {
   }
 
   /**
-   * Returns once this process's own listener received a notification sent after the caller's commit.
-   * PostgreSQL queues notifications in commit order and signals every listening session at the commit, so by
-   * then the revocation's notification is on its way to every replica's listening connection, ahead of this one;
-   * the caller answers its client only afterwards, and that client's next request needs a whole round trip to
-   * reach another replica. What remains of a stale window is another replica's event loop reading a socket that
-   * already holds the notification after the request that arrived later (both ready in one poll, the request
-   * first): microseconds against a client round trip, not a guarantee. Closing it would cost a round trip to the
-   * database on every request, which the key cache exists to avoid. Bounded: a lost listener already makes every
-   * stamp new.
+   * Returns once every process listening when the caller's commit landed has counted a notification sent after
+   * it: our own listener receives the token, each other listener (replicas, workers, tools) answers it on
+   * ACK_CHANNEL after counting it. Waiting for our own listener alone was not enough: PostgreSQL signals the
+   * other listeners' backends at commit, but a busy machine may run such a backend only after this replica's
+   * client has already sent its next request elsewhere. Only writes that must be seen at once (revocations,
+   * deletions) call this, so the extra round trips are rare. Bounded by PUBLISH_WAIT_MS: a listener that is
+   * gone or stuck delays the answer, it does not block it (a lost listener already makes every stamp new).
    */
   async publishChanges(): Promise<void> {
     if (!this.listening) return;
     const token = crypto.randomBytes(8).toString('hex');
-    const seen = new Promise<void>((resolve) => {
-      this.waiters.set(token, resolve);
-      setTimeout(resolve, PUBLISH_WAIT_MS).unref();
-    });
     try {
+      // The other listening sessions now: each must answer. One not counted (connecting meanwhile) starts a
+      // new epoch when it is up, which empties its cache anyway.
+      const others = await this.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1 AND pid <> $2`,
+        [`${LISTENER_NAME} %`, (this.listener as (pg.Client & { processID?: number }) | null)?.processID ?? 0],
+      );
+      const seen = new Promise<void>((resolve) => {
+        this.waiters.set(token, { acks: others.rows[0]?.n ?? 0, own: false, done: resolve });
+        setTimeout(resolve, PUBLISH_WAIT_MS).unref();
+      });
       await this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, token]);
       await seen;
     } catch (err) {
@@ -179,6 +187,30 @@ export class PgDb implements DbBackend {
     } finally {
       this.waiters.delete(token);
     }
+  }
+
+  /** A notification on either channel, as the listener receives it. */
+  private notified(n: pg.Notification): void {
+    if (n.channel === ACK_CHANNEL) {
+      const w = n.payload ? this.waiters.get(n.payload) : undefined;
+      if (w) this.settle(w, -1);
+      return;
+    }
+    this.notifications += 1;
+    if (!n.payload) return;
+    const own = this.waiters.get(n.payload);
+    if (own) {
+      own.own = true;
+      this.settle(own, 0);
+      return;
+    }
+    // Another process's publishChanges: counted above, so its caller may answer now.
+    this.pool.query('SELECT pg_notify($1, $2)', [ACK_CHANNEL, n.payload]).catch((err: unknown) => this.log?.debug({ err }, 'change ack not sent'));
+  }
+
+  private settle(w: { acks: number; own: boolean; done: () => void }, delta: number): void {
+    w.acks += delta;
+    if (w.own && w.acks <= 0) w.done();
   }
 
   async close(): Promise<void> {
@@ -218,17 +250,15 @@ export class PgDb implements DbBackend {
   private async listen(): Promise<void> {
     // The error callback can fire before connectPg returns (a server gone mid-handshake): it finds no client yet.
     let connected: pg.Client | null = null;
-    const client = await connectPg(this.url, { applicationName: `pmlake listener pid ${process.pid}`, queryTimeoutMs: 5000 }, () => {
+    const client = await connectPg(this.url, { applicationName: `${LISTENER_NAME} ${process.pid}`, queryTimeoutMs: 5000 }, () => {
       if (connected) this.lost(connected);
     });
     connected = client;
     client.on('end', () => this.lost(client));
-    client.on('notification', (n) => {
-      this.notifications += 1;
-      if (n.payload) this.waiters.get(n.payload)?.();
-    });
+    client.on('notification', (n) => this.notified(n));
     try {
       await client.query(`LISTEN ${CHANNEL}`);
+      await client.query(`LISTEN ${ACK_CHANNEL}`);
     } catch (err) {
       connected = null;
       await client.end().catch(() => {});
