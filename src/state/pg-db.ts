@@ -172,7 +172,7 @@ export class PgDb implements DbBackend {
       // The other listening sessions now: each must answer. One not counted (connecting meanwhile) starts a
       // new epoch when it is up, which empties its cache anyway.
       const others = await this.pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1 AND pid <> $2`,
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE $1 AND pid <> $2`,
         [`${LISTENER_NAME} %`, (this.listener as (pg.Client & { processID?: number }) | null)?.processID ?? 0],
       );
       const seen = new Promise<void>((resolve) => {
