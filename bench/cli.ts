@@ -36,9 +36,9 @@ import { freshDuckDb } from './scenarios/common.js';
 type Scale = { gen: GenOptions; httpSeconds: number; mixedSeconds: number; ingestReps: number; ingestMarkets: number; note: string };
 
 export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
-  // The scale: ≥20M trades and ≥100M L2 level updates over 90 days across 2,000 markets, two of them
-  // very busy. --rate 0.53 gives ≈107M level updates (0.6 gave 122M); --maker-fills 5 (a taker order fills ≈5
-  // resting orders instead of ≈2.9) gives ≈21M trades without adding book messages. About 27 GB of source JSON.
+  // The target scale: ≥20M trades and ≥100M L2 level updates over 90 days across 2,000 markets, two of them
+  // very busy. --rate scales the book messages to just over 100M level updates; --maker-fills 5 (a taker order
+  // fills ≈5 resting orders instead of ≈2.9) brings trades past 20M without adding book messages.
   default: {
     gen: { markets: 2000, days: 90, seed: 20250915, busy: 2, rate: 0.53, makerFills: 5 },
     httpSeconds: 8,

@@ -214,8 +214,8 @@ export async function ensureLake(opts: {
     const inputs = ['markets', 'fills', 'ws', 'options'].map((d) => path.join(dataDir, d)).filter((d) => fs.existsSync(d));
     const i = await runCli(
       ['ingest', ...inputs],
-      // 12 GB of this 24 GB machine for DuckDB: a 20M-row batch of trades (≈450 B a row in memory) and its
-      // candles do not fit the service's 4 GB default without spilling most of it.
+      // More memory for DuckDB than the service's default: a default-scale batch of trades and its candles
+      // would otherwise spill most of itself to disk.
       { ...process.env, PMLAKE_LAKE: lakeDir, PMLAKE_DUCKDB_THREADS: '2', PMLAKE_DUCKDB_MEMORY: '12GB', LOG_LEVEL: 'info' },
       path.join(opts.workDir, 'ingest.log'),
       log,

@@ -102,9 +102,9 @@ export type SideBySide = { pmlake: SideSummary; baseline: SideSummary; ratio: nu
 
 /**
  * Short queries (tens of ms): the steady state of a long-running server is what a user meets, so both sides
- * get three unmeasured rounds (the server's first requests on a path run before V8 has optimised it: the
- * first 1h OHLCV request after start-up took 110 ms, the tenth 19 ms), and more measured rounds, because a
- * median of five 20 ms samples on a shared 2-core machine moves by a third between runs.
+ * get three unmeasured rounds (the server's first requests on a path run before V8 has optimised it, several
+ * times slower than later ones), and more measured rounds, because a median of five short samples on a shared
+ * machine moves a lot between runs.
  */
 export const QUERY_ROUNDS = { warmups: 3, minReps: 15 } as const;
 

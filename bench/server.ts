@@ -33,8 +33,8 @@ export type ServerOptions = {
  * The V8 flag package.json's `pmlake` script starts every command with: a 64 MB semi-space (young
  * generation) instead of V8's 16 MB default. Request handling allocates short-lived objects at a high rate;
  * with the small default most of them survive one scavenge and are copied, and scavenges run several
- * hundred times a second under load. Measured with http-small (GET /v1/markets/{id}, 64 connections):
- * 5.8k → 6.9–7.7k req/s, peak RSS 340 → 430–450 MiB. The bare-Express baseline is started with it too.
+ * hundred times a second under load: the larger semi-space trades some RSS for more requests a second
+ * (http-small shows both). The bare-Express baseline is started with it too.
  */
 export const NODE_FLAGS = ['--max-semi-space-size=64'];
 

@@ -22,7 +22,7 @@ export function percentile(values: readonly number[], p: number): number {
 /**
  * Relative speed of pmlake against its baseline: baseline seconds / pmlake seconds for the same work, so
  * above 1 means pmlake is faster and 0.8 means it runs at 80 % of the baseline's throughput. Every target of
- * the issue is a lower bound on this one number (1.2× slower = 1/1.2 = 0.833).
+ * a scenario is a lower bound on this one number (1.2× slower = 1/1.2 = 0.833).
  */
 export function speedRatio(pmlakeSeconds: number, baselineSeconds: number): number {
   if (!(pmlakeSeconds > 0) || !(baselineSeconds > 0)) return Number.NaN;

@@ -399,8 +399,8 @@ async function backfillTradeOutcomes(conn: DuckDBConnection, lake: VersionDraft)
  * data_to span both. Per-token figures live in `catalog/token_stats` (also the token's stored l2 rows and their
  * first receive time, which the book replay uses to skip history a token does not have) and are carried
  * forward: the stored stats plus the rows of the files this batch added (appends only add rows, and each row
- * once). Counting the whole lake every batch cost ~2 s on the bench lake (book_snapshots' small row groups) for a
- * 1,000-row append. When the batch retired a file of a counted set (a rewrite, e.g. the outcome backfill), or the
+ * once). Counting the whole lake every batch would cost a large lake's scan (book_snapshots' small row groups)
+ * for a small append. When the batch retired a file of a counted set (a rewrite, e.g. the outcome backfill), or the
  * lake has no stats yet, they are counted from every file once.
  */
 async function computeAvailability(conn: DuckDBConnection, lake: VersionDraft): Promise<void> {

@@ -1,5 +1,5 @@
 // SHA-256 of input files on a worker thread, so hashing (the ledger's idempotency key) runs beside DuckDB's
-// staging of the previous file instead of before all of it: about a minute per 30 GB on this machine.
+// staging of the previous file instead of before all of it: hashing a large input set is not free.
 // Plain JavaScript: the worker needs no TypeScript loader.
 import crypto from 'node:crypto';
 import fs from 'node:fs';

@@ -14,8 +14,8 @@ import { fsyncDir, type VersionDraft } from './versions.js';
  * De-duplication without rewriting: a staged row is new when no file of its partition holds its natural key.
  * The check reads only the key columns of the existing rows whose first sort column (token, asset, receive
  * time — always a function of the natural key, see src/lake/layout.ts) is one of the batch's: the files are
- * sorted on it, so DuckDB's join filter skips every other row group (measured on a 434 MB trades month: 38 ms
- * for 1,593 staged trades, against 39.5 s to rewrite it).
+ * sorted on it, so DuckDB's join filter skips every other row group: an append's cost follows the batch, not
+ * the partition it lands in.
  */
 
 const DEFAULT_ROW_GROUP = 122_880;

@@ -5,7 +5,7 @@ import ts from 'typescript';
 import { KIND_IDS } from '../src/catalogue/kinds.js';
 
 /**
- * The layering rules of issue 13, read from the source itself. `npm run lint` runs this file (it prints each
+ * The layering rules of ARCHITECTURE.md, read from the source itself. `npm run lint` runs this file (it prints each
  * offender and exits 1); test/scripts/architecture.test.ts asserts the same rules and tests the helpers on small inputs.
  *   (a) no import cycles among src/ and ingest/ (`import type` edges included: a type-only cycle is still a
  *       tangle, and eslint's import-x/no-cycle would not see it);

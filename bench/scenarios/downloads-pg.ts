@@ -7,14 +7,14 @@ import { itemsFor, ONE_M } from './downloads.js';
 import { startPgReplica } from './pg-replica.js';
 
 /**
- * download-csv-1m-pg (issue 14): download-csv-1m's request — `GET /v1/download/trades` of the busiest market as
+ * download-csv-1m-pg: download-csv-1m's request — `GET /v1/download/trades` of the busiest market as
  * CSV, up to 1M rows — sent to a replica on PostgreSQL + Redis (./pg-replica.ts), against the same download from
  * the bench's own server (embedded SQLite, limits in process) in the same run. Every download passes the download
  * rate limit and burst (Redis on the replica) and the usage meter (a PostgreSQL transaction at the start, another
  * at the end), so the difference is the meter path's; the DuckDB work and the bytes are the same on both sides.
  * Both servers start fresh. A key serves up to PER_KEY downloads (the Professional plan allows 20 a minute), so after
  * the warm-up the key lookup is a cache hit on both sides, as on a client's repeated pulls. The rounds are
- * the short queries' (QUERY_ROUNDS): the difference is milliseconds on a download of 0.1–2 s.
+ * the short queries' (QUERY_ROUNDS): the meter's difference is small beside a whole download's time.
  */
 // Downloads per key (one user each): three warm-ups and 15 rounds, under the plan's 20 a minute.
 const PER_KEY = 18;
@@ -57,7 +57,7 @@ export const downloadCsv1mPg: Scenario = {
         if (rep >= 0) out.push({ ...s, extra: { ...s.extra, ms: s.seconds * 1000, mb_per_s: s.bytes! / 1e6 / s.seconds } });
         return s;
       };
-      // The meter's few milliseconds sit on a download of 0.1–2 s: the short-query rounds (three warm-ups, ≥15 measured).
+      // The meter's cost is small beside a whole download's: the short-query rounds (three warm-ups, ≥15 measured).
       const r = await sideBySide(queryReps(ctx.reps), keep(ps, pg), keep(ms, mem), { warmups: QUERY_ROUNDS.warmups });
       const meterMs = (r.pmlake.seconds - r.baseline.seconds) * 1000;
       const notes = [

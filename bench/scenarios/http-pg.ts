@@ -6,7 +6,7 @@ import { httpRounds, roundDiffs, SEQUENTIAL, signed, spread } from './http-round
 import { startPgReplica } from './pg-replica.js';
 
 /**
- * http-small-pg (issue 14): what a replica on PostgreSQL + Redis costs per request against the embedded default.
+ * http-small-pg: what a replica on PostgreSQL + Redis costs per request against the embedded default.
  * Three sides in the same run: a replica with its state in a throwaway PostgreSQL and its limits in a throwaway
  * redis-server (./pg-replica.ts), the bench's own server (embedded SQLite, limits in process) and the bare Express
  * route of http-small. Each round measures every side the way http-small-redis does (./http-rounds.ts):

@@ -10,7 +10,7 @@ import { cpuMs, httpRounds, SEQUENTIAL, signed, spread } from './http-rounds.js'
  * http-small-redis: what limits in Redis (PMLAKE_REDIS_URL) cost per request. The bench's own server (limits in
  * process) is the baseline; a second `pmlake serve` over the same lake and state counts its limits in a throwaway
  * loopback redis-server. Per round, each side gets: SEQUENTIAL requests of `GET /v1/markets/{id}` (a cache hit)
- * on one keep-alive connection — the per-request overhead at p50/p99, which the issue bounds at 1 ms — then the
+ * on one keep-alive connection — the per-request overhead at p50/p99, whose target is at most 1 ms — then the
  * http-small load (64 connections, a fresh key pool), whose req/s gives the ratio. The CPU time redis-server
  * spent per request is reported too. Rounds alternate sides so drift on the 2-core machine hits both alike
  * (./http-rounds.ts, shared with http-small-pg).

@@ -7,7 +7,7 @@ import { cannon } from './http.js';
 /**
  * The measurement shared by the http-small-redis and http-small-pg scenarios: several servers answering the same
  * `GET /v1/markets/{id}` (a cache hit), each measured per round the same way — SEQUENTIAL requests on one
- * keep-alive connection (the per-request latency at p50/p99, which the issue bounds at 1 ms of overhead), then
+ * keep-alive connection (the per-request latency at p50/p99, whose target is at most 1 ms of overhead), then
  * the http-small load (64 connections, a fresh key pool), whose req/s gives the ratios. Rounds rotate which side
  * goes first, so drift on the 2-core machine hits every side alike. CPU probes (redis-server, PostgreSQL) are
  * read around each load and reported per request.

@@ -15,12 +15,12 @@ import { atMost, median } from '../stats.js';
 import { fileList } from './common.js';
 
 /**
- * ingest-append (issue "Lake versions"): one small day of new tape — 3 markets, ≈12k level updates, ≈1.2k
+ * ingest-append: one small day of new tape — 3 markets, ≈12k level updates, ≈1.2k
  * trades, ≈2.2 MB of source, generated with a seed of its own and dated the day after the bench lake's last
  * day (inside the lake's last month, so its trades land in the lake's biggest month partition) — appended with
  * `pmlake ingest` (a child process, automatic compaction off) to a hard-link clone of the bench lake, a fresh
  * clone per round. Targets: ≤5 s, and bytes written ≤10× the batch's own Parquet size (the same day ingested
- * alone into an empty lake, which is also the baseline column). Before versions: 56 s, 224×.
+ * alone into an empty lake, which is also the baseline column).
  *
  * The first ingest into a lake written before versions adopts it (reads every file's footer for its row
  * count): timed on its own, in-process, before the append. After the rounds, `pmlake compact` folds the last

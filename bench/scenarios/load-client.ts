@@ -2,9 +2,9 @@ import net from 'node:net';
 
 /**
  * A lean HTTP/1.1 keep-alive connection for closed-loop load: one request at a time, the request bytes written
- * in one call, the answer read only as far as its status, length and end. node:http's client cost ~0.7 ms of
- * CPU per request on the 2 shared cores, so it, not the server, set the pace (market detail alone: 1,169 req/s
- * through it, ~10,000 with autocannon); this one costs about what autocannon's does. Unlike autocannon, an
+ * in one call, the answer read only as far as its status, length and end. node:http's client costs so much CPU
+ * per request on shared cores that it, not the server, would set the pace; this one costs about what
+ * autocannon's does. Unlike autocannon, an
  * answer still in flight when the run ends is waited for, which is what the oldest-request figure needs.
  */
 export type Answer = { status: number; ms: number };

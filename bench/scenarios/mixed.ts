@@ -8,18 +8,17 @@ import { addDays } from './common.js';
 import { Connection } from './load-client.js';
 
 /**
- * mixed-load: 200 connections at once for some seconds, the crowd of issue 11 — market detail (cheap), pages of
+ * mixed-load: 200 connections at once for some seconds, a crowd of clients — market detail (cheap), pages of
  * the busiest market's trades (first and offset 1,000), the raw data-set catalogue and a month of 1h OHLCV.
  * Each connection is a closed loop (request, answer, next request) over keep-alive sockets. Reported per kind
  * and overall: market-detail p99 (target ≤100 ms: cheap lookups must not queue behind scans), the oldest request
  * (target ≤10 s), 503s (load shed, with Retry-After) and throughput. Not autocannon: it drops the requests still
- * in flight when its duration ends, which under overload are exactly the oldest ones (the first run measured
- * 0 completed trades pages and no "oldest" at all); here the loops stop starting requests at the end and every
- * started one is waited for (up to the 30 s client timeout of the issue's run) and counted.
+ * in flight when its duration ends, which under overload are exactly the oldest ones; here the loops stop
+ * starting requests at the end and every started one is waited for (up to the client timeout) and counted.
  *
  * The scenario runs its own server with PMLAKE_RATE_LIMITS=off and one key per connection, like a crowd of
  * clients: closed loops ask far more than 60 requests a minute per key, and rotating thousands of fresh keys
- * instead made the server spend a sixth of its time on first-use key lookups and last_used_at writes (profiled)
+ * instead would make the server spend much of its time on first-use key lookups and last_used_at writes
  * — a cost of the benchmark, not of the crowd. Its other settings come from the environment, so
  * `PMLAKE_QUERY_CONCURRENCY=0 PMLAKE_STREAM_CONCURRENCY=0 pmlake bench --only mixed-load` measures without
  * load shedding.
@@ -31,8 +30,8 @@ export type Outcome = { name: string; requests: number; rps: number; p50: number
 
 /**
  * Opens every connection of a kind with one untimed request each. Connections opened while other loops of the
- * same client are already busy waited for their first turn until the busy ones stopped (measured with
- * node:http: 20 late connections made one request each in 10 s) — the client's doing, not the server's.
+ * same client are already busy waited for their first turn until the busy ones stopped (with node:http, late
+ * connections made barely one request each) — the client's doing, not the server's.
  */
 export async function connect(kind: Kind, conns: Connection[], keys: string[]): Promise<void> {
   await Promise.all(conns.map((c, i) => c.get(kind.paths[i % kind.paths.length]!, { 'x-api-key': keys[i]! })));
@@ -92,7 +91,7 @@ export function mixedLoad(seconds: number): Scenario {
         'mixed',
         kinds.reduce((s, k) => s + k.connections, 0),
       );
-      // The main server is stopped meanwhile: one server on the two cores, as in the issue's run.
+      // The main server is stopped meanwhile: one server on the machine's cores, as in a deployment.
       await ctx.server.stop();
       const srv = await startPmlakeServer({
         lakeDir: ctx.lake.lakeDir,

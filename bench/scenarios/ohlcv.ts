@@ -8,7 +8,7 @@ import { addDays, baselineQuery, src, ts, withBaselineDb } from './common.js';
 
 /**
  * OHLCV: pmlake's `GET /v1/trades/ohlcv` (rolled up from candles_1h for whole hours, candles_1m for other whole
- * minutes) against DuckDB computing the same candles straight from the raw trades — the issue's baseline, target
+ * minutes) against DuckDB computing the same candles straight from the raw trades — the first row's baseline, target
  * ≥10× for 1h and coarser — and, as a second row, against DuckDB rolling up the same stored candles itself: the
  * same logical query, target within 1.2×.
  */

@@ -8,7 +8,8 @@ import { createBenchKeys, startPmlakeServer, type ChildServer } from '../server.
 import { cpuMs, treeCpuMs } from './http-rounds.js';
 
 /**
- * A replica as issue 14 deploys it, for the *-pg scenarios: a second `pmlake serve` over the bench lake with its
+ * A replica as a deployment of several machines runs it (docs/operations.md), for the *-pg scenarios: a second
+ * `pmlake serve` over the bench lake with its
  * state in a throwaway loopback PostgreSQL (PMLAKE_DATABASE_URL, migrated on start: accounts, keys, usage, the
  * export queue) and its limits in a throwaway loopback redis-server (PMLAKE_REDIS_URL). Its keys are created in
  * that PostgreSQL through the bench's own StateStore connection. The throwaway PostgreSQL runs with fsync and

@@ -21,7 +21,7 @@ export const tradesPageDeep: Scenario = {
   async run(ctx: BenchContext): Promise<ScenarioRow[]> {
     const bm = ctx.lake.facts.busiestMarket;
     if (!bm.marketId || bm.tokens.length === 0) throw new NotAvailable('no market with trades in the bench lake');
-    // Smaller lakes have fewer trades than the issue's offset: go as deep as the market allows.
+    // Smaller lakes have fewer trades than the default scale's offset: go as deep as the market allows.
     const offset = Math.max(0, Math.min(OFFSET, bm.trades - LIMIT));
     const url = `${ctx.server.url}/v1/trades?${qs({ market_id: bm.marketId, limit: LIMIT, offset })}`;
     const { sql, params } = baselinePage(ctx.lake.lakeDir, bm.tokens, LIMIT, offset);
@@ -65,7 +65,7 @@ export function baselinePage(lakeDir: string, tokens: readonly string[], limit: 
 
 /**
  * trades-page-first and trades-page-1k: the pages clients ask for most — `limit=100` at offset 0 and 1,000 of the
- * busiest market — against the same page selected by DuckDB directly. Target ≤20 ms (issue 11): served from
+ * busiest market — against the same page selected by DuckDB directly. Target ≤20 ms: served from
  * the newest partitions the page lands in, never a top-N over the whole market.
  */
 function tradesPage(name: string, offset: number): Scenario {

@@ -4,7 +4,7 @@ import { Rng } from './prng.js';
 import { DAY_MS, isoDate, type FaultOptions } from './plan.js';
 
 /**
- * Capture faults injected into a generated websocket tape on request (issue 15), so tests and bench lakes
+ * Capture faults injected into a generated websocket tape on request, so tests and bench lakes
  * have known gaps. The days are generated clean first; this pass then rewrites each day's ws/DATE.jsonl:
  * - `dropRate`: each price_change line is lost with this probability (a new-shape message spans both
  *   tokens of its market, so both lose it);

@@ -20,7 +20,7 @@ export function sizeStr(cents: number): string {
 }
 
 /**
- * Buffered, synchronous line writer: one worker owns one file, so sync writes of 4 MiB chunks are fastest.
+ * Buffered, synchronous line writer: one worker owns one file, so large synchronous writes cost the fewest calls.
  * Text is copied into a byte buffer as it arrives (output is ASCII, so latin1 is exact and skips UTF-8
  * encoding); concatenating one big string first costs far more in flattening and garbage collection.
  */

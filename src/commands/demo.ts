@@ -69,7 +69,7 @@ export async function demoCommand(_args: string[]): Promise<number> {
   );
   if (market) {
     out.write(`  candles:          curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/trades/ohlcv?market_id=${market}&timeframe=1h&limit=5'\n`);
-    // The tape's coverage (issue 15): per day and outcome, verified by the venue's own book messages or not.
+    // The tape's coverage: per day and outcome, verified by the venue's own book messages or not.
     out.write(`  tape coverage:    curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/markets/${market}/coverage'\n`);
     out.write(`  venue coverage:   curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/coverage?date=${DEMO_SILENCE.slice(0, 10)}'\n`);
   }

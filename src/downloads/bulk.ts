@@ -20,8 +20,8 @@ import { pullCoverage, worstOf, type PullCoverage } from './coverage.js';
  * window becomes `<file>.EMPTY.txt`, status "empty", and does not fail the bundle.
  *
  * The ZIP is written by ./zip.ts straight into the output (native CRC-32, one write per FIFO chunk). The
- * manifest's sha256 is the issue's requirement (a checksum a client can verify per file after unzipping); it
- * is computed by OpenSSL as the bytes pass, ≈1 GB/s with SHA-NI.
+ * manifest's sha256 is a checksum a client can verify per file after unzipping; it is computed by OpenSSL as
+ * the bytes pass, so it costs no second read.
  */
 
 /** One line item: the pull, and the request as the caller sent it (echoed in the manifest). */

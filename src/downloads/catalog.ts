@@ -72,8 +72,8 @@ export function parseOptionsSeries(id: string): { venue: string; underlying: str
 // GET /v1/download/raw/datasets: the listing, computed in one scan and cached per lake stamp.
 
 /**
- * The listing. It read the whole raw tape once per data set on every call (1.6–2.3 s on a 1M-trade lake, 10–14 s
- * under load); now one scan, computed once per lake stamp and shared by concurrent callers.
+ * The listing: each data set's figures need a scan of the whole raw tape, so all of them come from one scan,
+ * computed once per lake stamp and shared by concurrent callers.
  */
 const listing = new StampedCache<{ data: Row[]; meta: { count: number } }>({ maxEntries: 16 });
 

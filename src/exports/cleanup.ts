@@ -5,8 +5,8 @@ import type { Slot } from './run.js';
 import { jobPrefix, userPrefix, type ObjectStore } from './store.js';
 
 /**
- * Uploads nobody will finish must not keep their parts (issue 11 item 5: 0.8–3 GB per interrupted export
- * stayed in s3rver). A failing job discards its own upload at once; what is left is handled here:
+ * Uploads nobody will finish must not keep their parts: an interrupted export's parts are as large as the export
+ * itself. A failing job discards its own upload at once; what is left is handled here:
  *  - uploads recorded on failed jobs (the store was unreachable when the job failed, or a restart failed a
  *    job after MAX_ATTEMPTS) are discarded again, and the record cleared once that worked;
  *  - any upload under `exports/` untouched for longer than the bound (PMLAKE_EXPORT_STALE_UPLOAD_HOURS) and

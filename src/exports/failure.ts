@@ -4,7 +4,7 @@ import { s3ErrorOf } from './store.js';
 
 /**
  * What a failed export tells its owner. The job's `error` says what failed, never where: a raw storage error
- * reads "connect ECONNREFUSED 127.0.0.1:18090" (issue 11 item 9) and a DuckDB one can name lake paths. The
+ * names the store's host and port ("connect ECONNREFUSED …") and a DuckDB one can name lake paths. The
  * whole error goes to the log (the job id is on the line); the user gets one of the sentences below.
  */
 

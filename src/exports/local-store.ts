@@ -5,12 +5,10 @@ import path from 'node:path';
 import type { ObjectStore, StoredPart } from './store.js';
 
 /**
- * The default export store: plain files under PMLAKE_STATE/exports, in this process. It replaced the embedded
- * s3rver, which listened on a loopback port and verified no signature at all (issue 11 item 4: tampered,
- * bare, expired-then-extended and cross-user URLs, even bucket listings, all answered 200). Here nothing
- * listens: the only way to the bytes is pmlake's own signed, expiring link (./links.ts, GET
- * /v1/exports/{id}/file), and s3rver's other gap — refusing AbortMultipartUpload, so every interrupted export
- * left its parts behind — cannot happen: discarding an upload is removing its directory.
+ * The default export store: plain files under PMLAKE_STATE/exports, in this process. Nothing listens: the only
+ * way to the bytes is pmlake's own signed, expiring link (./links.ts, GET /v1/exports/{id}/file), so a store
+ * that verifies no signature (s3rver: tests and benches only) is never the default. Discarding an upload is
+ * removing its directory, so an interrupted export never leaves its parts behind.
  *
  *   uploads/<uploadId>/upload.json   key and content type
  *   uploads/<uploadId>/<n>           part n (written as <n>.tmp, then renamed: a torn write never looks stored)

@@ -5,11 +5,10 @@ import type { ObjectStore, StoredPart } from './store.js';
  * A multipart upload into an ObjectStore (./store.ts: local files or S3) fed by a COPY's FIFO stream, with
  * reused part buffers.
  *
- * It replaces @aws-sdk/lib-storage's Upload on the export path. lib-storage keeps every 64 KiB chunk it is
- * given until a part is full and then `Buffer.concat`s them into a fresh part, so the FIFO's pooled read
- * buffers can never go back to their pool and every part is a new 8 MiB allocation: profiled on a 136 MB
- * Parquet export, the server spent ~0.8 s of CPU per export in V8's garbage collector (external-memory
- * pressure), on a 2-core machine where DuckDB's COPY wants both cores. Here each chunk is copied once into a
+ * Not @aws-sdk/lib-storage's Upload: it keeps every 64 KiB chunk it is given until a part is full and then
+ * `Buffer.concat`s them into a fresh part, so the FIFO's pooled read buffers can never go back to their pool and
+ * every part is a new allocation — garbage-collector time (external-memory pressure) taken from the cores
+ * DuckDB's COPY needs. Here each chunk is copied once into a
  * part buffer and handed straight back to the FIFO pool (`copy.release`), and the part buffers themselves are
  * reused across parts and exports: a steady export allocates nothing per byte.
  *

@@ -4,7 +4,7 @@ import type { CopyFormat } from '../lake/stream.js';
  * An export's progress while its COPY streams: bytes, and rows for the text formats, counted from the bytes
  * as they pass (the COPY's own row count comes only at its end, and becomes the job's `record_count`).
  *  - CSV: one row per line after the header. A quoted field holding a line break would count each of its
- *    lines until the end corrects it; finding quotes byte by byte cost ~1 s of the event loop per 270 MB.
+ *    lines until the end corrects it; finding quotes byte by byte would hold the event loop on every chunk.
  *  - JSON (`ARRAY true`): DuckDB writes `[`, then each record on a line of its own that starts with a tab and
  *    its `{`, then `]`. A record is counted by its start, `\n\t{`: the `[` and `]` lines, and the `\t` line an
  *    empty array has, are not rows. JSON escapes line breaks inside strings, so the pattern occurs nowhere else.

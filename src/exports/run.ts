@@ -39,7 +39,7 @@ const PART_SIZE = 8 * 1024 * 1024;
 /**
  * Progress goes to the state store 1 s into a job (a client polling early sees it move), then every 5 s. On
  * SQLite each write is a commit with an fsync on the event loop — while it waits, nobody drains the FIFO and
- * DuckDB stalls (recordProgress was ~0.4 s of main-thread time across a bench run's exports).
+ * DuckDB stalls, so progress is written seldom.
  */
 const PROGRESS_FIRST_MS = 1000;
 const PROGRESS_MS = 5000;

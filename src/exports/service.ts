@@ -24,8 +24,8 @@ import type { ObjectStore } from './store.js';
  * lease (./queue.ts): a job whose worker died is taken over by another (up to MAX_ATTEMPTS attempts).
  *
  * Where the bytes go: PMLAKE_S3_ENDPOINT (links are that store's presigned GETs), or by default the local
- * store under PMLAKE_STATE/exports, whose bytes only pmlake serves, behind its own signed links (./links.ts).
- * The default used to be an embedded s3rver on a loopback port, which checked no signature (issue 11 item 4).
+ * store under PMLAKE_STATE/exports, whose bytes only pmlake serves, behind its own signed links (./links.ts):
+ * nothing else listens, so no link can be forged or widened.
  *
  * Money: nothing is charged at submit (only the plan is checked there). When the file is complete in the store the job asks the meter for the
  * charge (kind 'export', the real bytes); a refusal deletes the object and fails the job with the reason. A

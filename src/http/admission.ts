@@ -7,8 +7,8 @@ import { Unavailable } from '../errors.js';
  * (src/http/route.ts `cost`); a class with a limit admits that many requests at a time and queues the rest
  * first in, first out. A request still queued at the deadline, or arriving to a full queue, is answered 503
  * with Retry-After — refunded like every 5xx (rate-limit slot given back, not counted in usage, no bytes
- * metered: it never reached a handler). Without classes, 200 clients paging the busiest market's trades
- * queued every cheap market lookup behind DuckDB scans (p50 of a 2 ms lookup: 507 ms).
+ * metered: it never reached a handler). Without classes, a crowd paging the busiest market's trades queues
+ * every cheap market lookup behind DuckDB scans.
  */
 export type CostClass = 'cheap' | 'query' | 'stream';
 

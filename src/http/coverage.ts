@@ -10,7 +10,7 @@ const MAX_OFFSET = 1_000_000;
 
 /**
  * GET /v1/coverage?date=: the tape's condition on one UTC day, per market — the worst status of its tokens, like
- * Databento's per-day dataset condition — and how many markets have each status (issue 15; lake/README.md
+ * Databento's per-day dataset condition — and how many markets have each status (lake/README.md
  * `coverage`, `incidents`). One market's days and incidents: GET /v1/markets/{market_id}/coverage (./markets/coverage.ts).
  */
 

@@ -47,7 +47,7 @@ export const routes: Route[] = [
   ...marketDetailRoutes,
   ...marketStatsRoutes,
   ...marketEstimateRoutes,
-  // /v1/markets/{market_id}/coverage and /v1/coverage: the tape's verified days (issue 15)
+  // /v1/markets/{market_id}/coverage and /v1/coverage: the tape's verified days
   ...marketCoverageRoutes,
   ...coverageRoutes,
   ...seriesRoutes,

@@ -44,7 +44,7 @@ export type DatasetDef = Readonly<{
   /** Column name → DuckDB type, in file order. */
   columns: Readonly<Record<string, string>>;
   /**
-   * Columns added after the data set's first files were written (issue 15's integrity flags): files of an older
+   * Columns added after the data set's first files were written (the tape-integrity flags): files of an older
    * lake lack them, so every reader reads the data set with `union_by_name` and gets NULL there (see lake/README.md).
    */
   addedColumns?: readonly string[];
@@ -178,7 +178,7 @@ export const DATASETS = {
     partition: 'month',
     partitionColumn: 'bucket',
     // Rolled up from candles_1m at ingest (ingest/candles.ts), for the same touched token-months; the
-    // 1h-and-coarser OHLCV reads 60× fewer rows than candles_1m (Databento keeps ohlcv-1m and ohlcv-1h alike).
+    // 1h-and-coarser OHLCV reads one row an hour instead of sixty (Databento keeps ohlcv-1m and ohlcv-1h alike).
     onConflict: 'replace',
     sortBy: ['token_id', 'bucket'],
     naturalKey: ['token_id', 'bucket'],
@@ -254,7 +254,7 @@ export const DATASETS = {
     // `verified` turns true when a later batch's `book` checkpoint closes the row's stretch (ingest/integrity/).
     onConflict: 'replace',
     replaceColumns: ['verified'],
-    // A book-at-instant lookup reads one snapshot's bids/asks lists; 2,048-row groups cut it ~3× (measured).
+    // A book-at-instant lookup reads one snapshot's bids/asks lists, and decodes its whole row group to get them.
     rowGroupSize: 2048,
     partition: 'date',
     partitionColumn: 'ts',

@@ -38,15 +38,15 @@ export type JsonShape = RowShape & {
   /**
    * Columns with one value for every row (bound parameters such as the token id), in select order and first:
    * left out of the SQL and written by JavaScript in front of each row, so DuckDB does not serialise the same
-   * 78-digit token id 2,000 times and JavaScript decodes 40% fewer bytes. At least one column must remain.
+   * 78-digit token id on every row and JavaScript decodes fewer bytes. At least one column must remain.
    */
   constants?: ReadonlyArray<readonly [string, Json]>;
 };
 
 /**
  * Runs a query and returns its rows as one JSON array text, each row serialised by DuckDB (`to_json`), so the
- * values never become JavaScript objects: measured 2× faster than row objects + JSON.stringify for a 10,000
- * row trades page, and faster than a plain DuckDB client reading the same rows. The shape is the resource's
+ * values never become JavaScript objects: cheaper than row objects + JSON.stringify for a large page, and than
+ * a plain DuckDB client reading the same rows. The shape is the resource's
  * (src/query/shapes.ts, the same its files use): timestamps as ISO text, DECIMALs as DOUBLE — to_json writes a
  * DECIMAL wider than 15 digits with its scale (`68.280000`), and a HUGEINT-backed sum as decimal text. The casts
  * wrap the builder's query, so they run on the rows sent only, after its LIMIT.

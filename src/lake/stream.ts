@@ -11,7 +11,7 @@ import { processAlive, sqlString, type Query } from './duckdb.js';
 /**
  * The streaming core of downloads and exports: DuckDB produces the file bytes itself
  * (`COPY (select) TO '<fifo>'`) and the FIFO's read side feeds an HTTP response or an S3 upload.
- * Turning rows into JS values is 4–9× slower than letting DuckDB serialise (stack-notes.md), and the pipe
+ * Turning rows into JS values is several times slower than letting DuckDB serialise, and the pipe
  * gives back-pressure for free: when the consumer stops reading, the 64 KiB pipe buffer fills, DuckDB's
  * write(2) blocks and the query stops producing — memory stays flat whatever the result size.
  */
@@ -117,9 +117,9 @@ process.once('exit', removeRoot);
 
 /**
  * FIFOs made ahead of time and reused. Node has no mkfifo(3), so a FIFO costs a `mkfifo` process, and
- * spawning one forks this process — 800 MB of RSS once DuckDB has warmed up: spawnSync was up to ~100 ms of
- * blocked event loop per download on the loaded box (once per bulk ZIP item, nothing flowing meanwhile), and
- * even an asynchronous spawn blocks the loop for the fork. So: one `mkfifo` makes a batch, off the critical
+ * spawning one forks this process — large once DuckDB has warmed up: spawnSync blocks the event loop per
+ * download (once per bulk ZIP item, nothing flowing meanwhile), and even an asynchronous spawn blocks the
+ * loop for the fork. So: one `mkfifo` makes a batch, off the critical
  * path, and a FIFO whose COPY finished cleanly goes back to the pool (see startCopy's cleanup: EOF on the read
  * side means DuckDB has closed its write side, so nothing can still be attached to it).
  */
@@ -213,9 +213,9 @@ export class CopyCancelled extends Error {
 }
 
 /**
- * Read buffers for the FIFOs, reused. A plain net.Socket allocates a fresh 64 KiB buffer per read; at a few
- * hundred MB/s that external memory made V8 run a mark-compact every ~25 MB ("external memory pressure" in
- * --trace-gc: ~40 full GCs per GB streamed, 10–40 ms each on the busy 2-core box). With the socket's `onread`
+ * Read buffers for the FIFOs, reused. A plain net.Socket allocates a fresh 64 KiB buffer per read; at streaming
+ * rates that external memory makes V8 run frequent full mark-compacts ("external memory pressure" in
+ * --trace-gc), each a pause of the one event loop. With the socket's `onread`
  * option the bytes land in buffers from this pool, and a consumer that wrote a chunk out hands its buffer
  * back once the write completed (`release`). A buffer goes out to one read at a time: `lent` says which are
  * out, so releasing twice (or releasing a chunk that is not the pool's) cannot put one buffer in two places.

@@ -20,7 +20,7 @@ type DayCheckpoints = { ts: Float64Array; since: Float64Array; ok: Uint8Array; n
 
 /**
  * Per lake version, token and day: a chart scrubbing one book asks the same day again and again, and one statement
- * cost about half the book's own (measured 8 ms of CPU per lookup against 17 ms for the book, 2 DuckDB threads).
+ * per lookup would cost a good part of the book's own.
  */
 const days = new StampedCache<DayCheckpoints>({ maxEntries: 1024 });
 

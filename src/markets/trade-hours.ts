@@ -27,7 +27,7 @@ export function tradePartitions(lake: LakeSession): TradePartition[] {
 
 /**
  * Kept compactly (12 bytes an hour: a busy token-month has up to 744) and at most 4,096 token-partitions, least
- * recently used out first: at most ~36 MB, a few MB in practice (most tokens trade in few hours).
+ * recently used out first: a bounded few tens of MB at most, far less in practice (most tokens trade in few hours).
  */
 const MAX_ENTRIES = 4096;
 type Hours = { hour: BigInt64Array; rows: Uint32Array };

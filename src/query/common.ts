@@ -56,8 +56,7 @@ function partitionOf(column: 'month' | 'date', micros: bigint): string {
 
 /**
  * Rows of several tokens as a UNION ALL of one scan per token. The files are sorted by token, so each
- * `token = $t` scan reads only that token's row groups; DuckDB does not prune row groups for an IN list
- * (measured: 2 tokens by IN 40 ms, by UNION ALL 4 ms on 6M rows).
+ * `token = $t` scan reads only that token's row groups; DuckDB does not prune row groups for an IN list.
  */
 export function perToken(source: string, tokenCol: string, tokens: readonly string[], select: string, where: readonly string[], params: Params): string {
   if (tokens.length === 0) return `(SELECT ${select} FROM ${source} WHERE false)`;

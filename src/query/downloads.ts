@@ -80,8 +80,8 @@ export function tradesDownload(lake: Lake, sel: TokenSel, w: Window, limit: numb
   if ('tokens' in sel) {
     // File order, no ORDER BY: the trade files are sorted by (token, ts, log_index) and listed month by month,
     // so one scan per token (src/query/common.ts perToken) streams each outcome oldest first in constant
-    // memory. An ORDER BY over the window (tradesSelect's, for the JSON API) is a sort: measured 3.8 GB peak
-    // RSS for a 1M-row pull out of 10M rows. Rows come grouped by outcome token, each in time order.
+    // memory. An ORDER BY over the window (tradesSelect's, for the JSON API) is a sort whose memory grows with
+    // the window. Rows come grouped by outcome token, each in time order.
     const params: Params = {};
     const where = windowWhere('ts', w, params, { column: 'month' });
     const rows = perToken(lake.from('trades'), 'token_id', sel.tokens, TRADE_SCAN, where, params);

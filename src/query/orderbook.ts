@@ -83,7 +83,7 @@ SELECT (SELECT reset_seq FROM reset), NULL, NULL, NULL, max(recv_ts), count(*) F
 /**
  * The common case of the book at `at` in one statement: the newest stored snapshot of the day of `at` (one row,
  * `kind` 's': ts, seq, condition_id, and its levels as JSON text in bids_json / asks_json — decimals as their exact
- * text — because the client library's conversion of a LIST of STRUCTs cost 2–3 ms for one snapshot) and the raw tape of that day after it (rows of `kind` 't':
+ * text — because the client library's conversion of a LIST of STRUCTs is slow even for one snapshot) and the raw tape of that day after it (rows of `kind` 't':
  * side, price, size, seq, level_idx, is_snapshot, recv_us), at most `maxTapeRows` of them, unordered. The caller
  * folds them (foldTape); it takes the general path (snapshotAtQuery, tapeAfterQuery) when the day has no snapshot,
  * when the snapshot's seq was received on an earlier day (the tape after it then starts there), or when the limit
@@ -91,9 +91,8 @@ SELECT (SELECT reset_seq FROM reset), NULL, NULL, NULL, max(recv_ts), count(*) F
  * a dynamic filter (DuckDB pushes `seq > (SELECT seq FROM snap)` into the Parquet reader), so the tape columns
  * are decoded only for rows after the snapshot.
  * Why raw rows: between two stored snapshots there are a minute's updates or so, and a plan without the SQL
- * fold (materialised CTEs, a union of aggregates, a join) has far fewer pipelines. Measured on the bench lake
- * (2 threads, CPU per request): two statements over globs 26 ms, this statement with the fold in SQL 20 ms,
- * raw rows 15 ms.
+ * fold (materialised CTEs, a union of aggregates, a join) has far fewer pipelines: folding them in JavaScript
+ * costs less CPU per request than folding in SQL or running two statements.
  */
 export function bookOnDayQuery(lake: Lake, assetId: string, at: bigint, maxTapeRows = MAX_RAW_TAPE_ROWS): Query {
   const day = dateOf(at);

@@ -17,7 +17,7 @@ import { ensureBucket, makeS3Client, presignGet, type S3Settings } from './clien
  * store must verify signatures — real S3, MinIO, Ceph RGW do; s3rver does not and is for tests and benches only.
  *
  * Discarding an upload is AbortMultipartUpload. Some S3-compatible stores refuse it: s3rver 3.7 answers 405
- * (MethodNotAllowed) and left 0.8–3 GB of parts per interrupted export (issue 11 item 5). What s3rver does
+ * (MethodNotAllowed), which would leave every interrupted export's parts behind. What s3rver does
  * allow (node_modules/s3rver/lib/stores/filesystem.js): CompleteMultipartUpload concatenates the named parts
  * into the object and then removes the upload's whole directory, whichever parts were named. So the fallback
  * overwrites part 1 with an empty part (completing with a part that is missing would crash s3rver: its

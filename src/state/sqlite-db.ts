@@ -48,8 +48,8 @@ export class SqliteDb implements DbBackend {
     this.raw.pragma('synchronous = FULL');
     this.raw.pragma('foreign_keys = ON');
     this.migrate();
-    // Two statements, not one: `SELECT ... FROM pragma_data_version` cost three times PRAGMA's ~1 µs, and
-    // total_changes() alone reads no page (~0.1 µs). Kept apart from the shared statements: they are plucked.
+    // Two statements, not one: `SELECT ... FROM pragma_data_version` costs several times the PRAGMA, and
+    // total_changes() alone reads no page. Kept apart from the shared statements: they are plucked.
     this.dataVersionStmt = this.raw.prepare('PRAGMA data_version').pluck();
     this.totalChangesStmt = this.raw.prepare('SELECT total_changes()').pluck();
     // The -shm file exists while this connection is open in WAL mode (migrate() has read through it), and
@@ -208,8 +208,8 @@ export class SqliteDb implements DbBackend {
   /**
    * Whether any connection may have committed since the last look, from the WAL-index header (the first 48
    * bytes of the -shm file, which every commit rewrites — mxFrame, checksums, salts — after its frames are in
-   * the WAL). `PRAGMA data_version` opens a read transaction: four file-lock syscalls and an fstat, measured
-   * at ~20 µs a call in the server under load, against ~5 µs for this pread of the header; data_version is
+   * the WAL). `PRAGMA data_version` opens a read transaction: four file-lock syscalls and an fstat, against
+   * one pread of the header here; data_version is
    * asked only after the header moved. A torn read looks moved (a needless data_version). Anything unexpected — no
    * -shm, another header version — answers "moved", so the check falls back to data_version every time.
    */

@@ -9,7 +9,7 @@ import { setNextLink } from '../next-link.js';
 import { coverageWindow, dayNumber } from './coverage-window.js';
 
 /**
- * GET /v1/markets/{market_id}/coverage: the tape's coverage of one market (issue 15) per UTC day and outcome — how
+ * GET /v1/markets/{market_id}/coverage: the tape's coverage of one market per UTC day and outcome — how
  * much of the replayed book the venue's own `book` checkpoints proved (lake/README.md `coverage`) — and the
  * incidents of the window (`incidents`). The venue's day per market is GET /v1/coverage (../coverage.ts).
  */
