@@ -113,10 +113,7 @@ function sqlList(items: string[]): string {
 }
 
 /** Runs fn on a fresh connection and always releases it. */
-export async function withConnection<T>(
-  instance: DuckDBInstance,
-  fn: (conn: DuckDBConnection) => Promise<T>,
-): Promise<T> {
+export async function withConnection<T>(instance: DuckDBInstance, fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
   const conn = await instance.connect();
   try {
     return await fn(conn);

@@ -116,7 +116,9 @@ export class LakeVersion {
 
   /** A stable key of one set's file list: files are immutable, so equal lists mean equal content. */
   setKey(name: SetName): string {
-    return this.entries(name).map((e) => e.path).join('|');
+    return this.entries(name)
+      .map((e) => e.path)
+      .join('|');
   }
 
   /**
@@ -187,7 +189,11 @@ export function legacyManifest(lakeDir: string): Manifest {
   const sets: Partial<Record<SetName, FileEntry[]>> = {};
   const parquet = (rel: string): string[] => {
     try {
-      return fs.readdirSync(path.join(lakeDir, rel), { withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith('.parquet')).map((e) => e.name).sort();
+      return fs
+        .readdirSync(path.join(lakeDir, rel), { withFileTypes: true })
+        .filter((e) => e.isFile() && e.name.endsWith('.parquet'))
+        .map((e) => e.name)
+        .sort();
     } catch {
       return [];
     }
@@ -203,7 +209,10 @@ export function legacyManifest(lakeDir: string): Manifest {
     else {
       let parts: string[] = [];
       try {
-        parts = fs.readdirSync(path.join(lakeDir, dir)).filter((d) => d.startsWith(`${kind}=`)).sort();
+        parts = fs
+          .readdirSync(path.join(lakeDir, dir))
+          .filter((d) => d.startsWith(`${kind}=`))
+          .sort();
       } catch {
         // no directory: no files
       }
@@ -212,7 +221,12 @@ export function legacyManifest(lakeDir: string): Manifest {
     if (entries.length > 0) sets[name] = entries;
   }
   return {
-    format: 1, version: 0, parent: null, published_at: new Date(0).toISOString(), kind: 'adopt',
-    change: { files_added: 0, files_removed: 0, bytes_added: 0, rows_added: {}, inputs: [] }, sets,
+    format: 1,
+    version: 0,
+    parent: null,
+    published_at: new Date(0).toISOString(),
+    kind: 'adopt',
+    change: { files_added: 0, files_removed: 0, bytes_added: 0, rows_added: {}, inputs: [] },
+    sets,
   };
 }

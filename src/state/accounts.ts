@@ -101,7 +101,13 @@ export const PROVISIONED_KEY_NAMES = ['Default', 'Auto-provisioned'];
  * The dashboard's login key: revokes the user's earlier auto-provisioned keys and issues a new one, in one
  * transaction. Keys the user named themselves are left alone.
  */
-export async function provisionKey(store: StateStore, userId: string, name: string, prefix: string, at: Date = new Date()): Promise<{ row: ApiKeyRow; plaintext: string }> {
+export async function provisionKey(
+  store: StateStore,
+  userId: string,
+  name: string,
+  prefix: string,
+  at: Date = new Date(),
+): Promise<{ row: ApiKeyRow; plaintext: string }> {
   const created = await store.tx(async (t) => {
     const names = [...new Set([...PROVISIONED_KEY_NAMES, name])];
     await t.run(sql`UPDATE api_keys SET revoked_at = ${at.toISOString()} WHERE user_id = ${userId} AND revoked_at IS NULL AND name IN (${list(names)})`);
@@ -194,5 +200,7 @@ export function cancelSubscription(store: Db, userId: string, at: Date = new Dat
 
 /** Test and operator helper: ends a subscription now (as if its period had run out). */
 export async function expireSubscriptions(store: Db, userId: string, at: Date = new Date()): Promise<void> {
-  await store.run(sql`UPDATE subscriptions SET current_period_end = ${at.toISOString()} WHERE user_id = ${userId} AND current_period_end > ${at.toISOString()}`);
+  await store.run(
+    sql`UPDATE subscriptions SET current_period_end = ${at.toISOString()} WHERE user_id = ${userId} AND current_period_end > ${at.toISOString()}`,
+  );
 }

@@ -150,13 +150,7 @@ export async function cancelCheckout(t: Db, id: string): Promise<boolean> {
 }
 
 export type WebhookOutcome =
-  | 'credited'
-  | 'subscription_activated'
-  | 'duplicate'
-  | 'already_completed'
-  | 'unknown_checkout'
-  | 'canceled'
-  | 'provider_ref_mismatch';
+  'credited' | 'subscription_activated' | 'duplicate' | 'already_completed' | 'unknown_checkout' | 'canceled' | 'provider_ref_mismatch';
 
 export type CheckoutEvent = {
   provider: string;
@@ -241,7 +235,9 @@ export function applyCheckoutEvent(
 export function redeemSubscription(
   store: Db,
   opts: { userId: string; tier: string; billingPeriod: 'monthly' | 'annual'; priceCents: number; at: Date },
-): Promise<{ outcome: 'conflict' } | { outcome: 'insufficient'; required_cents: number } | { outcome: 'ok'; subscription: SubscriptionRow; ledger: LedgerRow }> {
+): Promise<
+  { outcome: 'conflict' } | { outcome: 'insufficient'; required_cents: number } | { outcome: 'ok'; subscription: SubscriptionRow; ledger: LedgerRow }
+> {
   return store.tx(async (t) => {
     await lockUser(t, opts.userId);
     if (await activeSubscription(t, opts.userId, opts.at)) return { outcome: 'conflict' as const };
@@ -304,8 +300,7 @@ export function placeOrder(
   store: Db,
   opts: { userId: string; idempotencyKey: string | null; items: PricedItem[]; totalCents: number; minimumApplied: boolean; at: Date },
 ): Promise<
-  | { outcome: 'ok' | 'replayed'; order: OrderRow; items: OrderItemRow[] }
-  | { outcome: 'insufficient'; required_cents: number; available_cents: number }
+  { outcome: 'ok' | 'replayed'; order: OrderRow; items: OrderItemRow[] } | { outcome: 'insufficient'; required_cents: number; available_cents: number }
 > {
   return store.tx(async (t) => {
     // One user's orders one at a time, on every replica: the idempotency check and the debit below decide on

@@ -92,16 +92,19 @@ export async function claimNextExport(store: Db, worker: string, at: Date, lease
   // Every worker asks every second: a plain read first, so an empty queue takes no write lock.
   if (!(await store.get(sql`SELECT id FROM export_jobs WHERE ${claimable} LIMIT 1`))) return undefined;
   // Benign: a claim changes no principal (the key caches stay) and a claim lost to a power cut is claimed again.
-  return store.tx(async (t) => {
-    const job = await t.get<ExportJobRow>(sql`SELECT * FROM export_jobs WHERE ${claimable} ORDER BY created_at, id LIMIT 1 ${skipLocked}`);
-    if (!job) return undefined;
-    await t.run(
-      sql`UPDATE export_jobs SET status = 'running', worker = ${worker}, lease_until = ${leaseUntil.toISOString()}, started_at = ${iso},
+  return store.tx(
+    async (t) => {
+      const job = await t.get<ExportJobRow>(sql`SELECT * FROM export_jobs WHERE ${claimable} ORDER BY created_at, id LIMIT 1 ${skipLocked}`);
+      if (!job) return undefined;
+      await t.run(
+        sql`UPDATE export_jobs SET status = 'running', worker = ${worker}, lease_until = ${leaseUntil.toISOString()}, started_at = ${iso},
             attempts = attempts + 1, rows_written = 0, bytes_written = 0, error = NULL
           WHERE id = ${job.id}`,
-    );
-    return job;
-  }, { benign: true });
+      );
+      return job;
+    },
+    { benign: true },
+  );
 }
 
 /** Extends the lease; false when the job is no longer this worker's (taken over, or failed): it must stop. */
@@ -137,12 +140,7 @@ export async function holdsExport(t: Db, id: string, worker: string): Promise<bo
 }
 
 /** running → succeeded, in the caller's transaction (the charge commits with it); false when no longer ours. */
-export async function succeedExport(
-  t: Db,
-  id: string,
-  worker: string,
-  r: { rows: number; bytes: number; cost: number; expiresAt: string },
-): Promise<boolean> {
+export async function succeedExport(t: Db, id: string, worker: string, r: { rows: number; bytes: number; cost: number; expiresAt: string }): Promise<boolean> {
   return (
     (await t.run(
       sql`UPDATE export_jobs SET status = 'succeeded', record_count = ${r.rows}, size_bytes = ${r.bytes}, rows_written = ${r.rows},

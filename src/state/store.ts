@@ -203,7 +203,9 @@ export class StateStore implements Db {
     const iso = at.toISOString();
     const active = sql`FROM subscriptions s WHERE s.user_id = u.id AND s.status = 'active' AND s.current_period_end > ${iso}
                        ORDER BY s.current_period_end DESC LIMIT 1`;
-    const row = await this.get<ApiKeyRow & { owner_email: string; owner_plan: Plan; owner_created_at: string; sub_tier: string | null; sub_end: string | null }>(
+    const row = await this.get<
+      ApiKeyRow & { owner_email: string; owner_plan: Plan; owner_created_at: string; sub_tier: string | null; sub_end: string | null }
+    >(
       sql`SELECT k.*, u.email AS owner_email, u.plan AS owner_plan, u.created_at AS owner_created_at,
                  (SELECT s.tier ${active}) AS sub_tier, (SELECT s.current_period_end ${active}) AS sub_end
           FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ${digest}`,

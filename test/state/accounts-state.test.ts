@@ -93,7 +93,9 @@ describe('usage meter on the state store', () => {
     expect(await fairUseShare(s, free, GB / 4)).toBe(0.5);
     expect(await fairUseShare(s, free, GB / 2)).toBe(1);
     expect(await fairUseShare(s, free, GB / 2 + 1024)).toBeGreaterThan(1);
-    await expect(meter.begin(free, { kind: 'download', dataset: 'trades', description: 't', estimatedBytes: GB / 2 + 1024 })).rejects.toMatchObject({ kind: 'quota_exceeded' });
+    await expect(meter.begin(free, { kind: 'download', dataset: 'trades', description: 't', estimatedBytes: GB / 2 + 1024 })).rejects.toMatchObject({
+      kind: 'quota_exceeded',
+    });
     await s.close();
   });
 });

@@ -4,14 +4,7 @@ import type { Principal } from '../../src/accounts/principal.js';
 import { PLANS } from '../../src/accounts/plans.js';
 import { revokeKey, rotateKey } from '../../src/state/accounts.js';
 import { adjustBalance, applyCheckoutEvent, createCheckout, getCreditAccount, ledgerSum, placeOrder } from '../../src/state/billing.js';
-import {
-  claimNextExport,
-  createOrGetExport,
-  getExport,
-  recordProgress,
-  renewLease,
-  succeedExport,
-} from '../../src/state/exports.js';
+import { claimNextExport, createOrGetExport, getExport, recordProgress, renewLease, succeedExport } from '../../src/state/exports.js';
 import { openDeletionRequest, confirmDeletion } from '../../src/state/lifecycle.js';
 import { dailyPullTotals, getPull } from '../../src/state/pulls.js';
 import { sql } from '../../src/state/sql.js';
@@ -208,9 +201,7 @@ describe.each(backends)('state store on $name', ({ make }) => {
     const a = await B.fresh();
     const b = await B.another(a);
     const u = await a.upsertUser('count@example.com', 'free');
-    await Promise.all(
-      Array.from({ length: 10 }, (_, i) => addRequestCounts(i % 2 ? a : b, [{ userId: u.id, keyId: 'k', day: '2025-01-02', n: i + 1 }])),
-    );
+    await Promise.all(Array.from({ length: 10 }, (_, i) => addRequestCounts(i % 2 ? a : b, [{ userId: u.id, keyId: 'k', day: '2025-01-02', n: i + 1 }])));
     expect(await dailyRequestCounts(b, u.id, '2025-01-01', '2025-01-31')).toEqual([{ day: '2025-01-02', requests: 55 }]);
     // One batch holding the same key and day twice, and another day.
     await addRequestCounts(a, [
@@ -290,7 +281,9 @@ describe('state store on postgres: the database away and back', () => {
     const u = await a.upsertUser('away@example.com', 'free');
     await adjustBalance(a, u.id, 500, 'seed');
     await B.server!.stop();
-    const err = await placeOrder(a, { userId: u.id, idempotencyKey: 'down', items: [], totalCents: 100, minimumApplied: false, at: new Date() }).catch((e: unknown) => e);
+    const err = await placeOrder(a, { userId: u.id, idempotencyKey: 'down', items: [], totalCents: 100, minimumApplied: false, at: new Date() }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ kind: 'unavailable' });
     const detail = String((err as { detail: unknown }).detail);
     expect(detail).toMatch(/state database is unavailable/);
@@ -301,9 +294,7 @@ describe('state store on postgres: the database away and back', () => {
     // The listener is gone: no cached principal may be trusted meanwhile.
     await expect.poll(() => a.changeStamp() !== a.changeStamp(), { timeout: 10_000 }).toBe(true);
     await B.server!.start();
-    await expect
-      .poll(async () => (await a.getUser(u.id).catch(() => undefined))?.id, { timeout: 20_000, interval: 200 })
-      .toBe(u.id);
+    await expect.poll(async () => (await a.getUser(u.id).catch(() => undefined))?.id, { timeout: 20_000, interval: 200 }).toBe(u.id);
     // Nothing of the refused order was written; orders go through again.
     expect((await getCreditAccount(a, u.id)).balance_cents).toBe(500);
     const ok = await placeOrder(a, { userId: u.id, idempotencyKey: 'up', items: [], totalCents: 100, minimumApplied: false, at: new Date() });

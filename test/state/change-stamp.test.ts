@@ -76,7 +76,8 @@ describe('StateStore change stamp', () => {
     const { a, b, dir } = open();
     const user = await a.upsertUser('t@example.com', 'free');
     const { row, plaintext } = await a.createApiKey({ userId: user.id, name: 'k', prefix: 'pm_' });
-    const stored = (s: StateStore) => (sqliteOf(s).prepare('SELECT last_used_at FROM api_keys WHERE id = ?').get(row.id) as { last_used_at: string | null }).last_used_at;
+    const stored = (s: StateStore) =>
+      (sqliteOf(s).prepare('SELECT last_used_at FROM api_keys WHERE id = ?').get(row.id) as { last_used_at: string | null }).last_used_at;
     const at = '2026-01-02T03:04:05.000Z';
     a.touchKey(row.id, at);
     expect(stored(b)).toBeNull();
