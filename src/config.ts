@@ -1,4 +1,5 @@
 import path from 'node:path';
+import os from 'node:os';
 import { z } from 'zod';
 
 /**
@@ -138,6 +139,21 @@ const EnvSchema = z
     PMLAKE_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(5000),
     /** Requests allowed to wait per class; one more is answered 503 at once. */
     PMLAKE_QUEUE_MAX: z.coerce.number().int().min(0).max(100_000).default(256),
+    /** The venue's market channel `pmlake record` connects to (docs/capture-format.md). */
+    PMLAKE_VENUE_WS_URL: z
+      .string()
+      .url()
+      .regex(/^wss?:\/\//i, 'a ws:// or wss:// URL')
+      .default('wss://ws-subscriptions-clob.polymarket.com/ws/market'),
+    /** A recorder closes its capture file and starts the next one every this many seconds (wall-clock aligned). */
+    PMLAKE_RECORD_ROTATE_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+    /** The recorder's name in its file names and capture lines; two recorders of one directory set must differ. Default: host name. */
+    PMLAKE_RECORDER_ID: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits and . _ - (at most 64)')
+      .optional(),
+    /** `pmlake ingest --follow`: one lake version per this many seconds at most. */
+    PMLAKE_FOLLOW_SECONDS: z.coerce.number().min(0.2).max(3600).default(30),
   })
   .superRefine((e, ctx) => {
     if (e.PMLAKE_PAYMENT_PROVIDER !== 'paddle') return;
@@ -186,6 +202,13 @@ export type Config = {
   redisUrl: string | undefined;
   /** PostgreSQL shared across machines; undefined → single-machine coordination only. */
   databaseUrl: string | undefined;
+  /** The input side: the recorder of the venue's market channel and the following ingest. */
+  live: {
+    venueWsUrl: string;
+    recordRotateSeconds: number;
+    recorderId: string;
+    followSeconds: number;
+  };
   admission: {
     classes: Readonly<Record<'cheap' | 'query' | 'stream', { concurrency: number; maxQueue: number }>>;
     queueTimeoutMs: number;
@@ -244,6 +267,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimits: e.PMLAKE_RATE_LIMITS === 'on',
     redisUrl: e.PMLAKE_REDIS_URL,
     databaseUrl: e.PMLAKE_DATABASE_URL,
+    live: Object.freeze({
+      venueWsUrl: e.PMLAKE_VENUE_WS_URL,
+      recordRotateSeconds: e.PMLAKE_RECORD_ROTATE_SECONDS,
+      recorderId:
+        e.PMLAKE_RECORDER_ID ??
+        os
+          .hostname()
+          .replace(/[^A-Za-z0-9._-]/g, '-')
+          .slice(0, 64),
+      followSeconds: e.PMLAKE_FOLLOW_SECONDS,
+    }),
     admission: Object.freeze({
       classes: Object.freeze({
         cheap: { concurrency: e.PMLAKE_CHEAP_CONCURRENCY, maxQueue: e.PMLAKE_QUEUE_MAX },
