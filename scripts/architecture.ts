@@ -19,7 +19,9 @@ import { KIND_IDS } from '../src/catalogue/kinds.js';
  *       Set) or union type in src/ lists kinds (two or more kind ids, most of its members);
  *   (h) in src/http/, a route's handler is a named function (`handler: listMarkets`, made with defineRoute) and
  *       reads its query, path and body from its typed input, never from res.locals.
- *   (i) nothing in src/http/ builds lake sources: a handler reads through its request's lake session (`ctx.lake`).
+ *   (i) nothing in src/http/ builds lake sources: a handler reads through its request's lake session (`ctx.lake`);
+ *   (j) within src/ and ingest/, only the recorder (src/record/) and the simulated venue (ingest/simulate/) import
+ *       `ws`: the venue's socket is theirs, so reconnects, pings and back-pressure live in one place.
  * Imports are read with TypeScript's own scanner (`import … from`, `export … from`, `import type`, side-effect
  * imports and `import('literal')`, which eslint's no-restricted-imports does not see), so comments and strings
  * that merely look like imports do not count.
@@ -29,7 +31,8 @@ export const REPO = path.resolve(import.meta.dirname, '..');
 
 export type Graph = Map<string, string[]>;
 export type Edge = { from: string; to: string };
-export type Rule = 'cycles' | 'into-http' | 'express' | 'read_parquet' | 'bench-or-test' | 'upward' | 'kind-lists' | 'named-handlers' | 'http-sources';
+export type Rule =
+  'cycles' | 'into-http' | 'express' | 'read_parquet' | 'bench-or-test' | 'upward' | 'kind-lists' | 'named-handlers' | 'http-sources' | 'venue-socket';
 export const RULES: Record<Rule, string> = {
   cycles: '(a) no import cycles among src/ and ingest/',
   'into-http': '(b) nothing outside src/http/ imports src/http/ except src/server.ts',
@@ -40,7 +43,11 @@ export const RULES: Record<Rule, string> = {
   'kind-lists': '(g) data kinds are listed only in src/catalogue/ (derive the list from it)',
   'named-handlers': '(h) src/http/ route handlers are named functions reading a typed input, not res.locals.query/params/body',
   'http-sources': '(i) nothing in src/http/ builds lake sources (lakeSources, datasetSource, partitionSource, versionSources): use ctx.lake',
+  'venue-socket': '(j) within src/ and ingest/, only src/record/ and ingest/simulate/ import ws',
 };
+
+/** The folders that may open the venue's socket (rule j). */
+export const VENUE_SOCKET_OWNERS = ['src/record/', 'ingest/simulate/'];
 
 /** Pairs [lower, upper] of directories: nothing under the first imports anything under the second. */
 export const UPWARD: [string, string][] = [
@@ -224,6 +231,7 @@ export function checkArchitecture(root = REPO): { files: number; edges: number; 
           .split('\n')
           .flatMap((line, i) => (SOURCE_BUILDERS.test(line) ? [`${f}:${i + 1}`] : [])),
       ),
+      'venue-socket': show(edges.filter((e) => packageOf(e.to) === 'ws' && !VENUE_SOCKET_OWNERS.some((d) => e.from.startsWith(d)))),
     },
   };
 }

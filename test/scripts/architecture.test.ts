@@ -133,4 +133,9 @@ describe('architecture of src/ and ingest/', () => {
     expect(SOURCE_BUILDERS.test('partitionSource(v, name, values)')).toBe(true);
     expect(SOURCE_BUILDERS.test('const lake = ctx.lake.sources;')).toBe(false);
   });
+
+  it('(j) only the recorder and the simulated venue import ws', () => {
+    expect(offenders['venue-socket']).toEqual([]);
+    expect(packageOf('ws')).toBe('ws');
+  });
 });
