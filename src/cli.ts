@@ -19,6 +19,8 @@ commands:
                                 write synthetic venue-format source files
   keys create --email E --plan professional|free --name N
                                 create an API key; prints the key and nothing else
+  simulate --port P [--markets N] [--rate X] [--seed S]
+                                a simulated venue: the market channel on ws://127.0.0.1:P/ws/market until stopped
   demo                          build the demo lake and serve it (what 'make demo' runs)
   bench [--help]                run the benchmark suite against plain DuckDB (a checkout's bench/cli.ts)
 `;
@@ -33,6 +35,7 @@ const commands: Record<string, () => Promise<Command>> = {
   lake: async () => (await import('../ingest/lake-cli.js')).lakeCommand,
   generate: async () => (await import('../ingest/generate/cli.js')).generateCommand,
   keys: async () => (await import('./commands/keys.js')).keysCommand,
+  simulate: async () => (await import('./commands/simulate.js')).simulateCommand,
   demo: async () => (await import('./commands/demo.js')).demoCommand,
   bench: async () => (await import('./commands/bench.js')).benchCommand,
 };

@@ -74,7 +74,13 @@ export class SimulatedVenue {
     this.maxAssets = opts.maxAssetsPerConnection ?? 500;
     this.maxBuffered = opts.maxBufferedBytes ?? 64 << 20;
     for (const m of opts.markets) this.register(m);
-    this.pacer = new RatePacer(opts.rate, new Rng(seed, 'venue:pace'), this.feed, () => this.activeMarkets(), () => this.dropSlowConsumers());
+    this.pacer = new RatePacer(
+      opts.rate,
+      new Rng(seed, 'venue:pace'),
+      this.feed,
+      () => this.activeMarkets(),
+      () => this.dropSlowConsumers(),
+    );
     wss.on('connection', (ws) => this.accept(ws));
   }
 
