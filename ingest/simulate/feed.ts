@@ -20,7 +20,8 @@ export class Feed implements BookSink {
   levelUpdates = 0;
   /** The timestamp of the messages being written (the venue's clock, epoch ms). */
   ts = '';
-  private readonly touch = new Map<MarketBook, number>();
+  private readonly touch = new Map<MarketBook, { touch: number; at: string }>();
+  private readonly moved = new Set<MarketBook>();
 
   constructor(
     private readonly rng: Rng,
@@ -80,16 +81,29 @@ export class Feed implements BookSink {
     for (const token of [0, 1] as const) this.toToken(b, token, tickChangeText(b, token, oldTick, newTick, this.ts));
   }
 
-  /** `best_bid_ask` (custom-feature connections only) whenever a market's touch moved; both tokens move together. */
   private touchChanged(b: MarketBook): void {
-    const now = b.bb * 1001 + b.ba;
-    if (this.touch.get(b) === now) return;
-    this.touch.set(b, now);
-    for (const token of [0, 1] as const) {
-      const s = this.subs.get(b.tokens[token]);
-      if (!s) continue;
-      let text = '';
-      for (const c of s) if (c.custom) this.send(c, (text ||= bestBidAskText(b, token, this.ts)));
+    this.moved.add(b);
+  }
+
+  /**
+   * `best_bid_ask` (custom-feature connections only) for each market whose touch moved since the last flush, once
+   * per tick: two moves back and forth within one millisecond would otherwise send byte-identical frames, which a
+   * capture's integrity layer and redundant recorders take for one frame recorded twice.
+   */
+  flushTouches(): void {
+    for (const b of this.moved) {
+      const now = b.bb * 1001 + b.ba;
+      const last = this.touch.get(b);
+      if (last?.at === this.ts) continue; // announced in this millisecond already: the next tick will
+      this.moved.delete(b);
+      if (last?.touch === now) continue;
+      this.touch.set(b, { touch: now, at: this.ts });
+      for (const token of [0, 1] as const) {
+        const s = this.subs.get(b.tokens[token]);
+        if (!s) continue;
+        let text = '';
+        for (const c of s) if (c.custom) this.send(c, (text ||= bestBidAskText(b, token, this.ts)));
+      }
     }
   }
 }

@@ -59,6 +59,7 @@ export class RatePacer {
         this.pick().step(this.rng, this.feed);
         this.budget -= this.feed.levelUpdates - before;
       }
+      this.feed.flushTouches();
     }
     this.afterTick();
   }

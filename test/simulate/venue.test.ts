@@ -204,6 +204,8 @@ describe('simulated venue', () => {
       const r = replay(c.frames);
       expect(r.problems).toEqual([]);
       expect(r.trades).toBeGreaterThan(0);
+      // No frame repeats on a connection (a capture would take a repeat for one frame recorded twice).
+      expect(new Set(c.frames).size).toBe(c.frames.length);
     }
     // Market 2 is split between the two connections: each got its own token's entries of the same messages.
     const split = (c: Client, t: string): number => c.messages().filter((m) => m.price_changes?.some((e) => e.asset_id === t)).length;
