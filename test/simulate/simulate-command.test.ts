@@ -1,0 +1,54 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { syntheticMarkets } from '../../ingest/simulate/venue.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+describe('pmlake simulate', () => {
+  it('serves the market channel on the port it was given until SIGTERM, then exits 0', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'simulate', '--port', '0', '--markets', '3', '--rate', '500', '--seed', '4'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      let out = '';
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /ws:\/\/127\.0\.0\.1:\d+\/ws\/market/.exec(out);
+          if (m) resolve(m[0]);
+        });
+        child.on('exit', () => reject(new Error(`simulate exited early: ${out}`)));
+      });
+      const ws = new WebSocket(url);
+      const frames: string[] = [];
+      ws.on('message', (d) => frames.push(d.toString()));
+      await new Promise((resolve) => ws.once('open', resolve));
+      // The command trades the markets the generator plans for its seed.
+      const markets = syntheticMarkets(3, 4);
+      ws.send(JSON.stringify({ assets_ids: markets[2]!.tokens, type: 'market' }));
+      const deadline = Date.now() + 20_000;
+      while (frames.length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      const books = JSON.parse(frames[0]!) as { asset_id: string }[];
+      expect(books.map((b) => b.asset_id).sort()).toEqual([...markets[2]!.tokens].sort());
+      expect(frames.length).toBeGreaterThanOrEqual(5);
+      ws.terminate();
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  });
+
+  it('rejects a bad option with a usage line and exit code 2', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'simulate', '--port', 'x'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect(code).toBe(2);
+    expect(err).toContain('--port');
+    expect(err).toContain('usage: pmlake simulate');
+  });
+});
