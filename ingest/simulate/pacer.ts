@@ -3,11 +3,13 @@ import type { MarketBook } from './book.js';
 import type { Feed } from './feed.js';
 
 const TICK_MS = 10;
-/** Bursts: about 10 % of the time at 4× the rate, the rest at 2/3 of it, so the long-run mean is the asked rate. */
+/**
+ * Bursts: in every second, 100 ms at a random moment run at 4× the rate and the rest at 2/3 of it, so the flow is
+ * clustered but every second still averages the asked rate (a bench reads a sustained rate off any window).
+ */
 const BURST = 4;
 const CALM = 2 / 3;
-const BURST_MEAN_S = 0.2;
-const CALM_MEAN_S = 1.8;
+const BURST_S = 0.1;
 
 /**
  * The venue's clock: every few milliseconds it steps subscribed markets until the level updates sent since the
@@ -18,7 +20,9 @@ export class RatePacer {
   private readonly timer: NodeJS.Timeout;
   private last = performance.now();
   private budget = 0;
-  private burst = false;
+  private period = performance.now();
+  /** This period's and the previous period's burst, [start, end) in performance.now() ms. */
+  private bursts: [number, number][] = [];
   private dirty = true;
   private active: MarketBook[] = [];
   private cum: number[] = [];
@@ -30,6 +34,7 @@ export class RatePacer {
     private readonly markets: () => MarketBook[],
     private readonly afterTick: () => void,
   ) {
+    this.drawBurst();
     this.timer = setInterval(() => this.tick(), TICK_MS);
   }
 
@@ -47,12 +52,19 @@ export class RatePacer {
     // A stalled event loop catches up at most a quarter of a second, not in one flood.
     const dt = Math.min(250, now - this.last) / 1000;
     this.last = now;
-    if (this.rng.chance(dt / (this.burst ? BURST_MEAN_S : CALM_MEAN_S))) this.burst = !this.burst;
+    while (now - this.period >= 1000) {
+      this.period += 1000;
+      this.drawBurst();
+    }
+    // The factor is integrated over the interval exactly: ticks run late while a burst keeps them busy, so a factor
+    // sampled at each tick would under-count the bursts.
+    let burstMs = 0;
+    for (const [from, to] of this.bursts) burstMs += Math.max(0, Math.min(now, to) - Math.max(now - dt * 1000, from));
     if (this.dirty) this.rebuild();
     if (this.active.length === 0 || this.rate === 0) {
       this.budget = 0;
     } else {
-      this.budget = Math.min(this.budget + this.rate * dt * (this.burst ? BURST : CALM), this.rate / 4);
+      this.budget = Math.min(this.budget + this.rate * (dt * CALM + (burstMs / 1000) * (BURST - CALM)), this.rate / 4);
       this.feed.ts = String(Date.now());
       for (let guard = 0; this.budget > 0 && guard < 1_000_000; guard++) {
         const before = this.feed.levelUpdates;
@@ -62,6 +74,11 @@ export class RatePacer {
       this.feed.flushTouches();
     }
     this.afterTick();
+  }
+
+  private drawBurst(): void {
+    const start = this.period + this.rng.float() * (1 - BURST_S) * 1000;
+    this.bursts = [...this.bursts.slice(-1), [start, start + BURST_S * 1000]];
   }
 
   private rebuild(): void {
