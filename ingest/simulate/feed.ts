@@ -92,6 +92,10 @@ export class Feed implements BookSink {
    */
   flushTouches(): void {
     for (const b of this.moved) {
+      if (b.resolved) {
+        this.moved.delete(b);
+        continue;
+      }
       const now = b.bb * 1001 + b.ba;
       const last = this.touch.get(b);
       if (last?.at === this.ts) continue; // announced in this millisecond already: the next tick will

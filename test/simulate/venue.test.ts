@@ -266,6 +266,34 @@ describe('simulated venue', () => {
     const books = a.frames.slice(from).find((f) => f.startsWith('['))!;
     expect((JSON.parse(books) as Msg[]).map((x) => x.asset_id).sort()).toEqual([...m.tokens].sort());
     expect(replay(a.frames).problems).toEqual([]);
+    // Resolution: announced to the custom-feature subscriber, and the market stops trading.
+    v.resolveMarket(m.conditionId, 1);
+    a.send('PING');
+    await until('market_resolved', () => a.messages().some((x) => x.event_type === 'market_resolved'));
+    expect(a.messages().find((x) => x.event_type === 'market_resolved')).toMatchObject({ market: m.conditionId, winning_asset_id: m.tokens[1] });
+    const pong = a.frames.indexOf('PONG');
+    await until('more frames after the resolution', () => a.frames.length > pong + 100);
+    expect(a.messages(pong + 1).filter((x) => x.market === m.conditionId && x.event_type !== 'market_resolved')).toEqual([]);
+    expect(b.messages().some((x) => x.event_type === 'market_resolved')).toBe(false);
+  });
+
+  it('stops an asset once unsubscribed, and skips the books when initial_dump is false', async () => {
+    const markets = syntheticMarkets(3, 10);
+    const v = await startVenue({ markets, rate: 10_000 });
+    const c = await connect(v);
+    c.send({ assets_ids: [...markets[0]!.tokens, ...markets[1]!.tokens], type: 'market', initial_dump: false });
+    await until('a stream', () => c.frames.length > 100);
+    expect(c.frames.some((f) => f.includes('"event_type":"book"') && f.startsWith('['))).toBe(false);
+    c.send({ assets_ids: markets[0]!.tokens, operation: 'unsubscribe' });
+    // Frames after the PONG were sent after the venue read the unsubscription (one socket, in order).
+    c.send('PING');
+    await until('PONG', () => c.frames.includes('PONG'));
+    const pong = c.frames.indexOf('PONG');
+    await until('more frames', () => c.frames.length > pong + 200);
+    const after = c.messages(pong + 1);
+    expect(after.filter((x) => x.market === markets[0]!.conditionId)).toEqual([]);
+    expect(after.filter((x) => x.market === markets[1]!.conditionId).length).toBeGreaterThan(0);
+    expect(v.stats().subscribedAssets).toBe(2);
   });
 
   it('dropAll cuts every socket without a close frame', async () => {
