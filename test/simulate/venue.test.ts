@@ -269,7 +269,7 @@ describe('simulated venue', () => {
     // Resolution: announced to the custom-feature subscriber, and the market stops trading.
     v.resolveMarket(m.conditionId, 1);
     a.send('PING');
-    await until('market_resolved', () => a.messages().some((x) => x.event_type === 'market_resolved'));
+    await until('market_resolved and PONG', () => a.frames.includes('PONG') && a.messages().some((x) => x.event_type === 'market_resolved'));
     expect(a.messages().find((x) => x.event_type === 'market_resolved')).toMatchObject({ market: m.conditionId, winning_asset_id: m.tokens[1] });
     const pong = a.frames.indexOf('PONG');
     await until('more frames after the resolution', () => a.frames.length > pong + 100);
