@@ -22,7 +22,7 @@ export type SimulatedVenueOptions = {
   maxAssetsPerConnection?: number;
   /** Tests: remember every frame sent. */
   keepSent?: boolean;
-  /** A connection whose unsent bytes exceed this is dropped as a slow consumer (default 64 MiB). */
+  /** A connection whose unsent bytes exceed this is dropped as a slow consumer (default 16 MiB). */
   maxBufferedBytes?: number;
 };
 
@@ -72,7 +72,7 @@ export class SimulatedVenue {
     this.kept = opts.keepSent ? [] : null;
     this.feed = new Feed(new Rng(seed, 'venue:hashes'), this.kept);
     this.maxAssets = opts.maxAssetsPerConnection ?? 500;
-    this.maxBuffered = opts.maxBufferedBytes ?? 64 << 20;
+    this.maxBuffered = opts.maxBufferedBytes ?? 16 << 20;
     for (const m of opts.markets) this.register(m);
     this.pacer = new RatePacer(
       opts.rate,

@@ -10,7 +10,7 @@ const USAGE = 'usage: pmlake simulate --port P [--host H] [--markets N] [--rate 
 const Args = z.object({
   port: z.coerce.number().int().min(0).max(65_535),
   host: z.string().min(1).default('127.0.0.1'),
-  markets: z.coerce.number().int().min(1).max(20_000).default(50),
+  markets: z.coerce.number().int().min(1).max(10_000).default(50),
   rate: z.coerce.number().min(0).max(10_000_000).default(2_000),
   seed: z.coerce
     .number()
@@ -52,7 +52,11 @@ export async function simulateCommand(args: string[]): Promise<number> {
   const timer = setInterval(() => {
     const now = venue.stats();
     const perSecond = (now.levelUpdates - prev.levelUpdates) / (STATS_EVERY_MS / 1000);
-    log.info({ ...now, levelUpdatesPerSecond: Math.round(perSecond) }, 'simulated venue');
+    const mem = process.memoryUsage();
+    log.info(
+      { ...now, levelUpdatesPerSecond: Math.round(perSecond), rssMB: Math.round(mem.rss / 2 ** 20), heapMB: Math.round(mem.heapUsed / 2 ** 20) },
+      'simulated venue',
+    );
     prev = now;
   }, STATS_EVERY_MS);
   return runUntilStopped(async () => {
