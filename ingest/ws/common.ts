@@ -44,7 +44,8 @@ const KNOWN = ['book', 'price_change', 'last_trade_price', 'tick_size_change', '
 
 /**
  * Runs the common tail (ws_stage.sql) over _ws_el/_ws_fr/_ws_m, then counts what was read and reports what was not.
- * `where(el)` names a frame's position for messages ("line 12" for JSONL, "frame 3" for arrays).
+ * `where(el)` names a frame's position for messages ("line 12" for JSONL, "frame 3" for arrays). `alsoKnown`: event
+ * types a format expects beyond the tape's (kept in raw, counted by name rather than as unknown).
  */
 /** Where the previous chunk of a file ended: its last receive ms and the next k within that ms. */
 export type Carry = { recvMs: number | null; nextK: number };
@@ -58,6 +59,7 @@ export async function finishTape(
   file: string,
   where: (el: number) => { line?: number; at: string },
   carry: Carry = NO_CARRY,
+  alsoKnown: readonly string[] = [],
 ): Promise<Carry> {
   const { conn } = ctx;
   await conn.run(`CREATE OR REPLACE TEMP TABLE _ws_carry AS SELECT $r::BIGINT AS recv_ms, $k::BIGINT AS next_k`, {
@@ -94,7 +96,7 @@ export async function finishTape(
   );
   for (const r of types) {
     const type = String(r.t);
-    if (KNOWN.includes(type)) bump(ctx, `msg_${type}`, Number(r.n));
+    if (KNOWN.includes(type) || alsoKnown.includes(type)) bump(ctx, `msg_${type}`, Number(r.n));
     else bump(ctx, 'unknown_event_types', Number(r.n));
   }
   bump(ctx, 'level_updates', l2Added);

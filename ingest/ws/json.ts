@@ -49,7 +49,7 @@ async function loadElements(ctx: BatchContext, file: string): Promise<void> {
  * batch between chunks, so a multi-GB day of tape never sits in staging at once. Receive time and k carry
  * over the cut, so seq is the same as if the file had been staged whole.
  */
-function chunkBytes(): number {
+export function chunkBytes(): number {
   return Number(process.env.PMLAKE_TAPE_CHUNK_BYTES ?? 128 * 1024 * 1024);
 }
 
@@ -75,7 +75,7 @@ async function stageJson(ctx: TapeBatchContext, file: string): Promise<void> {
 }
 
 /** Cuts a JSON lines file into files of about `bytes` each, at line ends (synchronous, 16 MiB reads). */
-function* splitLines(file: string, dir: string, bytes: number): Generator<{ path: string; firstLine: number }> {
+export function* splitLines(file: string, dir: string, bytes: number): Generator<{ path: string; firstLine: number }> {
   const fd = fs.openSync(file, 'r');
   const buf = Buffer.allocUnsafe(16 << 20);
   let part = 0;

@@ -1,5 +1,6 @@
 -- Common tail of every tape format. Input: _ws_el(el, j) the file's elements (frames), _ws_fr(el, kind,
--- wrap_ms, frame) with frame set only where the stored frame is not the element itself, and _ws_m (flat
+-- wrap_ms, frame) with frame set only where the stored frame is not the element itself (JSON, or VARCHAR for a
+-- captured frame that is not JSON: text compared as text, never cast to JSON), and _ws_m (flat
 -- messages, see ws_json_messages.sql). Output: rows appended to stg_raw, stg_l2 and stg_last_trades.
 --
 -- Receive time: the wrapper's timestamp when the capture recorded one, otherwise the newest venue timestamp
@@ -25,7 +26,8 @@ UNION ALL
 SELECT el, max(coalesce(wrap_ms, ts_ms)), count(*), list_sort(list_distinct(list(event_type))), list_sort(list_distinct(list(market)))
 FROM _ws_m WHERE multi GROUP BY el
 UNION ALL
-SELECT el, NULL, 0, [], [] FROM _ws_fr WHERE kind = 'frame' AND el NOT IN (SELECT el FROM _ws_m WHERE multi);
+-- A frame without messages has no venue time; a capture that recorded its receive time (ingest/ws/capture.ts) sets wrap_ms.
+SELECT el, wrap_ms, 0, [], [] FROM _ws_fr WHERE kind = 'frame' AND el NOT IN (SELECT el FROM _ws_m WHERE multi);
 
 -- _ws_carry(recv_ms, next_k): where the previous chunk of the same file ended (a big JSONL file is staged in
 -- chunks): receive time keeps rising across the cut and k continues within that millisecond.
@@ -43,7 +45,7 @@ FROM r2;
 
 INSERT INTO stg_raw
 SELECT make_timestamp(r.recv_ms * 1000), r.seq0, coalesce(b.event_types, []), coalesce(b.condition_ids, []),
-       CAST(coalesce(f.frame, e.j) AS VARCHAR)
+       coalesce(CAST(f.frame AS VARCHAR), CAST(e.j AS VARCHAR))
 FROM _ws_recv r JOIN _ws_b b USING (el) JOIN _ws_el e USING (el) LEFT JOIN _ws_fr f USING (el)
 WHERE r.recv_ms IS NOT NULL;
 
@@ -114,7 +116,7 @@ WHERE m.event_type = 'tick_size_change' AND m.asset_id IS NOT NULL AND m.tick IS
 -- (the venue's first burst of books is routinely out of order by a second or two).
 INSERT INTO stg_tape_flags
 WITH txt AS (
-  SELECT e.el, CAST(coalesce(f.frame, e.j) AS VARCHAR) AS t FROM _ws_el e LEFT JOIN _ws_fr f USING (el)
+  SELECT e.el, coalesce(CAST(f.frame AS VARCHAR), CAST(e.j AS VARCHAR)) AS t FROM _ws_el e LEFT JOIN _ws_fr f USING (el)
 ), h AS (
   SELECT el, hash(t) AS hh FROM txt
 ), dup AS (

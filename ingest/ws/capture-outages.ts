@@ -1,0 +1,53 @@
+import { DuckDBListValue } from '@duckdb/node-api';
+import type { BatchContext } from '../types.js';
+
+/**
+ * A capture's `outage` lines (docs/capture-format.md): nothing was recorded for these assets in (from_ms, to_ms).
+ * Each becomes one `capture_disconnect` incident per asset; the coverage of the stretch holding it is not verified
+ * (sql/ingest/coverage.sql). The condition id comes from this chunk's messages of the asset, else the catalogue
+ * (staged in this batch, or in the lake). Needs _cap_ev and _ws_m (before finishTape drops it).
+ * Returns the lines that lack from_ms, to_ms or assets (reported by the caller).
+ */
+export async function stageOutages(ctx: BatchContext, recorder: string): Promise<{ incidents: number; bad: number; badLine: number | null }> {
+  const { conn } = ctx;
+  const row = (
+    await conn.runAndReadAll(
+      `SELECT count(*) FILTER (WHERE ok), count(*) FILTER (WHERE NOT ok), min(line) FILTER (WHERE NOT ok)
+       FROM (SELECT line, from_ms IS NOT NULL AND to_ms IS NOT NULL AND len(assets) > 0 AS ok FROM _cap_ev WHERE event = 'outage')`,
+    )
+  ).getRows()[0];
+  const good = Number(row?.[0] ?? 0);
+  const bad = Number(row?.[1] ?? 0);
+  const badLine = row?.[2] === null || row?.[2] === undefined ? null : Number(row[2]);
+  if (good === 0) return { incidents: 0, bad, badLine };
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE _cap_out AS
+     SELECT DISTINCT unnest(assets) AS asset_id, from_ms, to_ms, reason FROM _cap_ev
+     WHERE event = 'outage' AND from_ms IS NOT NULL AND to_ms IS NOT NULL AND len(assets) > 0`,
+  );
+  const tokens = ctx.lake.files('tokens');
+  const stored = tokens.length
+    ? `UNION ALL SELECT token_id, condition_id, 2 FROM read_parquet($f::VARCHAR[], hive_partitioning = false) WHERE token_id IN (SELECT asset_id FROM _cap_out)`
+    : '';
+  await conn.run(
+    `INSERT INTO stg_incidents
+     WITH cond AS (
+       SELECT asset_id, arg_min(condition_id, rank) AS condition_id FROM (
+         SELECT asset_id, market AS condition_id, 0 AS rank FROM _ws_m WHERE asset_id IN (SELECT asset_id FROM _cap_out) AND market IS NOT NULL
+         UNION ALL
+         SELECT pc.asset_id, market, 0 FROM (SELECT market, unnest(price_changes) AS pc FROM _ws_m WHERE len(price_changes) > 0)
+         WHERE pc.asset_id IN (SELECT asset_id FROM _cap_out) AND market IS NOT NULL
+         UNION ALL
+         SELECT token_id, condition_id, 1 FROM stg_tokens WHERE token_id IN (SELECT asset_id FROM _cap_out)
+         ${stored}
+       ) WHERE condition_id IS NOT NULL GROUP BY asset_id
+     )
+     SELECT o.asset_id, c.condition_id, 'capture_disconnect', make_timestamp(o.from_ms * 1000), make_timestamp(o.to_ms * 1000),
+            o.to_ms * 1000000, json_object('recorder', $rec, 'reason', o.reason)::VARCHAR
+     FROM _cap_out o LEFT JOIN cond c USING (asset_id)`,
+    tokens.length ? { rec: recorder, f: new DuckDBListValue(tokens) } : { rec: recorder },
+  );
+  const n = Number((await conn.runAndReadAll('SELECT count(*) FROM _cap_out')).getRows()[0]?.[0] ?? 0);
+  await conn.run('DROP TABLE IF EXISTS _cap_out');
+  return { incidents: n, bad, badLine };
+}

@@ -1,0 +1,157 @@
+import fs from 'node:fs';
+import type { BatchContext, SourceHandler } from '../types.js';
+import { makeScratchDir } from '../scratch.js';
+import { bump, finishTape, NO_CARRY, runSqlFile, type Carry, type TapeBatchContext } from './common.js';
+import { chunkBytes, splitLines } from './json.js';
+import { dropCopies, replaceLaterCopies, stagedMarks } from './capture-redundancy.js';
+import { stageOutages } from './capture-outages.js';
+import { reportFrameIssues } from './capture-issues.js';
+
+/**
+ * Capture files of `pmlake record` (docs/capture-format.md): one JSON object per line, each frame line the venue's
+ * text as a JSON string with the recorder's receive time. DuckDB reads the lines (one parse, a NULL row for a line
+ * that is not JSON), the frames become the tape's elements with their receive time as the basis, and the common tail
+ * (ws_json_messages.sql, ws_stage.sql) stages raw, l2 and last_trades exactly as for every tape format. Copies of a
+ * frame recorded by another connection or recorder land once (capture-redundancy.ts); outages become incidents
+ * (capture-outages.ts). Large files are staged in chunks cut at line ends, like JSON lines (json.ts).
+ */
+export const captureHandler: SourceHandler = {
+  kind: 'ws',
+  name: 'ws-capture',
+  detect(file, head) {
+    if (/\.capture\.jsonl$/i.test(file.replace(/\.gz$/i, ''))) return true;
+    const first = head.slice(0, head.indexOf('\n') === -1 ? head.length : head.indexOf('\n'));
+    return /"event"\s*:\s*"start"/.test(first) && /"format"\s*:/.test(first) && /"recorder"\s*:/.test(first);
+  },
+  async stage(ctx, file) {
+    await stageCapture(ctx as TapeBatchContext, file);
+  },
+};
+
+/** The event types a capture holds beyond the tape's: kept in raw, not counted as unknown. */
+const ALSO_KNOWN = ['new_market', 'market_resolved'];
+
+const COLUMNS = `{'recv_ms': 'BIGINT', 'event': 'VARCHAR', 'conn': 'INTEGER', 'frame': 'VARCHAR', 'assets': 'VARCHAR[]',
+  'from_ms': 'BIGINT', 'to_ms': 'BIGINT', 'reason': 'VARCHAR', 'recorder': 'VARCHAR', 'session': 'VARCHAR', 'format': 'INTEGER'}`;
+
+type FileState = { carry: Carry; source: string | null; recorder: string };
+
+async function stageCapture(ctx: TapeBatchContext, file: string): Promise<void> {
+  await ctx.conn.run(`CREATE OR REPLACE TEMP TABLE _cap_subs (conn INTEGER, asset VARCHAR, line BIGINT)`);
+  const state: FileState = { carry: NO_CARRY, source: null, recorder: '' };
+  const torn = lastLineTorn(file);
+  try {
+    if (fs.statSync(file).size <= chunkBytes()) {
+      await stagePart(ctx, file, file, 0, state, torn);
+      return;
+    }
+    const dir = makeScratchDir(ctx.lakeDir, 'chunks');
+    try {
+      const chunks = [...splitLines(file, dir, chunkBytes())];
+      for (const [i, chunk] of chunks.entries()) {
+        await stagePart(ctx, chunk.path, file, chunk.firstLine - 1, state, torn && i === chunks.length - 1);
+        fs.rmSync(chunk.path, { force: true });
+        bump(ctx, 'tape_chunks', 1);
+        if (ctx.maybeFlush) await ctx.maybeFlush();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  } finally {
+    for (const t of ['_cap_subs', '_cap_ln', '_cap_ev', '_cap_fr']) await ctx.conn.run(`DROP TABLE IF EXISTS ${t}`);
+  }
+}
+
+/** Every line ends with a newline; a file that does not was cut short (a recorder killed mid-line). */
+function lastLineTorn(file: string): boolean {
+  const size = fs.statSync(file).size;
+  if (size === 0) return false;
+  const fd = fs.openSync(file, 'r');
+  try {
+    const b = Buffer.alloc(1);
+    fs.readSync(fd, b, 0, 1, size - 1);
+    return b[0] !== 10;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+async function stagePart(ctx: BatchContext, part: string, file: string, lineOffset: number, state: FileState, torn: boolean): Promise<void> {
+  const { conn } = ctx;
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE _cap_ln AS
+     SELECT ordinality + $off AS line, * EXCLUDE (ordinality)
+     FROM read_json($f, format = 'newline_delimited', columns = ${COLUMNS}, ignore_errors = true, maximum_object_size = 268435456) WITH ORDINALITY`,
+    { f: part, off: lineOffset },
+  );
+  if (state.source === null) readHeader(ctx, file, state, await headerRow(ctx));
+  await reportBadLines(ctx, file, torn);
+  await runSqlFile(conn, 'capture_frames.sql');
+  await conn.run('DROP TABLE _cap_ln');
+
+  const source = state.source ?? '';
+  const marks = await stagedMarks(ctx);
+  bump(ctx, 'capture_copies_dropped', await dropCopies(ctx, source));
+  await runSqlFile(conn, 'capture_elements.sql');
+  await runSqlFile(conn, 'ws_json_messages.sql');
+  await runSqlFile(conn, 'capture_recv.sql');
+  await reportFrameIssues(ctx, file, ALSO_KNOWN);
+  const out = await stageOutages(ctx, state.recorder);
+  bump(ctx, 'capture_disconnects', out.incidents);
+  if (out.bad > 0) {
+    ctx.issues.push({
+      file,
+      ...(out.badLine !== null ? { line: out.badLine } : {}),
+      message: 'outage line without from_ms, to_ms or assets; skipped',
+      count: out.bad,
+    });
+  }
+  state.carry = await finishTape(ctx, file, (el) => ({ line: el, at: `line ${el}` }), state.carry, ALSO_KNOWN);
+  bump(ctx, 'capture_copies_replaced', await replaceLaterCopies(ctx, source, marks));
+}
+
+async function headerRow(ctx: BatchContext): Promise<Record<string, unknown> | undefined> {
+  return (await ctx.conn.runAndReadAll(`SELECT event, format, recorder, session FROM _cap_ln WHERE line = 1`)).getRowObjectsJS()[0];
+}
+
+/**
+ * Line 1 names the recorder (whose frames another recorder's may duplicate) and the format. A later format is not
+ * guessed at: the file is reported as not ingested. A file whose first line is damaged still lands, as a source of
+ * its own.
+ */
+function readHeader(ctx: BatchContext, file: string, state: FileState, h: Record<string, unknown> | undefined): void {
+  if (h?.event === 'start' && h.format !== null && Number(h.format) !== 1) {
+    throw new Error(`capture format ${String(h.format)} is not supported (this ingest reads format 1, docs/capture-format.md)`);
+  }
+  if (h?.event === 'start' && typeof h.recorder === 'string') {
+    state.recorder = h.recorder;
+    state.source = `${h.recorder}/${typeof h.session === 'string' ? h.session : ''}/`;
+    return;
+  }
+  ctx.issues.push({ file, line: 1, message: 'first line is not a capture start line; the file is landed as a recorder of its own' });
+  state.recorder = `?${file}`;
+  state.source = `?${file}/`;
+}
+
+/** Lines that are not JSON objects with recv_ms and either a frame or an event: reported with their line. */
+async function reportBadLines(ctx: BatchContext, file: string, torn: boolean): Promise<void> {
+  const rows = (
+    await ctx.conn.runAndReadAll(
+      `SELECT line, (SELECT max(line) FROM _cap_ln) AS last FROM _cap_ln
+       WHERE recv_ms IS NULL OR (frame IS NULL AND event IS NULL) ORDER BY line`,
+    )
+  ).getRows();
+  if (rows.length === 0) return;
+  let bad = rows.map((r) => Number(r[0]));
+  const last = Number(rows[0]![1]);
+  if (torn && bad[bad.length - 1] === last) {
+    ctx.issues.push({ file, line: last, message: 'file cut short: its last line is incomplete; skipped' });
+    bump(ctx, 'torn_lines', 1);
+    bad = bad.slice(0, -1);
+  }
+  if (bad.length === 0) return;
+  for (const line of bad.slice(0, 20)) ctx.issues.push({ file, line, message: 'malformed capture line skipped' });
+  // Past the first 20 lines named one by one, the rest as one issue with their number.
+  if (bad.length > 20) ctx.issues.push({ file, line: bad[20]!, message: 'malformed capture line skipped', count: bad.length - 20 });
+  bump(ctx, 'malformed_lines', bad.length);
+}
