@@ -5,7 +5,8 @@ import { runSqlFile } from '../ws/common.js';
 /**
  * Coverage rows for the tokens of this batch (sql/ingest/coverage.sql): loads what the lake holds of their
  * checkpoints, breaking incidents and l2 rows on the days to recompute, then derives every day from the stretch
- * left open before the batch to the token's last message. Needs _bk_touch and _bk_known (ingest/books.ts) and
+ * left open before the batch to the token's last message (a capture outage landed by an earlier batch still
+ * unverifies the stretch this batch closes). Needs _bk_touch and _bk_known (ingest/books.ts) and
  * this batch's stg_checkpoints / stg_incidents.
  */
 export async function deriveCoverage(conn: DuckDBConnection, lake: VersionDraft): Promise<void> {
@@ -22,7 +23,7 @@ export async function deriveCoverage(conn: DuckDBConnection, lake: VersionDraft)
     );
   };
   await stored('_cov_ck_stored', 'checkpoints', 'asset_id, seq, ts, since_ts, ok', `kind = 'book'`);
-  await stored('_cov_inc_stored', 'incidents', 'asset_id, from_ts', `kind IN ('top_mismatch', 'crossed')`);
+  await stored('_cov_inc_stored', 'incidents', 'asset_id, kind, from_ts, to_ts', `kind IN ('top_mismatch', 'crossed', 'capture_disconnect')`);
 
   // The first day any touched token needs: its last stored checkpoint before the batch, else its first stored l2 row.
   const l2 = lake.files('l2');

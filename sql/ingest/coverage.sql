@@ -3,7 +3,8 @@
 -- message: every day the batch touches or re-decides. Run by ingest/integrity/coverage.ts after the replay staged
 -- its checkpoints and incidents. Inputs: _bk_touch(asset_id, condition_id), stg_checkpoints, stg_incidents, stg_l2,
 -- and what the lake holds: _cov_ck_stored (book checkpoints of the touched tokens), _cov_inc_stored (their
--- top_mismatch/crossed incidents) and _cov_l2_stored (asset_id, seq, recv_ts of their l2 rows on the range's days).
+-- top_mismatch/crossed/capture_disconnect incidents) and _cov_l2_stored (asset_id, seq, recv_ts of their l2 rows on
+-- the range's days).
 -- Output: rows appended to stg_coverage (onConflict replace: recomputed rows win).
 
 CREATE OR REPLACE TEMP TABLE _cov_ck AS
@@ -38,16 +39,20 @@ SELECT t.asset_id, t.condition_id, s.first_ts, s.last_ts,
 FROM _bk_touch t JOIN batch b USING (asset_id) JOIN span s USING (asset_id) LEFT JOIN before bf USING (asset_id);
 
 -- Stretches: (since_ts, ts] of each book checkpoint — verified, or degraded when it failed or holds a top_mismatch /
--- crossed incident — and the open tail.
+-- crossed incident, or unverified when it overlaps a capture outage (capture_disconnect: nothing was recorded then,
+-- so a passing checkpoint proves only what the capture holds, not that nothing was missed) — and the open tail.
 CREATE OR REPLACE TEMP TABLE _cov_stretch AS
 WITH inc AS (
-  SELECT asset_id, from_ts FROM stg_incidents WHERE kind IN ('top_mismatch', 'crossed')
+  SELECT asset_id, kind, from_ts, to_ts FROM stg_incidents WHERE kind IN ('top_mismatch', 'crossed', 'capture_disconnect')
   UNION ALL
-  SELECT asset_id, from_ts FROM _cov_inc_stored
+  SELECT asset_id, kind, from_ts, to_ts FROM _cov_inc_stored
 )
 SELECT c.asset_id, c.since_ts AS a, c.ts AS b,
-       CASE WHEN c.ok AND NOT EXISTS (SELECT 1 FROM inc i WHERE i.asset_id = c.asset_id AND i.from_ts > c.since_ts AND i.from_ts <= c.ts)
-            THEN 'verified' ELSE 'degraded' END AS status
+       CASE WHEN NOT c.ok OR EXISTS (SELECT 1 FROM inc i WHERE i.asset_id = c.asset_id AND i.kind <> 'capture_disconnect'
+                                       AND i.from_ts > c.since_ts AND i.from_ts <= c.ts) THEN 'degraded'
+            WHEN EXISTS (SELECT 1 FROM inc i WHERE i.asset_id = c.asset_id AND i.kind = 'capture_disconnect'
+                           AND i.from_ts < c.ts AND i.to_ts > c.since_ts) THEN 'unverified'
+            ELSE 'verified' END AS status
 FROM _cov_ck c JOIN _cov_tok t USING (asset_id)
 WHERE c.ts >= CAST(t.lo_day AS TIMESTAMP)
 UNION ALL
