@@ -319,7 +319,10 @@ export const DATASETS = {
       since_ts: 'TIMESTAMP',
     },
   },
-  /** Anomalies the replay found on the tape (gap, top_mismatch, off_tick, crossed, silence, disconnect, duplicate, recv_backwards). */
+  /**
+   * Anomalies the replay found on the tape (gap, top_mismatch, off_tick, crossed, silence, disconnect, duplicate,
+   * recv_backwards), and capture_disconnect: a recorder's outage, nothing recorded for the token (capture files).
+   */
   incidents: {
     dir: 'incidents',
     partition: 'date',

@@ -57,7 +57,7 @@ const Day = z.object({
 const Incident = z.object({
   token_id: z.string(),
   outcome: z.number().int(),
-  kind: z.string().describe('gap, top_mismatch, off_tick, crossed, silence, disconnect, duplicate, recv_backwards'),
+  kind: z.string().describe('gap, top_mismatch, off_tick, crossed, silence, disconnect, duplicate, recv_backwards, capture_disconnect'),
   from: z.string().meta({ format: 'date-time' }),
   to: z.string().meta({ format: 'date-time' }),
   seq: z.union([z.number(), z.string()]).nullable().describe('The message that revealed it (text beyond 2^53)'),
