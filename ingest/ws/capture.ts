@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { BatchContext, SourceHandler } from '../types.js';
 import { makeScratchDir } from '../scratch.js';
 import { bump, finishTape, NO_CARRY, runSqlFile, type Carry, type TapeBatchContext } from './common.js';
@@ -76,15 +77,59 @@ function lastLineTorn(file: string): boolean {
   }
 }
 
+/**
+ * DuckDB skips blank lines, which would shift every later line number. A file holding some (none should) is read
+ * from a copy where each is `{}`: a line without recv_ms, reported as malformed at its own number.
+ */
+function withoutBlankLines(ctx: BatchContext, part: string): { path: string; cleanup(): void } {
+  if (!hasBlankLine(part)) return { path: part, cleanup: () => {} };
+  const lines = fs.readFileSync(part, 'utf8').split('\n');
+  const last = lines.length - 1;
+  const filled = lines.map((l, i) => (i < last && l.trim() === '' ? '{}' : l)).join('\n');
+  const dir = makeScratchDir(ctx.lakeDir, 'capture');
+  const out = path.join(dir, 'filled.jsonl');
+  fs.writeFileSync(out, filled);
+  return { path: out, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Whether a line is empty (or only a carriage return), read in blocks of 16 MiB. */
+function hasBlankLine(file: string): boolean {
+  const fd = fs.openSync(file, 'r');
+  const buf = Buffer.allocUnsafe(16 << 20);
+  try {
+    // The two bytes before each block: a blank line may straddle the cut. A file starts as after a line end.
+    let prev = Buffer.from('x\n');
+    for (;;) {
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) return false;
+      const block = Buffer.concat([prev.subarray(prev.length - 2), buf.subarray(0, n)]);
+      if (block.indexOf('\n\n') !== -1 || block.indexOf('\n\r\n') !== -1) return true;
+      prev = block.subarray(block.length - 2);
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 async function stagePart(ctx: BatchContext, part: string, file: string, lineOffset: number, state: FileState, torn: boolean): Promise<void> {
   const { conn } = ctx;
-  await conn.run(
-    `CREATE OR REPLACE TEMP TABLE _cap_ln AS
-     SELECT ordinality + $off AS line, * EXCLUDE (ordinality)
-     FROM read_json($f, format = 'newline_delimited', columns = ${COLUMNS}, ignore_errors = true, maximum_object_size = 268435456) WITH ORDINALITY`,
-    { f: part, off: lineOffset },
-  );
-  if (state.source === null) readHeader(ctx, file, state, await headerRow(ctx));
+  const read = withoutBlankLines(ctx, part);
+  try {
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE _cap_ln AS
+       SELECT ordinality + $off AS line, * EXCLUDE (ordinality)
+       FROM read_json($f, format = 'newline_delimited', columns = ${COLUMNS}, ignore_errors = true, maximum_object_size = 268435456) WITH ORDINALITY`,
+      { f: read.path, off: lineOffset },
+    );
+  } finally {
+    read.cleanup();
+  }
+  if (state.source === null) {
+    const h = await headerRow(ctx);
+    // A recorder killed before its first line was complete leaves an empty file, cut at its last complete line.
+    if (h === null) return;
+    readHeader(ctx, file, state, h);
+  }
   await reportBadLines(ctx, file, torn);
   await runSqlFile(conn, 'capture_frames.sql');
   await conn.run('DROP TABLE _cap_ln');
@@ -110,8 +155,11 @@ async function stagePart(ctx: BatchContext, part: string, file: string, lineOffs
   bump(ctx, 'capture_copies_replaced', await replaceLaterCopies(ctx, source, marks));
 }
 
-async function headerRow(ctx: BatchContext): Promise<Record<string, unknown> | undefined> {
-  return (await ctx.conn.runAndReadAll(`SELECT event, format, recorder, session FROM _cap_ln WHERE line = 1`)).getRowObjectsJS()[0];
+/** Line 1 of the file, or null when the file holds no line at all. */
+async function headerRow(ctx: BatchContext): Promise<Record<string, unknown> | undefined | null> {
+  const rows = (await ctx.conn.runAndReadAll(`SELECT line, event, format, recorder, session FROM _cap_ln ORDER BY line LIMIT 1`)).getRowObjectsJS();
+  if (rows.length === 0) return null;
+  return Number(rows[0]!.line) === 1 ? rows[0] : undefined;
 }
 
 /**

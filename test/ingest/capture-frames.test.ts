@@ -61,6 +61,24 @@ describe('capture files land like the same frames as JSON lines', () => {
     }
     expect((await rowsOf(a, 'l2', 'asset_id, seq')).length).toBeGreaterThan(100);
 
+    // Staged in chunks of 64 kB (cut at line ends; the receive time, k and the subscriptions carry over): the same lake.
+    const c = path.join(tmp.dir, 'lake-chunks');
+    process.env.PMLAKE_TAPE_CHUNK_BYTES = '65536';
+    try {
+      const rc = await runIngest([caps], { lakeDir: c });
+      expect(rc.issues).toEqual([]);
+      expect(rc.counts.tape_chunks).toBeGreaterThan(3);
+    } finally {
+      delete process.env.PMLAKE_TAPE_CHUNK_BYTES;
+    }
+    expect(await rawRows(c)).toEqual(expected);
+    for (const [dir, order] of [
+      ['l2', 'asset_id, seq, level_idx'],
+      ['checkpoints', 'asset_id, seq, kind'],
+    ] as const) {
+      expect(await rowsOf(c, dir, order), `chunks ${dir}`).toEqual(await rowsOf(a, dir, order));
+    }
+
     // Re-ingest: the ledger knows the files; nothing changes.
     const v = currentVersion(a).version;
     const again = await runIngest([caps], { lakeDir: a });
@@ -100,6 +118,7 @@ describe('capture files land like the same frames as JSON lines', () => {
     const text = captureText('rec', 'sbad', [{ conn: 0, assets }], body, t).split('\n');
     // line 1 start, 2 assets, 3.. frames; a damaged line inside, a torn last line at the end.
     text.splice(10, 0, '{"recv_ms":12,"conn":0,"frame":"{\\"x\\"');
+    text.splice(20, 0, ''); // a blank line: reported at its own number, and every later line keeps its number
     const torn = '{"recv_ms":99999999999999,"conn":0,"frame":"[{\\"event_type\\":\\"bo';
     const dir = path.join(tmp.dir, 'bad');
     const file = writeFile(dir, 'market-bad-rec-00000000.capture.jsonl', text.join('\n') + torn);
@@ -111,13 +130,14 @@ describe('capture files land like the same frames as JSON lines', () => {
     expect(issues).toEqual(
       expect.arrayContaining([
         { file, line: 11, what: 'malformed capture line skipped' },
+        { file, line: 21, what: 'malformed capture line skipped' },
         { file, line: lines, what: 'file cut short: its last line is incomplete; skipped' },
         { file, line: 4, what: 'frame(s) that are not JSON, kept in raw' },
         { file, line: 5, what: 'message(s) of an unknown event type, kept in raw' },
         { file, line: 7, what: 'frame(s) with a message for an asset not subscribed on its connection, landed' },
       ]),
     );
-    expect(issues).toHaveLength(5);
+    expect(issues).toHaveLength(6);
     // Every frame line that is a line (not the damaged one, not the torn one) is in raw, byte for byte.
     const expected = body.map((l) => [l.recv_ms, (l as { frame: string }).frame] as [number, string]);
     expect(await rawRows(lake)).toEqual(expected);
