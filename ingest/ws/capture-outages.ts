@@ -1,5 +1,6 @@
 import { DuckDBListValue } from '@duckdb/node-api';
 import type { BatchContext } from '../types.js';
+import { batchTables } from './capture-redundancy.js';
 
 /**
  * A capture's `outage` lines (docs/capture-format.md): nothing was recorded for these assets in (from_ms, to_ms).
@@ -50,4 +51,29 @@ export async function stageOutages(ctx: BatchContext, recorder: string): Promise
   const n = Number((await conn.runAndReadAll('SELECT count(*) FROM _cap_out')).getRows()[0]?.[0] ?? 0);
   await conn.run('DROP TABLE IF EXISTS _cap_out');
   return { incidents: n, bad, badLine };
+}
+
+/**
+ * At the end of a file: the stretches it proves its recorder was subscribed to each asset — from the line that
+ * subscribed it to the connection's loss, else to the file's last line — join the batch's list; then every staged
+ * outage of another recorder that one such stretch holds whole is dropped: that recorder's frames filled it (its
+ * copies land, capture-redundancy.ts). One file's stretch, never several files pieced together: a file of the other
+ * recorder missing from the batch could hold its own loss. Returns the incidents dropped.
+ */
+export async function dropCoveredOutages(ctx: BatchContext, recorder: string, lastMs: number): Promise<number> {
+  const { conn } = ctx;
+  await batchTables(ctx);
+  await conn.run(
+    `INSERT INTO stg_capture_spans
+     SELECT $rec, s.asset, s.recv_ms, coalesce((SELECT min(d.recv_ms) FROM _cap_disc d WHERE d.conn = s.conn AND d.line > s.line), $last)
+     FROM _cap_subs s WHERE s.recv_ms IS NOT NULL`,
+    { rec: recorder, last: lastMs },
+  );
+  const covered = `kind = 'capture_disconnect' AND EXISTS (
+       SELECT 1 FROM stg_capture_spans s WHERE s.asset_id = stg_incidents.asset_id
+         AND s.recorder IS DISTINCT FROM json_extract_string(stg_incidents.detail, '$.recorder')
+         AND s.lo <= epoch_ms(stg_incidents.from_ts) AND s.hi >= epoch_ms(stg_incidents.to_ts))`;
+  const n = Number((await conn.runAndReadAll(`SELECT count(*) FROM stg_incidents WHERE ${covered}`)).getRows()[0]?.[0] ?? 0);
+  if (n > 0) await conn.run(`DELETE FROM stg_incidents WHERE ${covered}`);
+  return n;
 }

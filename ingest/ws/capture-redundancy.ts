@@ -1,4 +1,5 @@
-import { DuckDBListValue } from '@duckdb/node-api';
+import { DuckDBListValue, type DuckDBConnection } from '@duckdb/node-api';
+import type { VersionDraft } from '../versions.js';
 import type { BatchContext } from '../types.js';
 
 /**
@@ -18,7 +19,23 @@ import type { BatchContext } from '../types.js';
  */
 const WINDOW_MS = 10_000;
 
-const SEEN = `CREATE TEMP TABLE IF NOT EXISTS stg_capture_seen (h UBIGINT, recv_ms BIGINT, src VARCHAR)`;
+/**
+ * The batch's lists of capture frames (`stg_capture_seen`, below) and of the stretches each recorder proves it was
+ * subscribed (`stg_capture_spans`, capture-outages.ts). Both describe what is staged and not yet landed, so they are
+ * emptied when a new batch began: the orchestrator gives every batch a new draft (ingest/run.ts), and what the
+ * lists held is in the lake from then on.
+ */
+const batchOf = new WeakMap<DuckDBConnection, VersionDraft>();
+
+export async function batchTables(ctx: BatchContext): Promise<void> {
+  const { conn } = ctx;
+  await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_capture_seen (h UBIGINT, recv_ms BIGINT, src VARCHAR)`);
+  await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_capture_spans (recorder VARCHAR, asset_id VARCHAR, lo BIGINT, hi BIGINT)`);
+  if (batchOf.get(conn) === ctx.lake) return;
+  batchOf.set(conn, ctx.lake);
+  await conn.run('DELETE FROM stg_capture_seen');
+  await conn.run('DELETE FROM stg_capture_spans');
+}
 
 /** Rows of the staged data sets staged before this chunk: only those can be a later copy to remove. */
 export type StagedMarks = Record<'stg_raw' | 'stg_l2' | 'stg_last_trades' | 'stg_tape_flags', number>;
@@ -43,9 +60,7 @@ export async function stagedMarks(ctx: BatchContext): Promise<StagedMarks> {
  */
 export async function dropCopies(ctx: BatchContext, source: string): Promise<number> {
   const { conn } = ctx;
-  await conn.run(SEEN);
-  // A batch that was written emptied stg_raw: what the list named is in the lake now, where the lake check finds it.
-  await conn.run(`DELETE FROM stg_capture_seen WHERE NOT EXISTS (SELECT 1 FROM stg_raw)`);
+  await batchTables(ctx);
   const w = { w: WINDOW_MS, src: source };
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _cap_drop AS

@@ -5,7 +5,7 @@ import { makeScratchDir } from '../scratch.js';
 import { bump, finishTape, NO_CARRY, runSqlFile, type Carry, type TapeBatchContext } from './common.js';
 import { chunkBytes, splitLines } from './json.js';
 import { dropCopies, replaceLaterCopies, stagedMarks } from './capture-redundancy.js';
-import { stageOutages } from './capture-outages.js';
+import { dropCoveredOutages, stageOutages } from './capture-outages.js';
 import { reportFrameIssues } from './capture-issues.js';
 
 /**
@@ -35,31 +35,34 @@ const ALSO_KNOWN = ['new_market', 'market_resolved'];
 const COLUMNS = `{'recv_ms': 'BIGINT', 'event': 'VARCHAR', 'conn': 'INTEGER', 'frame': 'VARCHAR', 'assets': 'VARCHAR[]',
   'from_ms': 'BIGINT', 'to_ms': 'BIGINT', 'reason': 'VARCHAR', 'recorder': 'VARCHAR', 'session': 'VARCHAR', 'format': 'INTEGER'}`;
 
-type FileState = { carry: Carry; source: string | null; recorder: string };
+/** What carries over the chunks of one file; lastMs: the newest receive time read so far. */
+type FileState = { carry: Carry; source: string | null; recorder: string; lastMs: number | null };
 
 async function stageCapture(ctx: TapeBatchContext, file: string): Promise<void> {
-  await ctx.conn.run(`CREATE OR REPLACE TEMP TABLE _cap_subs (conn INTEGER, asset VARCHAR, line BIGINT)`);
-  const state: FileState = { carry: NO_CARRY, source: null, recorder: '' };
+  await ctx.conn.run(`CREATE OR REPLACE TEMP TABLE _cap_subs (conn INTEGER, asset VARCHAR, line BIGINT, recv_ms BIGINT)`);
+  await ctx.conn.run(`CREATE OR REPLACE TEMP TABLE _cap_disc (conn INTEGER, line BIGINT, recv_ms BIGINT)`);
+  const state: FileState = { carry: NO_CARRY, source: null, recorder: '', lastMs: null };
   const torn = lastLineTorn(file);
   try {
     if (fs.statSync(file).size <= chunkBytes()) {
       await stagePart(ctx, file, file, 0, state, torn);
-      return;
-    }
-    const dir = makeScratchDir(ctx.lakeDir, 'chunks');
-    try {
-      const chunks = [...splitLines(file, dir, chunkBytes())];
-      for (const [i, chunk] of chunks.entries()) {
-        await stagePart(ctx, chunk.path, file, chunk.firstLine - 1, state, torn && i === chunks.length - 1);
-        fs.rmSync(chunk.path, { force: true });
-        bump(ctx, 'tape_chunks', 1);
-        if (ctx.maybeFlush) await ctx.maybeFlush();
+    } else {
+      const dir = makeScratchDir(ctx.lakeDir, 'chunks');
+      try {
+        const chunks = [...splitLines(file, dir, chunkBytes())];
+        for (const [i, chunk] of chunks.entries()) {
+          await stagePart(ctx, chunk.path, file, chunk.firstLine - 1, state, torn && i === chunks.length - 1);
+          fs.rmSync(chunk.path, { force: true });
+          bump(ctx, 'tape_chunks', 1);
+          if (ctx.maybeFlush) await ctx.maybeFlush();
+        }
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
       }
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
     }
+    if (state.lastMs !== null) bump(ctx, 'capture_disconnects_covered', await dropCoveredOutages(ctx, state.recorder, state.lastMs));
   } finally {
-    for (const t of ['_cap_subs', '_cap_ln', '_cap_ev', '_cap_fr']) await ctx.conn.run(`DROP TABLE IF EXISTS ${t}`);
+    for (const t of ['_cap_subs', '_cap_disc', '_cap_ln', '_cap_ev', '_cap_fr']) await ctx.conn.run(`DROP TABLE IF EXISTS ${t}`);
   }
 }
 
@@ -131,6 +134,8 @@ async function stagePart(ctx: BatchContext, part: string, file: string, lineOffs
     readHeader(ctx, file, state, h);
   }
   await reportBadLines(ctx, file, torn);
+  const last = (await conn.runAndReadAll(`SELECT max(recv_ms) FROM _cap_ln`)).getRows()[0]?.[0];
+  if (last !== null && last !== undefined) state.lastMs = Math.max(state.lastMs ?? 0, Number(last));
   await runSqlFile(conn, 'capture_frames.sql');
   await conn.run('DROP TABLE _cap_ln');
 

@@ -30,6 +30,12 @@ async function strays(lake: string): Promise<number> {
   return Number(rows[0]!.n);
 }
 
+async function disconnects(lake: string): Promise<number> {
+  if (files(lake, 'incidents') === '[]') return 0;
+  const rows = await lakeRows(`SELECT count(*) AS n FROM read_parquet(${files(lake, 'incidents')}) WHERE kind = 'capture_disconnect'`);
+  return Number(rows[0]!.n);
+}
+
 describe('two recorders of the same assets land every frame once', () => {
   let frames: string[];
   let assets: string[];
@@ -38,7 +44,7 @@ describe('two recorders of the same assets land every frame once', () => {
     assets = [...new Set(frames.flatMap(tokensOf))];
   });
 
-  it('one batch keeps the earliest copy and fills one recorder\u2019s outage from the other; two batches keep one copy', async () => {
+  it('one batch keeps the earliest copy and fills one recorder\u2019s outage from the other (no incident); two batches keep one copy', async () => {
     const t0 = Date.UTC(2025, 8, 20, 0, 0, 0);
     // Frame i arrives at recorder A at base+0 (even i) or base+6 (odd i), at recorder B at base+3: each recorder's
     // times rise, and the earliest copy alternates between them.
@@ -75,6 +81,9 @@ describe('two recorders of the same assets land every frame once', () => {
     for (const d of ['l2', 'last_trades', 'checkpoints'] as const) expect(await content(one, d), d).toEqual(await content(plain, d));
     // …and every level update and trade is the landed copy's: none left over from a replaced one.
     expect(await strays(one)).toBe(0);
+    // B's file covers A's outage whole (subscribed from its first line, never disconnected): no incident.
+    expect(await disconnects(one)).toBe(0);
+    expect(r.counts.capture_disconnects_covered).toBe(assets.length);
 
     // One recorder's file per batch, in both orders: the first landed copy stays, the other's fills the outage.
     for (const [first, second, name] of [
@@ -93,7 +102,39 @@ describe('two recorders of the same assets land every frame once', () => {
       if (name === 'ba') expect(await content(lake, 'checkpoints')).toEqual(await content(plain, 'checkpoints'));
       else expect((await content(lake, 'checkpoints')).some((c) => c.includes('"ok":false'))).toBe(true);
       expect(await strays(lake)).toBe(0);
+      // A's batch is A's alone (or B's file landed before): nothing in the batch covers the outage.
+      expect(await disconnects(lake)).toBe(assets.length);
     }
+  });
+
+  it('an outage is covered only by one file of another recorder subscribed through all of it', async () => {
+    const t = Date.UTC(2025, 8, 20, 2, 0, 0);
+    const x = assets[0]!;
+    const frame = (i: number): string => JSON.stringify({ event_type: 'mystery_tick', asset_id: x, timestamp: String(t + i) });
+    const file = (rec: string, lines: Line[], start = t, subscribed = [x]): string =>
+      captureText(rec, `${rec}-s`, [{ conn: 0, assets: subscribed }], [...lines, { recv_ms: t + 1000, conn: 0, frame: frame(1000) }], start);
+    const aLines: Line[] = [{ recv_ms: t + 200, event: 'outage', from_ms: t + 100, to_ms: t + 200, assets: [x], reason: 'socket closed' }];
+    const dir = (name: string, files: [string, string][]): string => {
+      const d = path.join(tmp.dir, name);
+      for (const [n, text] of files) writeFile(d, n, text);
+      return d;
+    };
+    const notCovering = dir('cover-no', [
+      ['a.capture.jsonl', file('A', aLines)],
+      // B lost its connection inside the outage; C subscribed only after it began.
+      ['b.capture.jsonl', file('B', [{ recv_ms: t + 150, event: 'disconnect', conn: 0, code: 1006, reason: 'x' }])],
+      ['c.capture.jsonl', file('C', [{ recv_ms: t + 120, event: 'subscribe', conn: 0, assets: [x] }], t, [])],
+    ]);
+    const covering = dir('cover-yes', [
+      ['a.capture.jsonl', file('A', aLines)],
+      ['d.capture.jsonl', file('D', [])],
+    ]);
+    const l1 = path.join(tmp.dir, 'cover-no-lake');
+    const l2 = path.join(tmp.dir, 'cover-yes-lake');
+    await runIngest([notCovering], { lakeDir: l1 });
+    await runIngest([covering], { lakeDir: l2 });
+    expect(await disconnects(l1)).toBe(1);
+    expect(await disconnects(l2)).toBe(0);
   });
 
   it('equal frames on one connection are the venue\u2019s duplicate (both kept, an incident); on another connection, a copy', async () => {
