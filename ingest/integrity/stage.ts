@@ -53,6 +53,29 @@ export async function loadSeeds(conn: DuckDBConnection, lake: VersionDraft): Pro
   return seeds;
 }
 
+/** Per touched token (`_bk_touch.tok`): its capture outages, staged in this batch or stored (receive ms from, to). */
+export async function loadOutages(conn: DuckDBConnection, lake: VersionDraft): Promise<Map<number, [number, number][]>> {
+  const files = lake.files('incidents');
+  const stored = files.length
+    ? `UNION ALL SELECT asset_id, from_ts, to_ts FROM read_parquet($f::VARCHAR[], hive_partitioning = false)
+       WHERE kind = 'capture_disconnect' AND asset_id IN (SELECT asset_id FROM _bk_touch)`
+    : '';
+  const rows = (
+    await conn.runAndReadAll(
+      `SELECT t.tok, epoch_ms(i.from_ts), epoch_ms(i.to_ts)
+       FROM (SELECT asset_id, from_ts, to_ts FROM stg_incidents WHERE kind = 'capture_disconnect' ${stored}) i JOIN _bk_touch t USING (asset_id)`,
+      files.length ? { f: new DuckDBListValue(files) } : {},
+    )
+  ).getRows();
+  const out = new Map<number, [number, number][]>();
+  for (const [tok, from, to] of rows) {
+    const list = out.get(Number(tok)) ?? [];
+    list.push([Number(from), Number(to)]);
+    out.set(Number(tok), list);
+  }
+  return out;
+}
+
 const CSV = `delim = '|', quote = '', escape = '', header = false, auto_detect = false`;
 
 /** The tracker's files into staging (after the replay). */

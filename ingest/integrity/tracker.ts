@@ -50,11 +50,16 @@ export class IntegrityTracker {
   private pendSnap: string[] = [];
   private pendTop: string[] = [];
 
+  /**
+   * `outages`: per token, the capture outages (capture_disconnect: from ms, to ms) of the batch and the lake. A
+   * stretch overlapping one is not verified even when its closing `book` passes: nothing proves what it missed.
+   */
   constructor(
     dir: string,
     private readonly seeds: ReadonlyMap<number, TokenSeed>,
     private readonly snapOut: OutFile,
     private readonly topOut: OutFile,
+    private readonly outages: ReadonlyMap<number, readonly (readonly [number, number])[]> = new Map(),
   ) {
     this.checkpoints = new OutFile(dir, 'checkpoints.psv');
     this.incidents = new OutFile(dir, 'incidents.psv');
@@ -119,7 +124,7 @@ export class IntegrityTracker {
         this.incident('gap', this.sinceMs, ms, ms, k, diff.detail);
         this.afterGap.push(`${this.tok}|${ms}|${k}`);
       }
-      this.close(ok && !this.broken);
+      this.close(ok && !this.broken && !this.inOutage(ms));
     } else this.close(false);
     this.history = true;
     this.sinceMs = ms;
@@ -187,6 +192,11 @@ export class IntegrityTracker {
   private incident(kind: string, fromMs: number, toMs: number, seqMs: number, seqK: number, detail: string): void {
     this.counts.incidents += 1;
     this.incidents.push(`${this.tok}|${kind}|${fromMs}|${toMs}|${seqMs}|${seqK}|${detail}`);
+  }
+
+  /** Whether a capture outage overlaps the stretch (sinceMs, ms]. */
+  private inOutage(ms: number): boolean {
+    return (this.outages.get(this.tok) ?? []).some(([from, to]) => from < ms && to > this.sinceMs);
   }
 
   /** The stretch since the last book ends here: its waiting lines get their flag. */

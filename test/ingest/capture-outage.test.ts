@@ -26,7 +26,16 @@ async function disconnects(lake: string): Promise<Record<string, unknown>[]> {
   );
 }
 
-describe('an outage line is a capture_disconnect per asset and unverifies its stretch until the next book', () => {
+type Flag = { asset_id: string; ms: number; seq: string; verified: boolean };
+
+async function flags(lake: string, dir: 'top_of_book' | 'book_snapshots'): Promise<Flag[]> {
+  const rows = await lakeRows(
+    `SELECT asset_id, epoch_ms(ts) AS ms, CAST(seq AS VARCHAR) AS seq, verified FROM read_parquet(${files(lake, dir)}) ORDER BY asset_id, seq, ms`,
+  );
+  return rows.map((r) => ({ asset_id: String(r.asset_id), ms: Number(r.ms), seq: String(r.seq), verified: r.verified === true }));
+}
+
+describe('an outage line is a capture_disconnect per asset and unverifies its stretch (coverage, books, tops) until the next book', () => {
   let frames: { recv_ms: number; frame: string }[];
   beforeAll(async () => {
     const gen = await generatedFrames(path.join(tmp.dir, 'gen'), { markets: 2, rate: 0.3, seed: 5 });
@@ -93,5 +102,15 @@ describe('an outage line is a capture_disconnect per asset and unverifies its st
       rows.map((c) => ({ ...c, seconds_verified: c.seconds_verified.toFixed(3), seconds_unverified: c.seconds_unverified.toFixed(3) }));
     expect(close(await coverage(one))).toEqual(close(expected));
     expect(close(await coverage(two))).toEqual(close(expected));
+
+    // The stored books and tops inside the stretch are not verified either (at its books they are: the venue's own).
+    for (const dir of ['top_of_book', 'book_snapshots'] as const) {
+      const base = await flags(plain, dir);
+      const inside = (r: Flag): boolean => r.asset_id === token && r.ms > b1 && r.ms < b2;
+      expect(base.filter((r) => inside(r) && r.verified).length, dir).toBeGreaterThan(0);
+      const want = base.map((r) => (inside(r) ? { ...r, verified: false } : r));
+      expect(await flags(one, dir), dir).toEqual(want);
+      expect(await flags(two, dir), dir).toEqual(want);
+    }
   });
 });
