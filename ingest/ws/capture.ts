@@ -188,23 +188,26 @@ function readHeader(ctx: BatchContext, file: string, state: FileState, h: Record
 
 /** Lines that are not JSON objects with recv_ms and either a frame or an event: reported with their line. */
 async function reportBadLines(ctx: BatchContext, file: string, torn: boolean): Promise<void> {
-  const rows = (
+  // The first 21 bad lines, how many there are, and whether the last line is one of them.
+  const row = (
     await ctx.conn.runAndReadAll(
-      `SELECT line, (SELECT max(line) FROM _cap_ln) AS last FROM _cap_ln
-       WHERE recv_ms IS NULL OR (frame IS NULL AND event IS NULL) ORDER BY line`,
+      `SELECT count(*), list(line ORDER BY line)[1:21], bool_or(line = (SELECT max(line) FROM _cap_ln))
+       FROM _cap_ln WHERE recv_ms IS NULL OR (frame IS NULL AND event IS NULL)`,
     )
-  ).getRows();
-  if (rows.length === 0) return;
-  let bad = rows.map((r) => Number(r[0]));
-  const last = Number(rows[0]![1]);
-  if (torn && bad[bad.length - 1] === last) {
+  ).getRowsJS()[0];
+  let count = Number(row?.[0] ?? 0);
+  if (count === 0) return;
+  let bad = (row?.[1] as bigint[]).map(Number);
+  if (torn && row?.[2] === true) {
+    const last = Number((await ctx.conn.runAndReadAll(`SELECT max(line) FROM _cap_ln`)).getRows()[0]?.[0]);
     ctx.issues.push({ file, line: last, message: 'file cut short: its last line is incomplete; skipped' });
     bump(ctx, 'torn_lines', 1);
-    bad = bad.slice(0, -1);
+    bad = bad.filter((l) => l !== last);
+    count -= 1;
   }
-  if (bad.length === 0) return;
+  if (count === 0) return;
   for (const line of bad.slice(0, 20)) ctx.issues.push({ file, line, message: 'malformed capture line skipped' });
   // Past the first 20 lines named one by one, the rest as one issue with their number.
-  if (bad.length > 20) ctx.issues.push({ file, line: bad[20]!, message: 'malformed capture line skipped', count: bad.length - 20 });
-  bump(ctx, 'malformed_lines', bad.length);
+  if (count > 20) ctx.issues.push({ file, line: bad[20]!, message: 'malformed capture line skipped', count: count - 20 });
+  bump(ctx, 'malformed_lines', count);
 }
