@@ -5,12 +5,12 @@ import type { BatchContext } from '../types.js';
 /**
  * Redundant recorders (docs/capture-format.md "In the lake"): a frame whose text equals a frame received on another
  * connection — of this recorder, or of another recorder — within WINDOW_MS is the same frame and lands once, with the
- * earliest receive time. Equal text on the same connection is the venue's own duplicate and lands as today (the
- * `duplicate` incident of ws_stage.sql). Copies are looked for in three places, cheapest first:
+ * earliest receive time. Equal text on the same connection is the venue's own duplicate and lands twice, as in every
+ * tape format (the `duplicate` incident of ws_stage.sql). Copies are looked for in three places, cheapest first:
  * - the chunk itself (two connections of one recorder);
  * - the batch: every capture frame staged so far and not yet landed is listed in `stg_capture_seen` (hash, receive
- *   time, source = recorder/session/connection). Its name starts with stg_ so a file that fails to stage takes its
- *   rows back out with the rest (ingest/run.ts). When this chunk's copy is the earlier one, the staged copy's rows
+ *   time, a hash of the source: recorder/session/connection). Its name starts with stg_ so a file that fails to
+ *   stage takes its rows back out with the rest (ingest/run.ts). When this chunk's copy is the earlier one, the staged copy's rows
  *   are removed from staging once this chunk has staged (`replaceLaterCopies`);
  * - the lake: raw rows received within the window of this chunk's first and last frame (recv_ts and frame only;
  *   raw files are sorted on recv_ts, so only the row groups of that stretch are read). A landed copy stays, even a
@@ -29,7 +29,7 @@ const batchOf = new WeakMap<DuckDBConnection, VersionDraft>();
 
 export async function batchTables(ctx: BatchContext): Promise<void> {
   const { conn } = ctx;
-  await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_capture_seen (h UBIGINT, recv_ms BIGINT, src VARCHAR)`);
+  await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_capture_seen (h UBIGINT, recv_ms BIGINT, src UBIGINT)`);
   await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_capture_spans (recorder VARCHAR, asset_id VARCHAR, lo BIGINT, hi BIGINT)`);
   if (batchOf.get(conn) === ctx.lake) return;
   batchOf.set(conn, ctx.lake);
@@ -69,14 +69,14 @@ export async function dropCopies(ctx: BatchContext, source: string): Promise<num
           AND (b.recv_ms < a.recv_ms OR b.el < a.el) AND a.frame = b.frame
      UNION
      SELECT a.el FROM _cap_fr a JOIN stg_capture_seen s
-       ON s.h = a.h AND s.src <> ($src || CAST(coalesce(a.conn, -1) AS VARCHAR)) AND s.recv_ms BETWEEN a.recv_ms - $w AND a.recv_ms`,
+       ON s.h = a.h AND s.src <> hash($src || CAST(coalesce(a.conn, -1) AS VARCHAR)) AND s.recv_ms BETWEEN a.recv_ms - $w AND a.recv_ms`,
     w,
   );
   await dropLakeCopies(ctx);
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _cap_replace AS
      SELECT DISTINCT s.h, s.recv_ms, s.src, a.frame FROM _cap_fr a JOIN stg_capture_seen s
-       ON s.h = a.h AND s.src <> ($src || CAST(coalesce(a.conn, -1) AS VARCHAR)) AND s.recv_ms > a.recv_ms AND s.recv_ms <= a.recv_ms + $w
+       ON s.h = a.h AND s.src <> hash($src || CAST(coalesce(a.conn, -1) AS VARCHAR)) AND s.recv_ms > a.recv_ms AND s.recv_ms <= a.recv_ms + $w
      WHERE a.el NOT IN (SELECT el FROM _cap_drop)`,
     w,
   );
@@ -114,36 +114,44 @@ async function dropLakeCopies(ctx: BatchContext): Promise<void> {
  */
 export async function replaceLaterCopies(ctx: BatchContext, source: string, marks: StagedMarks): Promise<number> {
   const { conn } = ctx;
-  const n = Number((await conn.runAndReadAll(`SELECT count(*) FROM _cap_replace`)).getRows()[0]?.[0] ?? 0);
+  const span = (await conn.runAndReadAll(`SELECT count(*), min(recv_ms), max(recv_ms) FROM _cap_replace`)).getRows()[0];
+  const n = Number(span?.[0] ?? 0);
   if (n > 0) {
+    // Every statement also bounds the receive time by constants: staging tables are in staging order, roughly time
+    // order, so their row groups' min/max skip all but the stretch of the copies (a batch may stage a day of files).
+    const p = { lo: Number(span![1]), hi: Number(span![2]) };
+    const within = (col: string): string => `${col} BETWEEN make_timestamp($lo::BIGINT * 1000) AND make_timestamp($hi::BIGINT * 1000)`;
     // A frame's messages hold seq0 … seq0 + n − 1 (ws_stage.sql): an array one per element, any other JSON one.
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE _cap_gone AS
        SELECT r.recv_ts, epoch_ms(r.recv_ts) AS recv_ms, r.seq AS lo,
               r.seq + CASE WHEN NOT json_valid(r.frame) THEN 0 WHEN json_type(r.frame) = 'ARRAY' THEN json_array_length(r.frame) ELSE 1 END AS hi
        FROM stg_raw r JOIN _cap_replace c ON r.recv_ts = make_timestamp(c.recv_ms * 1000) AND r.frame = c.frame
-       WHERE r.rowid <= $m`,
-      { m: marks.stg_raw },
+       WHERE r.rowid <= $m AND ${within('r.recv_ts')}`,
+      { m: marks.stg_raw, ...p },
     );
     for (const t of ['stg_l2', 'stg_last_trades'] as const) {
       await conn.run(
-        `DELETE FROM ${t} WHERE rowid <= $m AND EXISTS (SELECT 1 FROM _cap_gone g WHERE g.recv_ts = ${t}.recv_ts AND ${t}.seq >= g.lo AND ${t}.seq < g.hi)`,
-        { m: marks[t] },
+        `DELETE FROM ${t} WHERE rowid <= $m AND ${within('recv_ts')}
+           AND EXISTS (SELECT 1 FROM _cap_gone g WHERE g.recv_ts = ${t}.recv_ts AND ${t}.seq >= g.lo AND ${t}.seq < g.hi)`,
+        { m: marks[t], ...p },
       );
     }
     await conn.run(
-      `DELETE FROM stg_tape_flags WHERE rowid <= $m AND EXISTS (SELECT 1 FROM _cap_gone g WHERE g.recv_ms = stg_tape_flags.recv_ms AND stg_tape_flags.seq >= g.lo AND stg_tape_flags.seq < g.hi)`,
-      { m: marks.stg_tape_flags },
+      `DELETE FROM stg_tape_flags WHERE rowid <= $m AND recv_ms BETWEEN $lo AND $hi
+         AND EXISTS (SELECT 1 FROM _cap_gone g WHERE g.recv_ms = stg_tape_flags.recv_ms AND stg_tape_flags.seq >= g.lo AND stg_tape_flags.seq < g.hi)`,
+      { m: marks.stg_tape_flags, ...p },
     );
     await conn.run(
-      `DELETE FROM stg_raw WHERE rowid <= $m AND EXISTS (SELECT 1 FROM _cap_replace c WHERE stg_raw.recv_ts = make_timestamp(c.recv_ms * 1000) AND stg_raw.frame = c.frame)`,
-      { m: marks.stg_raw },
+      `DELETE FROM stg_raw WHERE rowid <= $m AND ${within('recv_ts')}
+         AND EXISTS (SELECT 1 FROM _cap_replace c WHERE stg_raw.recv_ts = make_timestamp(c.recv_ms * 1000) AND stg_raw.frame = c.frame)`,
+      { m: marks.stg_raw, ...p },
     );
     await conn.run(
       `DELETE FROM stg_capture_seen WHERE EXISTS (SELECT 1 FROM _cap_replace c WHERE c.h = stg_capture_seen.h AND c.recv_ms = stg_capture_seen.recv_ms AND c.src = stg_capture_seen.src)`,
     );
   }
-  await conn.run(`INSERT INTO stg_capture_seen SELECT h, recv_ms, $src || CAST(coalesce(conn, -1) AS VARCHAR) FROM _cap_fr`, { src: source });
+  await conn.run(`INSERT INTO stg_capture_seen SELECT h, recv_ms, hash($src || CAST(coalesce(conn, -1) AS VARCHAR)) FROM _cap_fr`, { src: source });
   for (const t of ['_cap_replace', '_cap_gone']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
   return n;
 }
