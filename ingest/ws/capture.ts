@@ -35,6 +35,12 @@ const ALSO_KNOWN = ['new_market', 'market_resolved'];
 const COLUMNS = `{'recv_ms': 'BIGINT', 'event': 'VARCHAR', 'conn': 'INTEGER', 'frame': 'VARCHAR', 'assets': 'VARCHAR[]',
   'from_ms': 'BIGINT', 'to_ms': 'BIGINT', 'reason': 'VARCHAR', 'recorder': 'VARCHAR', 'session': 'VARCHAR', 'format': 'INTEGER'}`;
 
+/**
+ * The longest line read (a longer one is reported as malformed). DuckDB's reader buffers twice this per thread, and
+ * the venue's largest frame — the books of a connection's 500 assets in one array — is a few MB.
+ */
+const MAX_LINE_BYTES = 64 * 1024 * 1024;
+
 /** What carries over the chunks of one file; lastMs: the newest receive time read so far. */
 type FileState = { carry: Carry; source: string | null; recorder: string; lastMs: number | null };
 
@@ -121,8 +127,8 @@ async function stagePart(ctx: BatchContext, part: string, file: string, lineOffs
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE _cap_ln AS
        SELECT ordinality + $off AS line, * EXCLUDE (ordinality)
-       FROM read_json($f, format = 'newline_delimited', columns = ${COLUMNS}, ignore_errors = true, maximum_object_size = 268435456) WITH ORDINALITY`,
-      { f: read.path, off: lineOffset },
+       FROM read_json($f, format = 'newline_delimited', columns = ${COLUMNS}, ignore_errors = true, maximum_object_size = $max) WITH ORDINALITY`,
+      { f: read.path, off: lineOffset, max: MAX_LINE_BYTES },
     );
   } finally {
     read.cleanup();
