@@ -7,7 +7,9 @@ ALTER TABLE _ws_fr ALTER frame TYPE VARCHAR;
 
 UPDATE _ws_fr SET wrap_ms = f.recv_ms, frame = f.frame FROM _cap_fr f WHERE _ws_fr.el = f.el;
 
--- Object frames are not listed in _ws_fr; listed with their receive time, a frame received before one above it is a
--- recv_backwards by any amount (the basis is the capture's own clock, not a venue timestamp).
+-- Object frames are not listed in _ws_fr (unless they look like a wrapper); listed with their receive time, a frame
+-- received before one above it is a recv_backwards by any amount (the basis is the capture's own clock, not a venue
+-- timestamp). One row per frame: ws_stage.sql joins _ws_fr by el.
 INSERT INTO _ws_fr
-SELECT f.el, 'capture', f.recv_ms, NULL FROM _cap_fr f JOIN _ws_el e USING (el) WHERE e.obj;
+SELECT f.el, 'capture', f.recv_ms, NULL FROM _cap_fr f JOIN _ws_el e USING (el)
+WHERE e.obj AND f.el NOT IN (SELECT el FROM _ws_fr);
