@@ -65,13 +65,13 @@ export async function dropCoveredOutages(ctx: BatchContext, recorder: string, la
   await batchTables(ctx);
   await conn.run(
     `INSERT INTO stg_capture_spans
-     SELECT $rec, s.asset, s.recv_ms, coalesce((SELECT min(d.recv_ms) FROM _cap_disc d WHERE d.conn = s.conn AND d.line > s.line), $last)
+     SELECT hash($rec::VARCHAR), hash(s.asset), s.recv_ms, coalesce((SELECT min(d.recv_ms) FROM _cap_disc d WHERE d.conn = s.conn AND d.line > s.line), $last)
      FROM _cap_subs s WHERE s.recv_ms IS NOT NULL`,
     { rec: recorder, last: lastMs },
   );
   const covered = `kind = 'capture_disconnect' AND EXISTS (
-       SELECT 1 FROM stg_capture_spans s WHERE s.asset_id = stg_incidents.asset_id
-         AND s.recorder IS DISTINCT FROM json_extract_string(stg_incidents.detail, '$.recorder')
+       SELECT 1 FROM stg_capture_spans s WHERE s.asset = hash(stg_incidents.asset_id)
+         AND s.recorder <> hash(json_extract_string(stg_incidents.detail, '$.recorder'))
          AND s.lo <= epoch_ms(stg_incidents.from_ts) AND s.hi >= epoch_ms(stg_incidents.to_ts))`;
   const n = Number((await conn.runAndReadAll(`SELECT count(*) FROM stg_incidents WHERE ${covered}`)).getRows()[0]?.[0] ?? 0);
   if (n > 0) await conn.run(`DELETE FROM stg_incidents WHERE ${covered}`);

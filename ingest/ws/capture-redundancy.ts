@@ -21,7 +21,8 @@ const WINDOW_MS = 10_000;
 
 /**
  * The batch's lists of capture frames (`stg_capture_seen`, below) and of the stretches each recorder proves it was
- * subscribed (`stg_capture_spans`, capture-outages.ts). Both describe what is staged and not yet landed, so they are
+ * subscribed (`stg_capture_spans`, capture-outages.ts; recorder and asset as hashes: a file lists every asset it
+ * holds, so the list is about files × assets long). Both describe what is staged and not yet landed, so they are
  * emptied when a new batch began: the orchestrator gives every batch a new draft (ingest/run.ts), and what the
  * lists held is in the lake from then on.
  */
@@ -30,7 +31,7 @@ const batchOf = new WeakMap<DuckDBConnection, VersionDraft>();
 export async function batchTables(ctx: BatchContext): Promise<void> {
   const { conn } = ctx;
   await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_capture_seen (h UBIGINT, recv_ms BIGINT, src UBIGINT)`);
-  await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_capture_spans (recorder VARCHAR, asset_id VARCHAR, lo BIGINT, hi BIGINT)`);
+  await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_capture_spans (recorder UBIGINT, asset UBIGINT, lo BIGINT, hi BIGINT)`);
   if (batchOf.get(conn) === ctx.lake) return;
   batchOf.set(conn, ctx.lake);
   await conn.run('DELETE FROM stg_capture_seen');
