@@ -5,7 +5,7 @@ import { runIngest } from '../../ingest/run.js';
 import { SimulatedVenue, syntheticMarkets } from '../../ingest/simulate/venue.js';
 import { lakeRows, tempDir } from './oracle.js';
 import { files } from '../helpers/lake-files.js';
-import { captureText, rawRows, writeFile, type Line } from './capture-util.js';
+import { captureText, rawRows, writeFile, type FrameLine, type Line } from './capture-util.js';
 
 const tmp = tempDir('pmlake-capture-venue-');
 afterAll(() => tmp.cleanup());
@@ -17,6 +17,9 @@ async function until(what: string, cond: () => boolean, ms = 20_000): Promise<vo
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+const isFrame = (l: Line): l is FrameLine => !('event' in l);
+const sees = (body: Line[], ...parts: string[]): boolean => body.some((l) => isFrame(l) && parts.every((p) => l.frame.includes(p)));
 
 type Msg = { event_type?: string; bids?: unknown[]; asks?: unknown[]; price_changes?: unknown[] };
 
@@ -51,12 +54,12 @@ it('frames of the simulated venue over its real protocol, written as a capture f
     await until('frames', () => body.length > 300);
     // A market created mid-stream: announced, subscribed, traded, resolved.
     const m = venue.addMarket();
-    await until('new_market', () => body.some((l) => 'frame' in l && l.frame.includes('"new_market"')));
+    await until('new_market', () => sees(body, '"new_market"'));
     body.push({ recv_ms: Date.now(), event: 'subscribe', conn: 0, assets: m.tokens });
     ws.send(JSON.stringify({ assets_ids: m.tokens, operation: 'subscribe', custom_feature_enabled: true }));
-    await until('its books', () => body.some((l) => 'frame' in l && l.frame.includes(m.tokens[0]) && l.frame.includes('"book"')));
+    await until('its books', () => sees(body, m.tokens[0], '"book"'));
     venue.resolveMarket(m.conditionId, 1);
-    await until('market_resolved', () => body.some((l) => 'frame' in l && l.frame.includes('"market_resolved"')));
+    await until('market_resolved', () => sees(body, '"market_resolved"'));
     ws.close();
     await until('closed', () => ws.readyState === WebSocket.CLOSED);
 
@@ -67,7 +70,7 @@ it('frames of the simulated venue over its real protocol, written as a capture f
     expect(r.issues).toEqual([]);
     expect(r.counts.msg_new_market).toBe(1);
     expect(r.counts.msg_market_resolved).toBe(1);
-    const frames = body.flatMap((l) => ('frame' in l ? [l] : []));
+    const frames = body.filter(isFrame);
     expect(await rawRows(lake)).toEqual(frames.map((f) => [f.recv_ms, f.frame]));
     const l2 = await lakeRows(`SELECT count(*) AS n FROM read_parquet(${files(lake, 'l2')})`);
     expect(Number(l2[0]!.n)).toBe(levels(frames.map((f) => f.frame)));
