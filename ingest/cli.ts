@@ -1,8 +1,14 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { LakeLockedError, LakeLockUnavailableError } from './ledger.js';
 import { runIngest } from './run.js';
 import { ingestSummaryText, summarizeIssues } from './issues.js';
+import { Follower } from './follow.js';
+import { runUntilStopped } from '../src/commands/until-stopped.js';
+
+export const USAGE = 'usage: pmlake ingest <file-or-dir>...\n       pmlake ingest --follow DIR...\n';
 
 /**
  * `pmlake ingest <file-or-dir>...`: lands every input in $PMLAKE_LAKE and prints a JSON report on stdout
@@ -12,9 +18,10 @@ import { ingestSummaryText, summarizeIssues } from './issues.js';
  * and PostgreSQL unreachable: nothing ingested).
  */
 export async function ingestCommand(args: string[]): Promise<number> {
+  if (args.includes('--follow')) return followCommand(args.filter((a) => a !== '--follow'));
   const paths = args.filter((a) => !a.startsWith('--'));
   if (paths.length === 0 || args.includes('--help')) {
-    process.stderr.write('usage: pmlake ingest <file-or-dir>...\n');
+    process.stderr.write(USAGE);
     return 2;
   }
   const config = loadConfig();
@@ -50,4 +57,34 @@ export async function ingestCommand(args: string[]): Promise<number> {
     }
     throw err;
   }
+}
+
+/**
+ * `pmlake ingest --follow DIR...`: lands every closed file of the directories, one lake version per cycle of
+ * PMLAKE_FOLLOW_SECONDS (ingest/follow.ts), until SIGTERM or SIGINT: the cycle in progress finishes, then exit 0.
+ * A failing cycle is logged and the next one retries; only a usage error (no directory, or one that does not
+ * exist) ends it, with 2.
+ */
+async function followCommand(args: string[]): Promise<number> {
+  const dirs = args.filter((a) => !a.startsWith('--'));
+  const notDirs = dirs.filter((d) => !fs.statSync(d, { throwIfNoEntry: false })?.isDirectory());
+  if (dirs.length === 0 || args.includes('--help') || notDirs.length > 0) {
+    if (notDirs.length > 0) process.stderr.write(`not a directory: ${notDirs.join(', ')}\n`);
+    process.stderr.write(USAGE);
+    return 2;
+  }
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  const follower = await Follower.start({
+    dirs: dirs.map((d) => path.resolve(d)),
+    lakeDir: config.lakeDir,
+    cycleSeconds: config.live.followSeconds,
+    log,
+    databaseUrl: config.databaseUrl,
+    memoryLimit: config.duckdbMemory,
+    threads: config.duckdbThreads ?? 2,
+    snapshotSeconds: config.snapshotSeconds,
+    graceSeconds: config.lakeGraceSeconds,
+  });
+  return runUntilStopped(() => follower.stop());
 }

@@ -4,6 +4,7 @@ import { sqlIdent, sqlString } from '../src/lake/duckdb.js';
 import { DATASETS, parquetScan, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
 import { writeParquetFile } from './partitions.js';
 import { VersionDraft } from './versions.js';
+import type { FileEntry } from '../src/lake/versions.js';
 
 /**
  * Compaction: a partition's files (the adopted or last compacted file plus one small file per append) merged
@@ -76,12 +77,32 @@ export async function compactLake(conn: DuckDBConnection, lakeDir: string, opts:
 }
 
 async function compactPartition(conn: DuckDBConnection, draft: VersionDraft, name: DatasetName, partition: string): Promise<number> {
+  return compactFiles(
+    conn,
+    draft,
+    name,
+    partition,
+    draft.entries(name).filter((e) => e.partition === partition),
+  );
+}
+
+/**
+ * Merges some files of one partition (all of them, or a group the follow loop's policy chose) into one new file
+ * of the draft, sorted and de-duplicated as above, and retires them. Returns the rows written.
+ */
+export async function compactFiles(
+  conn: DuckDBConnection,
+  draft: VersionDraft,
+  name: DatasetName,
+  partition: string,
+  group: readonly FileEntry[],
+): Promise<number> {
   const def: DatasetDef = DATASETS[name];
   const cols = Object.keys(def.columns).map(sqlIdent).join(', ');
   const key = def.naturalKey.map(sqlIdent).join(', ');
   const order = def.sortBy.map(sqlIdent).join(', ');
   // Oldest first: adopted `data.parquet` files, then `vNNNNNNNN-…` in version order.
-  const entries = [...draft.entries(name)].filter((e) => e.partition === partition).sort((a, b) => rank(a.path).localeCompare(rank(b.path)));
+  const entries = [...group].sort((a, b) => rank(a.path).localeCompare(rank(b.path)));
   const files = entries.map((e) => `${draft.lakeDir}/${e.path}`);
   const list = `[${files.map(sqlString).join(', ')}]`;
   const dup = (await conn.runAndReadAll(`SELECT count(*) - count(DISTINCT hash(${key})) AS d FROM ${parquetScan(def, list)}`)).getRowObjectsJS()[0]!;

@@ -18,6 +18,8 @@ export type LedgerEntry = {
   sha256: string;
   file: string;
   bytes: number;
+  /** The file's modification time when it was read (absent in entries written before it was recorded). */
+  mtime_ms?: number;
   handler: string;
   ingested_at: string;
 };

@@ -51,6 +51,18 @@ export type IngestOptions = {
   compactSmallFiles?: number;
   /** PostgreSQL whose advisory lock keeps one writer across machines (PMLAKE_DATABASE_URL; ingest/ledger.ts). */
   databaseUrl?: string;
+  /**
+   * Sweep retired and orphaned lake files at the start (default true). The follow loop sweeps on its own
+   * schedule: the sweep reads every kept manifest, and a lake published every cycle keeps a day of them.
+   */
+  sweep?: boolean;
+  /**
+   * Replaces the automatic compaction after the run (the follow loop's bounded policy, ingest/follow-compact.ts):
+   * called under the lake lock with the run's scratch connection; returns what it published, or null.
+   */
+  compact?: (conn: DuckDBConnection) => Promise<CompactReport | null>;
+  /** Told each input's outcome: `landed` once it is in the ledger, `skipped` (the ledger had it), `failed`. */
+  onFile?: (file: string, outcome: 'landed' | 'skipped' | 'failed') => void;
 };
 
 export type IngestReport = {
@@ -183,7 +195,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     // while the files before it are staged; the ledger check happens just before a file would be staged.
     const ledger = readLedger(lakeDir);
     const seen = new Set<string>();
-    type Item = { file: string; bytes: number; handler: SourceHandler; gz: boolean; sha256: Promise<string> };
+    type Item = { file: string; bytes: number; mtimeMs: number; handler: SourceHandler; gz: boolean; sha256: Promise<string> };
     const items: Item[] = [];
     for (const file of files) {
       const gz = isGzip(file);
@@ -192,9 +204,11 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       if (!handler) {
         report.failed += 1;
         report.issues.push({ file, message: 'format not recognised; file skipped' });
+        opts.onFile?.(file, 'failed');
         continue;
       }
-      items.push({ file, bytes: fs.statSync(file).size, handler, gz, sha256: Promise.resolve('') });
+      const st = fs.statSync(file);
+      items.push({ file, bytes: st.size, mtimeMs: st.mtimeMs, handler, gz, sha256: Promise.resolve('') });
     }
     items.sort((a, b) => KIND_ORDER[a.handler.kind] - KIND_ORDER[b.handler.kind]);
     hasher = new FileHasher();
@@ -212,7 +226,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       const sideConn = side;
       const adopted = await adoptLegacyLake(conn, lakeDir);
       if (adopted) report.versions_published.push(adopted.version);
-      report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);
+      if (opts.sweep !== false) report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);
       for (const d of STAGED) await conn.run(`CREATE ${REPLAY_FREE.includes(d) ? '' : 'TEMP '}TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
       const ctx: TapeBatchContext = {
         conn,
@@ -275,6 +289,9 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         for (const s of settled) if (s.status === 'rejected') throw s.reason;
         for (const d of MERGED) if (!early.includes(d)) await merge(conn, d);
         if (withDerived) await timed('catalog', () => finalizeCatalog(ctx));
+        // Freshness (/v1/status): the newest receive time the tape holds, carried by every later version.
+        const tapeTo = (await conn.runAndReadAll('SELECT epoch_ms(max(recv_ts)) FROM stg_raw')).getRows()[0]?.[0];
+        if (tapeTo !== null && tapeTo !== undefined) ctx.lake.noteLanded('tape', Number(tapeTo));
         if (pauseMs > 0) {
           process.stderr.write(`pmlake-test: publishing\n`);
           await sleep(pauseMs);
@@ -290,6 +307,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         }
         // After the publish: a crash in between re-ingests the files, which adds nothing (natural keys).
         appendLedger(lakeDir, pending);
+        for (const e of pending) opts.onFile?.(e.file, 'landed');
         report.ingested += pending.length;
         report.batches += 1;
         pending = [];
@@ -308,6 +326,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         if (ledger.has(sha256) || seen.has(sha256)) {
           report.skipped += 1;
           done += 1;
+          opts.onFile?.(item.file, 'skipped');
           continue;
         }
         seen.add(sha256);
@@ -339,11 +358,15 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
           if (report.issues[i]!.file === stagePath) report.issues[i] = { ...report.issues[i]!, file: item.file };
         }
         done += 1;
-        if (!ok) continue;
+        if (!ok) {
+          opts.onFile?.(item.file, 'failed');
+          continue;
+        }
         pending.push({
           sha256,
           file: item.file,
           bytes: item.bytes,
+          mtime_ms: item.mtimeMs,
           handler: item.handler.name,
           ingested_at: new Date().toISOString(),
         });
@@ -351,9 +374,10 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       }
       await flush();
       const small = opts.compactSmallFiles ?? 16;
-      if (small > 0) {
-        const c = await timed('compact', () => compactLake(conn, lakeDir, { smallFiles: small }));
-        if (c.version !== null) {
+      const policy = opts.compact ?? (small > 0 ? (c: DuckDBConnection) => compactLake(c, lakeDir, { smallFiles: small }) : null);
+      if (policy) {
+        const c = await timed('compact', () => policy(conn));
+        if (c !== null && c.version !== null) {
           report.compacted = c;
           report.versions_published.push(c.version);
         }

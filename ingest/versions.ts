@@ -11,6 +11,7 @@ import {
   setPartition,
   versionsDir,
   type FileEntry,
+  type LandedSource,
   type Manifest,
   type SetName,
   type VersionKind,
@@ -35,6 +36,7 @@ export class VersionDraft {
   private retiredSets = new Set<SetName>();
   private removed = 0;
   private seq = 0;
+  private landed: Partial<Record<LandedSource, number>> = {};
 
   constructor(readonly lakeDir: string) {
     this.base = currentVersion(lakeDir);
@@ -117,6 +119,11 @@ export class VersionDraft {
     if (e) e.rows = rows;
   }
 
+  /** Records that this draft lands a source's data up to `ms` (the manifest keeps the newest seen so far). */
+  noteLanded(source: LandedSource, ms: number): void {
+    this.landed[source] = Math.max(this.landed[source] ?? -Infinity, ms);
+  }
+
   changed(): boolean {
     return this.added.length > 0 || this.removed > 0;
   }
@@ -142,6 +149,11 @@ export class VersionDraft {
   private toManifest(kind: VersionKind, rowsAdded: Record<string, number>, inputs: string[]): Manifest {
     const sets: Manifest['sets'] = {};
     for (const [name, list] of [...this.sets.entries()].sort(([a], [b]) => a.localeCompare(b))) if (list.length > 0) sets[name] = list;
+    const landedTo = { ...this.base.manifest.landed_to };
+    for (const [source, ms] of Object.entries(this.landed) as [LandedSource, number][]) {
+      const before = landedTo[source] === undefined ? -Infinity : Date.parse(landedTo[source]);
+      if (ms > before) landedTo[source] = new Date(ms).toISOString();
+    }
     return {
       format: 1,
       version: this.version,
@@ -156,6 +168,7 @@ export class VersionDraft {
         inputs,
       },
       sets,
+      ...(Object.keys(landedTo).length > 0 ? { landed_to: landedTo } : {}),
     };
   }
 

@@ -45,6 +45,10 @@ export type FileEntry = {
 
 export type VersionKind = 'adopt' | 'ingest' | 'compact';
 
+/** The inputs whose freshness a version records: the venue's tape now; the catalogue and the chain when they land. */
+export const LANDED_SOURCES = ['tape', 'catalogue', 'chain'] as const;
+export type LandedSource = (typeof LANDED_SOURCES)[number];
+
 export type Manifest = {
   format: 1;
   version: number;
@@ -55,6 +59,11 @@ export type Manifest = {
   change: { files_added: number; files_removed: number; bytes_added: number; rows_added: Record<string, number>; inputs: string[] };
   /** Every live file of every set, sorted by partition then path. */
   sets: Partial<Record<SetName, FileEntry[]>>;
+  /**
+   * Per source, the newest receive time (ISO 8601) of everything this version holds (for the tape: max `recv_ts`
+   * of raw), carried over from the parent; absent in manifests written before it was recorded.
+   */
+  landed_to?: Partial<Record<LandedSource, string>>;
 };
 
 export const VERSIONS_DIR = '_versions';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { HOME_CSP, homePage } from '../pages/home.js';
+import { LANDED_SOURCES, type LakeVersion } from '../../lake/versions.js';
 
 /**
  * GET / and GET /v1/status: what uptime probes and a status page call. The anchor documents no shape for either
@@ -39,9 +40,32 @@ const StatusResponse = z
     ),
     lake_version: z.number().int().describe('The lake version this request read (0: none published yet)'),
     lake_published_at: z.string().meta({ format: 'date-time' }).nullable(),
+    sources: z
+      .array(
+        z.object({
+          name: z.enum(LANDED_SOURCES).describe('tape: the venue market channel as recorded and landed'),
+          newest_landed_at: z
+            .string()
+            .meta({ format: 'date-time' })
+            .nullable()
+            .describe('The newest receive time this source has in the lake version served (null: none landed, or landed before it was recorded)'),
+          lag_seconds: z.number().nullable().describe('checked_at minus newest_landed_at, in seconds'),
+        }),
+      )
+      .describe('Freshness of each input the lake is fed from'),
     checked_at: z.string().meta({ format: 'date-time' }),
   })
   .meta({ id: 'StatusResponse' });
+
+/** Read from the served version's manifest, where the ingest recorded it when it published: no scan per request. */
+function freshness(lake: LakeVersion, now: number) {
+  const landed = lake.manifest.landed_to ?? {};
+  // Only the sources some ingest has landed; the tape is always listed, it is what the service is for.
+  return LANDED_SOURCES.filter((s) => s === 'tape' || landed[s] !== undefined).map((name) => {
+    const at = landed[name] ?? null;
+    return { name, newest_landed_at: at, lag_seconds: at === null ? null : Math.max(0, (now - Date.parse(at)) / 1000) };
+  });
+}
 
 export const statusRoutes: Route[] = [
   defineRoute({
@@ -84,6 +108,7 @@ async function getRoot({ req, res }: RouteInput, ctx: RequestContext) {
 
 async function getStatus(_input: RouteInput, ctx: RequestContext) {
   const lake = ctx.lake.version;
+  const now = Date.now();
   const lakeStatus = lake.hasFiles('markets') ? 'operational' : 'no_data';
   return {
     status: lakeStatus,
@@ -94,6 +119,7 @@ async function getStatus(_input: RouteInput, ctx: RequestContext) {
     ],
     lake_version: lake.version,
     lake_published_at: lake.publishedAt,
-    checked_at: new Date().toISOString(),
+    sources: freshness(lake, now),
+    checked_at: new Date(now).toISOString(),
   };
 }
