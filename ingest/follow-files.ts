@@ -9,12 +9,18 @@ import { readLedger } from './ledger.js';
  * capture file is never written again, and a file that does change is taken again (the orchestrator hashes it and
  * the ledger decides). Seeded from the ledger, whose entries carry size and mtime (older entries only the size).
  *
- * `rejected` holds files the orchestrator could not read (format not recognised, staging failed): they are not
- * taken again until they change (or the process restarts), so one bad file is one issue, not one per cycle.
+ * `rejected` holds files the orchestrator could not read (format not recognised, staging failed): such a file is
+ * taken again only after a wait that doubles each time (REJECT_RETRY_MS up to REJECT_RETRY_MAX_MS), or at once
+ * when it changes. A bad file is then an issue now and then, not one per cycle, while a file that failed for a
+ * passing reason (DuckDB out of memory) still lands.
  */
+/** The first wait before a rejected file is taken again, and the longest. */
+export const REJECT_RETRY_MS = 2 * 60_000;
+export const REJECT_RETRY_MAX_MS = 6 * 3_600_000;
+
 export class LandedFiles {
   private readonly landed = new Set<string>();
-  private readonly rejected = new Set<string>();
+  private readonly rejected = new Map<string, { retryAt: number; waitMs: number }>();
   /** The identity of each file handed out by the last `pending`, to record its outcome under. */
   private handedOut = new Map<string, string>();
 
@@ -32,11 +38,12 @@ export class LandedFiles {
   pending(dirs: readonly string[]): string[] {
     const out: { file: string; base: string }[] = [];
     this.handedOut = new Map();
+    const now = Date.now();
     for (const file of expandInputs([...dirs]).files) {
       const st = fs.statSync(file, { throwIfNoEntry: false });
       if (!st?.isFile()) continue;
       const id = identity(file, st.size, st.mtimeMs);
-      if (this.landed.has(id) || this.landed.has(identity(file, st.size)) || this.rejected.has(id)) continue;
+      if (this.landed.has(id) || this.landed.has(identity(file, st.size)) || (this.rejected.get(id)?.retryAt ?? 0) > now) continue;
       this.handedOut.set(file, id);
       out.push({ file, base: path.basename(file) });
     }
@@ -48,8 +55,14 @@ export class LandedFiles {
   record(file: string, outcome: 'landed' | 'skipped' | 'failed'): void {
     const id = this.handedOut.get(file);
     if (id === undefined) return;
-    if (outcome === 'failed') this.rejected.add(id);
-    else this.landed.add(id);
+    if (outcome !== 'failed') {
+      this.landed.add(id);
+      this.rejected.delete(id);
+      return;
+    }
+    const before = this.rejected.get(id);
+    const waitMs = before ? Math.min(REJECT_RETRY_MAX_MS, before.waitMs * 2) : REJECT_RETRY_MS;
+    this.rejected.set(id, { retryAt: Date.now() + waitMs, waitMs });
   }
 }
 
