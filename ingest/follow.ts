@@ -3,6 +3,7 @@ import { currentVersion } from '../src/lake/versions.js';
 import { LandedFiles } from './follow-files.js';
 import { FollowCompaction } from './follow-compact.js';
 import { runIngest, type IngestReport } from './run.js';
+import { FileHasher } from './ledger.js';
 
 /**
  * `pmlake ingest --follow DIR…`: one long-running process that, every cycle, lands every closed file of the
@@ -68,6 +69,7 @@ export class Follower {
   private loop: Promise<void> = Promise.resolve();
   private lastSweep = -Infinity;
   private readonly compaction: FollowCompaction;
+  private hasher = new FileHasher();
   private readonly counters: FollowStats = {
     cycles: 0,
     failedCycles: 0,
@@ -100,6 +102,7 @@ export class Follower {
     this.stopping = true;
     this.wake?.();
     await this.loop;
+    await this.hasher.close();
     this.opts.log.info(this.stats(), 'follow stopped');
   }
 
@@ -146,6 +149,7 @@ export class Follower {
           snapshotSeconds: this.opts.snapshotSeconds,
           graceSeconds,
           sweep,
+          hasher: this.hasher,
           onFile: (file, outcome) => this.landed.record(file, outcome),
           compact: (conn) => this.compaction.step(conn, deadline),
         });
@@ -166,6 +170,9 @@ export class Follower {
       } catch (err) {
         out.error = (err as Error).message.split('\n')[0];
         this.counters.failedCycles += 1;
+        // The hashing thread may be what failed: the next cycle gets a fresh one.
+        void this.hasher.close();
+        this.hasher = new FileHasher();
         log.error({ err, cycle: n, files: files.length }, 'follow cycle failed; its files are taken again next cycle');
       }
     }

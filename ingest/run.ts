@@ -61,6 +61,8 @@ export type IngestOptions = {
    * called under the lake lock with the run's scratch connection; returns what it published, or null.
    */
   compact?: (conn: DuckDBConnection) => Promise<CompactReport | null>;
+  /** A hashing thread kept by the caller across runs (the follow loop: starting one costs more than a small batch's hashing). */
+  hasher?: FileHasher;
   /** Told each input's outcome: `landed` once it is in the ledger, `skipped` (the ledger had it), `failed`. */
   onFile?: (file: string, outcome: 'landed' | 'skipped' | 'failed') => void;
 };
@@ -211,7 +213,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       items.push({ file, bytes: st.size, mtimeMs: st.mtimeMs, handler, gz, sha256: Promise.resolve('') });
     }
     items.sort((a, b) => KIND_ORDER[a.handler.kind] - KIND_ORDER[b.handler.kind]);
-    hasher = new FileHasher();
+    hasher = opts.hasher ?? new FileHasher();
     for (const item of items) item.sha256 = hasher.hash(item.file);
 
     const { instance, conn } = await openScratchDb(lakeDir, workDir, {
@@ -390,7 +392,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     }
   } finally {
     if (progressTimer) clearInterval(progressTimer);
-    await hasher?.close();
+    if (hasher !== opts.hasher) await hasher?.close();
     if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
     await release();
   }

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,9 +10,9 @@ import { readLedger } from '../../ingest/ledger.js';
 import { dataFilesOnDisk } from '../../ingest/sweep.js';
 import { createLogger } from '../../src/log.js';
 import { LakeSession } from '../../src/lake/session.js';
-import { currentVersion, manifestName, parseManifestName, SET_NAMES, versionsDir, type LakeVersion, type Manifest, type SetName } from '../../src/lake/versions.js';
+import { currentVersion, parseManifestName, SET_NAMES, versionsDir, type LakeVersion, type Manifest, type SetName } from '../../src/lake/versions.js';
 import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
-import { spawnCli } from './lakeutil.js';
+import { FollowCompaction } from '../../ingest/follow-compact.js';
 
 /**
  * `pmlake ingest --follow`: source files appear in a directory over time (the generator's day split into time-ordered
@@ -26,6 +27,9 @@ let db: DuckDBInstance;
 /** The source files, in the order they appear: markets, then the tape and fills chunks by time. */
 let chunks: string[] = [];
 let genRoot = '';
+/** The tape in files of half an hour each. */
+let halfHours: string[] = [];
+let generatedTrades = 0;
 
 async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 40_000): Promise<void> {
   const end = Date.now() + ms;
@@ -35,21 +39,34 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 
   }
 }
 
-/** Lines of a JSONL day file cut into `parts` files by time (each line's time: the newest timestamp so far). */
-function splitByTime(file: string, parts: number, timeOf: (o: Record<string, unknown>) => number, prefix: string): { at: number; lines: string[]; name: string }[] {
+/**
+ * Lines of a JSONL day file cut into files of `bucketMs` of time, at multiples of it (a line's time: the newest
+ * timestamp so far, as the tape ingest reads a file), each named by its start so names sort by time.
+ */
+function splitByTime(file: string, bucketMs: number, timeOf: (o: Record<string, unknown>) => number, prefix: string): { at: number; lines: string[]; name: string }[] {
   const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);
   let t = 0;
-  const times = lines.map((l) => (t = Math.max(t, timeOf(JSON.parse(l) as Record<string, unknown>))));
-  const lo = times[0]!;
-  const span = times[times.length - 1]! - lo + 1;
-  const out: { at: number; lines: string[]; name: string }[] = [];
-  lines.forEach((l, i) => {
-    const k = Math.min(parts - 1, Math.floor(((times[i]! - lo) * parts) / span));
-    const at = lo + Math.floor((k * span) / parts);
-    if (!out[k]) out[k] = { at, lines: [], name: `${new Date(at).toISOString().replace(/[-:]/g, '').slice(0, 15)}Z-${prefix}.jsonl` };
-    out[k].lines.push(l);
-  });
-  return out.filter(Boolean);
+  const out = new Map<number, { at: number; lines: string[]; name: string }>();
+  for (const l of lines) {
+    t = Math.max(t, timeOf(JSON.parse(l) as Record<string, unknown>));
+    const at = Math.floor(t / bucketMs) * bucketMs;
+    let c = out.get(at);
+    if (!c) out.set(at, (c = { at, lines: [], name: `${new Date(at).toISOString().replace(/[-:]/g, '').slice(0, 15)}Z-${prefix}.jsonl` }));
+    c.lines.push(l);
+  }
+  return [...out.values()];
+}
+
+/** Writes chunks into `dir`, returning their paths in time order. */
+function writeChunks(dir: string, list: { at: number; lines: string[]; name: string }[]): string[] {
+  fs.mkdirSync(dir, { recursive: true });
+  return [...list]
+    .sort((a, b) => a.at - b.at)
+    .map((c) => {
+      const f = path.join(dir, c.name);
+      fs.writeFileSync(f, c.lines.join('\n') + '\n');
+      return f;
+    });
 }
 
 /** Rows and an order-independent content hash of a set's files (catalogue rows without their wall-clock `updated_at`). */
@@ -81,19 +98,19 @@ beforeAll(async () => {
   db = await DuckDBInstance.create(':memory:', { threads: '1' });
   genRoot = path.join(tmp.dir, 'gen');
   const g = await generate({ markets: 4, days: 1, seed: 24, start: '2025-10-13', out: genRoot, workers: 0, rate: 0.4 });
+  generatedTrades = g.counts.trades;
   const src = path.join(tmp.dir, 'chunks');
-  fs.mkdirSync(src);
-  const all = [
-    ...splitByTime(path.join(genRoot, g.files.ws[0]!), 8, (o) => Number(o.timestamp ?? 0), 'ws'),
-    ...splitByTime(path.join(genRoot, g.files.fills[0]!), 8, (o) => Number(o.block_timestamp ?? 0) * 1000, 'fills'),
-  ].sort((a, b) => a.at - b.at);
+  const THREE_HOURS = 3 * 3_600_000;
+  const files = writeChunks(src, [
+    ...splitByTime(path.join(genRoot, g.files.ws[0]!), THREE_HOURS, (o) => Number(o.timestamp ?? 0), 'ws'),
+    ...splitByTime(path.join(genRoot, g.files.fills[0]!), THREE_HOURS, (o) => Number(o.block_timestamp ?? 0) * 1000, 'fills'),
+  ]);
   fs.copyFileSync(path.join(genRoot, g.files.markets), path.join(src, '00-markets.json'));
-  chunks = [path.join(src, '00-markets.json')];
-  for (const c of all) {
-    const f = path.join(src, c.name);
-    fs.writeFileSync(f, c.lines.join('\n') + '\n');
-    chunks.push(f);
-  }
+  chunks = [path.join(src, '00-markets.json'), ...files];
+  halfHours = writeChunks(
+    path.join(tmp.dir, 'half-hours'),
+    splitByTime(path.join(genRoot, g.files.ws[0]!), 1_800_000, (o) => Number(o.timestamp ?? 0), 'ws'),
+  );
 });
 
 afterAll(() => {
@@ -196,6 +213,121 @@ describe('pmlake ingest --follow', () => {
       expect(body.sources[0]!.lag_seconds).toBeCloseTo((Date.parse(body.checked_at) - Number(newest)) / 1000, 3);
     } finally {
       await srv.close();
+    }
+  });
+
+  it('as a process: SIGTERM ends it with 0 and a clean lake; restarted, it carries on from the ledger', async () => {
+    const dir = path.join(tmp.dir, 'b-in');
+    const lake = path.join(tmp.dir, 'b-lake');
+    fs.mkdirSync(dir);
+    const env = { PMLAKE_LAKE: lake, PMLAKE_FOLLOW_SECONDS: '0.5', LOG_LEVEL: 'info', PMLAKE_DUCKDB_MEMORY: '1GB', PMLAKE_DUCKDB_THREADS: '1', PMLAKE_LAKE_GRACE_SECONDS: '0' };
+    type Line = { msg?: string; files?: number; version?: number | null; known_files?: number; cycles?: number };
+    const start = () => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'ingest', '--follow', dir], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      const done = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      const lines = (): Line[] =>
+        err
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as Line);
+      return { child, done, lines, stderr: () => err };
+    };
+    const landedBy = (p: ReturnType<typeof start>) => p.lines().filter((l) => l.msg === 'follow cycle' && l.version !== null).reduce((s, l) => s + (l.files ?? 0), 0);
+
+    for (const f of chunks.slice(0, 4)) fs.copyFileSync(f, path.join(dir, path.basename(f)));
+    const first = start();
+    await until('four files landed by the process', () => landedBy(first) >= 4, 45_000);
+    // Two more files, and the signal while their cycle may be running: it finishes (or never starts) either way.
+    for (const f of chunks.slice(4, 6)) fs.copyFileSync(f, path.join(dir, path.basename(f)));
+    await new Promise((r) => setTimeout(r, 300));
+    first.child.kill('SIGTERM');
+    expect(await first.done, first.stderr()).toBe(0);
+    expect(first.lines().some((l) => l.msg === 'follow stopped')).toBe(true);
+
+    // A clean lake: no lock, no scratch, every data file on disk named by a manifest, the ledger matching what landed.
+    const clean = (): void => {
+      expect(fs.existsSync(path.join(lake, '_ingest', 'lock'))).toBe(false);
+      const tmpDir = path.join(lake, '_ingest', 'tmp');
+      expect(fs.existsSync(tmpDir) ? fs.readdirSync(tmpDir) : []).toEqual([]);
+      const named = new Set<string>();
+      for (const n of fs.readdirSync(versionsDir(lake))) {
+        if (parseManifestName(n) === null) continue;
+        const m = JSON.parse(fs.readFileSync(path.join(versionsDir(lake), n), 'utf8')) as Manifest;
+        for (const l of Object.values(m.sets)) for (const e of l ?? []) named.add(e.path);
+      }
+      expect(dataFilesOnDisk(lake).filter((f) => !named.has(f))).toEqual([]);
+    };
+    clean();
+    const ledger = readLedger(lake);
+    const landedFirst = ledger.size;
+    expect(landedFirst).toBe(landedBy(first));
+    expect(landedFirst).toBeGreaterThanOrEqual(4);
+
+    // Restarted: it knows the landed files from the ledger and takes only the rest.
+    for (const f of chunks.slice(6)) fs.copyFileSync(f, path.join(dir, path.basename(f)));
+    const second = start();
+    await until('every file landed after the restart', () => landedBy(second) >= chunks.length - landedFirst, 45_000);
+    expect(second.lines().find((l) => l.msg === 'following')?.known_files).toBe(landedFirst);
+    second.child.kill('SIGTERM');
+    expect(await second.done, second.stderr()).toBe(0);
+    expect(landedBy(second)).toBe(chunks.length - landedFirst);
+    clean();
+    expect(readLedger(lake).size).toBe(chunks.length);
+    // Nothing was landed twice nor lost: the trades are the generated ones.
+    const conn = await db.connect();
+    const trades = (await conn.runAndReadAll(`SELECT count(*) AS n FROM read_parquet([${currentVersion(lake).files('trades').map((f) => `'${f}'`)}])`)).getRowObjectsJS()[0]!.n;
+    conn.closeSync();
+    expect(Number(trades)).toBe(generatedTrades);
+  });
+
+  it('compaction folds closed hours into hour files and a closed day into one file, bounded per step, rows unchanged', async () => {
+    const lake = path.join(tmp.dir, 'c-lake');
+    // Six hours of the tape in half-hour files, each its own version: two files per hour in every tape partition.
+    const six = halfHours.slice(0, 12);
+    await runIngest([chunks[0]!, ...six], { lakeDir: lake, threads: 1, memoryLimit: '1GB', batchRows: 1, compactSmallFiles: 0 });
+    const before = currentVersion(lake);
+    expect(before.entries('l2').length).toBe(12);
+    const reference = await lakeContent(before);
+    const conn = await db.connect();
+    const spans = async (v: LakeVersion, name: SetName): Promise<number[]> => {
+      const out: number[] = [];
+      for (const f of v.files(name)) {
+        const r = (await conn.runAndReadAll(`SELECT epoch_ms(min(recv_ts)) AS lo, epoch_ms(max(recv_ts)) AS hi FROM read_parquet('${f}')`)).getRowObjectsJS()[0]!;
+        const hour = Math.floor(Number(r.lo) / 3_600_000);
+        expect(Math.floor(Number(r.hi) / 3_600_000), f).toBe(hour);
+        out.push(hour);
+      }
+      return out.sort((a, b) => a - b);
+    };
+    const day = Date.parse('2025-10-13T00:00:00Z');
+    const policy = new FollowCompaction(lake, 30);
+    try {
+      // 06:04: hours 00–05 have ended but 05 has not settled (five minutes): hours 00–04 are due.
+      // A step past its deadline still merges one group (the oldest), and no more.
+      const one = await policy.step(conn, 0, day + 6 * 3_600_000 + 4 * 60_000);
+      expect(one?.partitions).toBe(1);
+      const pinned = new LakeSession(db, lake);
+      const pinnedVersion = pinned.version.version;
+      const all = await policy.step(conn, Infinity, day + 6 * 3_600_000 + 4 * 60_000);
+      expect(all?.version).toBeGreaterThan(pinnedVersion);
+      const hours = currentVersion(lake);
+      expect(hours.manifest.kind).toBe('compact');
+      expect(await spans(hours, 'l2')).toEqual([0, 1, 2, 3, 4, 5, 5].map((h) => Math.floor(day / 3_600_000) + h));
+      expect(await spans(hours, 'raw')).toEqual([0, 1, 2, 3, 4, 5, 5].map((h) => Math.floor(day / 3_600_000) + h));
+      expect(await lakeContent(hours)).toEqual(reference);
+      // The reader pinned before the publish still reads its own version's files.
+      expect(await pinned.count({ sql: `SELECT count(*) FROM ${pinned.sources.from('l2')}`, params: {} })).toBe(Number(reference.l2!.split(':')[0]));
+      // The next day, after the settling time: each day partition is one file.
+      await policy.step(conn, Infinity, day + 24 * 3_600_000 + 10 * 60_000);
+      const days = currentVersion(lake);
+      for (const name of ['l2', 'raw', 'book_snapshots', 'top_of_book'] as const) expect(days.entries(name).length, name).toBe(days.partitionValues(name).length);
+      expect(await lakeContent(days)).toEqual(reference);
+      // Nothing left to do: no version.
+      expect(await policy.step(conn, Infinity, day + 24 * 3_600_000 + 10 * 60_000)).toBeNull();
+    } finally {
+      conn.closeSync();
     }
   });
 });
