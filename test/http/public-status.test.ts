@@ -46,6 +46,7 @@ describe('GET /, GET /v1/status, and the probes in the OpenAPI document', () => 
       ],
       lake_version: currentVersion(`${tmp.dir}/lake`).version,
       lake_published_at: null,
+      sources: [{ name: 'tape', newest_landed_at: null, lag_seconds: null }],
     });
     expect(Math.abs(Date.parse(body.checked_at) - Date.now())).toBeLessThan(60_000);
   });

@@ -43,7 +43,12 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 
  * Lines of a JSONL day file cut into files of `bucketMs` of time, at multiples of it (a line's time: the newest
  * timestamp so far, as the tape ingest reads a file), each named by its start so names sort by time.
  */
-function splitByTime(file: string, bucketMs: number, timeOf: (o: Record<string, unknown>) => number, prefix: string): { at: number; lines: string[]; name: string }[] {
+function splitByTime(
+  file: string,
+  bucketMs: number,
+  timeOf: (o: Record<string, unknown>) => number,
+  prefix: string,
+): { at: number; lines: string[]; name: string }[] {
   const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);
   let t = 0;
   const out = new Map<number, { at: number; lines: string[]; name: string }>();
@@ -75,7 +80,9 @@ async function content(files: string[]): Promise<string> {
   const conn = await db.connect();
   try {
     const list = `[${files.map((f) => `'${f}'`).join(', ')}]`;
-    const cols = (await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${list}, union_by_name = true)`)).getRowObjectsJS().map((r) => String(r.column_name));
+    const cols = (await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${list}, union_by_name = true)`))
+      .getRowObjectsJS()
+      .map((r) => String(r.column_name));
     const keep = cols.filter((c) => c !== 'updated_at').map((c) => `"${c}"`);
     const r = (
       await conn.runAndReadAll(
@@ -124,7 +131,15 @@ describe('pmlake ingest --follow', () => {
     const lake = path.join(tmp.dir, 'a-lake');
     fs.mkdirSync(dir);
     const cycles: FollowCycleReport[] = [];
-    const follower = await Follower.start({ dirs: [dir], lakeDir: lake, cycleSeconds: 0.5, log, threads: 1, memoryLimit: '1GB', onCycle: (r) => cycles.push(r) });
+    const follower = await Follower.start({
+      dirs: [dir],
+      lakeDir: lake,
+      cycleSeconds: 0.5,
+      log,
+      threads: 1,
+      memoryLimit: '1GB',
+      onCycle: (r) => cycles.push(r),
+    });
     const landed = (): number => follower.stats().filesLanded;
 
     // The reader: a lake session pinned before a publish, reading while cycles run. Within one version the
@@ -200,13 +215,21 @@ describe('pmlake ingest --follow', () => {
     // Freshness: the manifest's tape time is the newest receive time of raw, and /v1/status serves it with the lag.
     const conn = await db.connect();
     const newest = (
-      await conn.runAndReadAll(`SELECT epoch_ms(max(recv_ts)) AS t FROM read_parquet([${currentVersion(lake).files('raw').map((f) => `'${f}'`)}])`)
+      await conn.runAndReadAll(
+        `SELECT epoch_ms(max(recv_ts)) AS t FROM read_parquet([${currentVersion(lake)
+          .files('raw')
+          .map((f) => `'${f}'`)}])`,
+      )
     ).getRowObjectsJS()[0]!.t;
     conn.closeSync();
     expect(stats.newestLandedMs).toBe(Number(newest));
     const srv = await startTestServer(testConfig({ PMLAKE_LAKE: lake, PMLAKE_STATE: path.join(tmp.dir, 'a-state') }));
     try {
-      const body = (await (await fetch(`${srv.url}/v1/status`)).json()) as { lake_version: number; checked_at: string; sources: { name: string; newest_landed_at: string; lag_seconds: number }[] };
+      const body = (await (await fetch(`${srv.url}/v1/status`)).json()) as {
+        lake_version: number;
+        checked_at: string;
+        sources: { name: string; newest_landed_at: string; lag_seconds: number }[];
+      };
       expect(body.lake_version).toBe(currentVersion(lake).version);
       expect(body.sources.map((s) => s.name)).toEqual(['tape']);
       expect(Date.parse(body.sources[0]!.newest_landed_at)).toBe(Number(newest));
@@ -220,10 +243,20 @@ describe('pmlake ingest --follow', () => {
     const dir = path.join(tmp.dir, 'b-in');
     const lake = path.join(tmp.dir, 'b-lake');
     fs.mkdirSync(dir);
-    const env = { PMLAKE_LAKE: lake, PMLAKE_FOLLOW_SECONDS: '0.5', LOG_LEVEL: 'info', PMLAKE_DUCKDB_MEMORY: '1GB', PMLAKE_DUCKDB_THREADS: '1', PMLAKE_LAKE_GRACE_SECONDS: '0' };
+    const env = {
+      PMLAKE_LAKE: lake,
+      PMLAKE_FOLLOW_SECONDS: '0.5',
+      LOG_LEVEL: 'info',
+      PMLAKE_DUCKDB_MEMORY: '1GB',
+      PMLAKE_DUCKDB_THREADS: '1',
+      PMLAKE_LAKE_GRACE_SECONDS: '0',
+    };
     type Line = { msg?: string; files?: number; version?: number | null; known_files?: number; cycles?: number };
     const start = () => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'ingest', '--follow', dir], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'ingest', '--follow', dir], {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let err = '';
       child.stderr.on('data', (d: Buffer) => (err += d.toString()));
       const done = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
@@ -234,7 +267,11 @@ describe('pmlake ingest --follow', () => {
           .map((l) => JSON.parse(l) as Line);
       return { child, done, lines, stderr: () => err };
     };
-    const landedBy = (p: ReturnType<typeof start>) => p.lines().filter((l) => l.msg === 'follow cycle' && l.version !== null).reduce((s, l) => s + (l.files ?? 0), 0);
+    const landedBy = (p: ReturnType<typeof start>) =>
+      p
+        .lines()
+        .filter((l) => l.msg === 'follow cycle' && l.version !== null)
+        .reduce((s, l) => s + (l.files ?? 0), 0);
 
     for (const f of chunks.slice(0, 4)) fs.copyFileSync(f, path.join(dir, path.basename(f)));
     const first = start();
@@ -277,7 +314,13 @@ describe('pmlake ingest --follow', () => {
     expect(readLedger(lake).size).toBe(chunks.length);
     // Nothing was landed twice nor lost: the trades are the generated ones.
     const conn = await db.connect();
-    const trades = (await conn.runAndReadAll(`SELECT count(*) AS n FROM read_parquet([${currentVersion(lake).files('trades').map((f) => `'${f}'`)}])`)).getRowObjectsJS()[0]!.n;
+    const trades = (
+      await conn.runAndReadAll(
+        `SELECT count(*) AS n FROM read_parquet([${currentVersion(lake)
+          .files('trades')
+          .map((f) => `'${f}'`)}])`,
+      )
+    ).getRowObjectsJS()[0]!.n;
     conn.closeSync();
     expect(Number(trades)).toBe(generatedTrades);
   });
@@ -294,7 +337,9 @@ describe('pmlake ingest --follow', () => {
     const spans = async (v: LakeVersion, name: SetName): Promise<number[]> => {
       const out: number[] = [];
       for (const f of v.files(name)) {
-        const r = (await conn.runAndReadAll(`SELECT epoch_ms(min(recv_ts)) AS lo, epoch_ms(max(recv_ts)) AS hi FROM read_parquet('${f}')`)).getRowObjectsJS()[0]!;
+        const r = (
+          await conn.runAndReadAll(`SELECT epoch_ms(min(recv_ts)) AS lo, epoch_ms(max(recv_ts)) AS hi FROM read_parquet('${f}')`)
+        ).getRowObjectsJS()[0]!;
         const hour = Math.floor(Number(r.lo) / 3_600_000);
         expect(Math.floor(Number(r.hi) / 3_600_000), f).toBe(hour);
         out.push(hour);
@@ -322,7 +367,8 @@ describe('pmlake ingest --follow', () => {
       // The next day, after the settling time: each day partition is one file.
       await policy.step(conn, Infinity, day + 24 * 3_600_000 + 10 * 60_000);
       const days = currentVersion(lake);
-      for (const name of ['l2', 'raw', 'book_snapshots', 'top_of_book'] as const) expect(days.entries(name).length, name).toBe(days.partitionValues(name).length);
+      for (const name of ['l2', 'raw', 'book_snapshots', 'top_of_book'] as const)
+        expect(days.entries(name).length, name).toBe(days.partitionValues(name).length);
       expect(await lakeContent(days)).toEqual(reference);
       // Nothing left to do: no version.
       expect(await policy.step(conn, Infinity, day + 24 * 3_600_000 + 10 * 60_000)).toBeNull();
