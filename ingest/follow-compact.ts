@@ -1,15 +1,15 @@
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { sqlIdent, sqlString } from '../src/lake/duckdb.js';
-import { DATASETS, parquetScan, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
+import { sqlString } from '../src/lake/duckdb.js';
+import { DATASETS, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
 import type { FileEntry } from '../src/lake/versions.js';
-import { compactFiles, SMALL_FILE_BYTES, type CompactReport } from './compact.js';
+import { compactFiles, type CompactReport } from './compact.js';
 import { VersionDraft } from './versions.js';
 
 /**
  * The follow loop's compaction policy (lake/README.md "Following"). Every cycle adds a small file to each
  * partition it touches, so a day partition would hold thousands. Files are grouped by the time their rows cover
- * (the partition column's span, read once per file and kept: files never change):
+ * (the partition column's span in the file's footer statistics, read once per file: files never change):
  * - a file whose rows lie in one hour that has closed (settled: no longer written by the cycles) joins that hour's
  *   group; a group of two or more is merged into one hour file;
  * - once a whole day has closed, its files (hour files and the rest) are merged into one day file, unless the day
@@ -124,21 +124,23 @@ export class FollowCompaction {
     return out;
   }
 
-  /** Reads the partition column's span of files not seen before; files above the small size are left alone. */
+  /**
+   * The partition column's span of files not seen before, from their footers' row-group statistics (no data read);
+   * a file without statistics is left alone.
+   */
   private async loadSpans(conn: DuckDBConnection, def: DatasetDef, entries: FileEntry[]): Promise<void> {
     const todo = entries.filter((e) => !this.spans.has(e.path));
-    for (const e of todo) if (e.bytes >= SMALL_FILE_BYTES) this.spans.set(e.path, null);
-    const read = todo.filter((e) => e.bytes < SMALL_FILE_BYTES);
-    if (read.length === 0) return;
-    const col = sqlIdent(def.partitionColumn!);
-    const list = `[${read.map((e) => sqlString(`${this.lakeDir}/${e.path}`)).join(', ')}]`;
+    if (todo.length === 0) return;
+    const list = `[${todo.map((e) => sqlString(`${this.lakeDir}/${e.path}`)).join(', ')}]`;
     const rows = (
       await conn.runAndReadAll(
-        `SELECT filename, epoch_ms(min(${col})::TIMESTAMP) AS lo, epoch_ms(max(${col})::TIMESTAMP) AS hi FROM ${parquetScan(def, list, ', filename = true')} GROUP BY filename`,
+        `SELECT file_name, epoch_ms(min(TRY_CAST(stats_min_value AS TIMESTAMP))) AS lo, epoch_ms(max(TRY_CAST(stats_max_value AS TIMESTAMP))) AS hi
+         FROM parquet_metadata(${list}) WHERE path_in_schema = $col GROUP BY file_name`,
+        { col: def.partitionColumn! },
       )
     ).getRowObjectsJS();
-    const byFile = new Map(rows.map((r) => [String(r.filename), r]));
-    for (const e of read) {
+    const byFile = new Map(rows.map((r) => [String(r.file_name), r]));
+    for (const e of todo) {
       const r = byFile.get(`${this.lakeDir}/${e.path}`);
       this.spans.set(e.path, r && r.lo !== null && r.hi !== null ? { min: Number(r.lo), max: Number(r.hi) } : null);
     }
