@@ -114,7 +114,13 @@ export class Follower {
     const periodMs = this.opts.cycleSeconds * 1000;
     while (!this.stopping) {
       const t0 = performance.now();
-      await this.cycle();
+      try {
+        await this.cycle();
+      } catch (err) {
+        // Outside the orchestrator (a directory unreadable, a callback throwing): the role goes on all the same.
+        this.counters.failedCycles += 1;
+        this.opts.log.error({ err }, 'follow cycle failed');
+      }
       const wait = periodMs - (performance.now() - t0);
       if (wait > 0 && !this.stopping) {
         await new Promise<void>((resolve) => {
