@@ -164,6 +164,11 @@ describe('pmlake ingest --follow', () => {
       }
     })();
 
+    // The service on a real port: its /v1/status while the cycles land.
+    const srv = await startTestServer(testConfig({ PMLAKE_LAKE: lake, PMLAKE_STATE: path.join(tmp.dir, 'a-state') }));
+    type Status = { lake_version: number; checked_at: string; sources: { name: string; newest_landed_at: string | null; lag_seconds: number | null }[] };
+    const status = async (): Promise<Status> => (await (await fetch(`${srv.url}/v1/status`)).json()) as Status;
+    const statuses: Status[] = [];
     const dataTo: string[] = [];
     const maxDataTo = async (): Promise<string> => {
       const s = new LakeSession(reader, lake);
@@ -181,6 +186,7 @@ describe('pmlake ingest --follow', () => {
         if (i === 4) fs.writeFileSync(path.join(dir, '20251013T0900Z-broken.jsonl'), '{"event_type":"book","asset_id":\n');
         await until(`${i} files landed`, () => landed() >= i);
         if (i > 2) dataTo.push(await maxDataTo());
+        statuses.push(await status());
       }
       const settled = cycles.length;
       await until('two more cycles', () => cycles.length >= settled + 2);
@@ -222,29 +228,31 @@ describe('pmlake ingest --follow', () => {
     expect(Object.values(reference).filter((c) => c !== '0').length).toBeGreaterThanOrEqual(10);
     expect(followed).toEqual(reference);
 
-    // Freshness: the manifest's tape time is the newest receive time of raw, and /v1/status serves it with the lag.
+    // Freshness: each status answer names the newest receive time of raw in the version it served (computed here
+    // from that version's files), with the lag; it moved as the cycles landed.
     const conn = await db.connect();
-    const newest = (
-      await conn.runAndReadAll(
-        `SELECT epoch_ms(max(recv_ts)) AS t FROM read_parquet([${currentVersion(lake)
-          .files('raw')
-          .map((f) => `'${f}'`)}])`,
-      )
-    ).getRowObjectsJS()[0]!.t;
-    conn.closeSync();
-    expect(stats.newestLandedMs).toBe(Number(newest));
-    const srv = await startTestServer(testConfig({ PMLAKE_LAKE: lake, PMLAKE_STATE: path.join(tmp.dir, 'a-state') }));
+    const newestOf = async (version: number): Promise<number | null> => {
+      const m = JSON.parse(fs.readFileSync(path.join(versionsDir(lake), `v${String(version).padStart(8, '0')}.json`), 'utf8')) as Manifest;
+      const raw = (m.sets.raw ?? []).map((e) => `'${path.join(lake, e.path)}'`);
+      if (raw.length === 0) return null;
+      const t = (await conn.runAndReadAll(`SELECT epoch_ms(max(recv_ts)) AS t FROM read_parquet([${raw.join(', ')}])`)).getRowObjectsJS()[0]!.t;
+      return Number(t);
+    };
     try {
-      const body = (await (await fetch(`${srv.url}/v1/status`)).json()) as {
-        lake_version: number;
-        checked_at: string;
-        sources: { name: string; newest_landed_at: string; lag_seconds: number }[];
-      };
-      expect(body.lake_version).toBe(currentVersion(lake).version);
-      expect(body.sources.map((s) => s.name)).toEqual(['tape']);
-      expect(Date.parse(body.sources[0]!.newest_landed_at)).toBe(Number(newest));
-      expect(body.sources[0]!.lag_seconds).toBeCloseTo((Date.parse(body.checked_at) - Number(newest)) / 1000, 3);
+      statuses.push(await status());
+      for (const st of statuses) {
+        const tape = st.sources.find((x) => x.name === 'tape')!;
+        const expected = await newestOf(st.lake_version);
+        expect(tape.newest_landed_at === null ? null : Date.parse(tape.newest_landed_at), `v${st.lake_version}`).toBe(expected);
+        if (expected !== null) expect(tape.lag_seconds).toBeCloseTo((Date.parse(st.checked_at) - expected) / 1000, 3);
+      }
+      expect(new Set(statuses.map((x) => x.sources[0]!.newest_landed_at)).size).toBeGreaterThanOrEqual(4);
+      const last = statuses[statuses.length - 1]!;
+      expect(last.lake_version).toBe(currentVersion(lake).version);
+      expect(last.sources.map((x) => x.name)).toEqual(['tape']);
+      expect(stats.newestLandedMs).toBe(await newestOf(last.lake_version));
     } finally {
+      conn.closeSync();
       await srv.close();
     }
   });
