@@ -14,8 +14,8 @@ import { VersionDraft } from './versions.js';
  *   group; a group of two or more is merged into one hour file;
  * - once a whole day has closed, its files (hour files and the rest) are merged into one day file, unless the day
  *   is larger than DAY_FILE_MAX_BYTES (then its hour files stay: each is large enough to read well).
- * A file spanning more than a day (a one-shot ingest's batch) is left as it is. A late file for a folded hour or
- * day simply forms a new group with it. Work per cycle is bounded: oldest groups first, at most
+ * A file spanning more than a day (a one-shot ingest's batch) is left as it is. Late files for a folded hour or
+ * day are merged with it once they add a quarter of its size or number more than eight (worthMerging). Work per cycle is bounded: oldest groups first, at most
  * MAX_BYTES_PER_STEP of input, and no new group once the cycle's period is used up, except that a step always
  * merges at least one group so compaction cannot starve under load. All merges of a step publish one version
  * (`kind: compact`); readers keep the version they pinned, and the retired files are swept after the grace period.
@@ -28,7 +28,24 @@ export const DAY_FILE_MAX_BYTES = 1024 * 1024 * 1024;
 /** Input bytes one step merges at most. */
 export const MAX_BYTES_PER_STEP = 512 * 1024 * 1024;
 
+/** A group whose largest file is folded already waits until the others add this share of it, or this many files. */
+const GROWTH_SHARE = 0.25;
+const MANY_FILES = 8;
+
 type Span = { min: number; max: number };
+
+/**
+ * Whether merging the files pays: not when one file already holds nearly all of it (a folded hour or day and a
+ * late file or two). Rewriting it for each late file would make a backfill of a closed day quadratic; waiting
+ * until the rest add a quarter of it (or are many) rewrites each row a bounded number of times.
+ */
+function worthMerging(list: readonly FileEntry[]): boolean {
+  if (list.length < 2) return false;
+  if (list.length > MANY_FILES) return true;
+  const largest = Math.max(...list.map((e) => e.bytes));
+  const rest = list.reduce((s, e) => s + e.bytes, 0) - largest;
+  return rest >= GROWTH_SHARE * largest;
+}
 type Group = { name: DatasetName; partition: string; start: number; entries: FileEntry[]; bytes: number };
 
 export class FollowCompaction {
@@ -104,7 +121,8 @@ export class FollowCompaction {
     }
     const out: Group[] = [];
     const group = (start: number, list: FileEntry[]): void => {
-      if (list.length >= 2) out.push({ name, partition, start, entries: list, bytes: list.reduce((s, e) => s + e.bytes, 0) });
+      if (!worthMerging(list)) return;
+      out.push({ name, partition, start, entries: list, bytes: list.reduce((s, e) => s + e.bytes, 0) });
     };
     for (const [day, list] of days) {
       const bytes = list.reduce((s, e) => s + e.bytes, 0);

@@ -389,7 +389,21 @@ describe('pmlake ingest --follow', () => {
         expect(days.entries(name).length, name).toBe(days.partitionValues(name).length);
       expect(await lakeContent(days)).toEqual(reference);
       // Nothing left to do: no version.
-      expect(await policy.step(conn, Infinity, day + 24 * 3_600_000 + 10 * 60_000)).toBeNull();
+      const nextDay = day + 24 * 3_600_000 + 10 * 60_000;
+      expect(await policy.step(conn, Infinity, nextDay)).toBeNull();
+      // A late half hour of that day is not worth rewriting the day file for; three are (a quarter of its size).
+      await runIngest([halfHours[12]!], { lakeDir: lake, threads: 1, memoryLimit: '1GB', compactSmallFiles: 0 });
+      expect(currentVersion(lake).entries('l2').length).toBe(2);
+      // (Data sets of a few rows may still merge: there a file's fixed overhead is a large share.)
+      await policy.step(conn, Infinity, nextDay);
+      expect(currentVersion(lake).entries('l2').length).toBe(2);
+      expect(currentVersion(lake).entries('raw').length).toBe(2);
+      await runIngest(halfHours.slice(13, 15), { lakeDir: lake, threads: 1, memoryLimit: '1GB', batchRows: 1, compactSmallFiles: 0 });
+      const grown = await lakeContent(currentVersion(lake));
+      expect((await policy.step(conn, Infinity, nextDay))?.version).toBe(currentVersion(lake).version);
+      expect(currentVersion(lake).entries('l2').length).toBe(1);
+      expect(currentVersion(lake).entries('raw').length).toBe(1);
+      expect(await lakeContent(currentVersion(lake))).toEqual(grown);
     } finally {
       conn.closeSync();
     }
