@@ -84,10 +84,13 @@ export async function mergeIntoPartitions(conn: DuckDBConnection, draft: Version
       continue;
     }
     const files = `[${existing.map(sqlString).join(', ')}]`;
-    // The stored rows that can share a key with a staged one: those with one of the staged first-sort values.
+    const span = await stagedTimeSpan(conn, def, staging, where, params);
+    if (span) Object.assign(params, span.params);
+    // The stored rows that can share a key with a staged one: those with one of the staged first-sort values,
+    // and within the staged span of the key's time column (the stored files of other hours are skipped whole).
     const candidates = (select: string): string =>
       `SELECT ${select} FROM ${parquetScan(def, files, replace ? ', filename = true' : '')} e
-       WHERE e.${first} IN (SELECT DISTINCT ${first} FROM ${staging} ${where})`;
+       WHERE e.${first} IN (SELECT DISTINCT ${first} FROM ${staging} ${where})${span ? ` AND ${span.filter}` : ''}`;
     // IS NOT DISTINCT FROM because key columns may be NULL (an emptied book's marker row has no side or price).
     const match = keyCols.map((c) => `e.${c} IS NOT DISTINCT FROM s.${c}`).join(' AND ');
     await conn.run('DROP TABLE IF EXISTS _pmlake_fresh');
@@ -154,6 +157,27 @@ async function stagedPartitions(conn: DuckDBConnection, def: DatasetDef, staging
   if (!bounds || bounds.lo === null) return [];
   if (bounds.lo === bounds.hi) return rows(`SELECT ${sqlString(String(bounds.lo))} AS p, ${counts} FROM ${staging} WHERE ${pc} IS NOT NULL`);
   return rows(`SELECT ${partitionExpr(def)} AS p, ${counts} FROM ${staging} WHERE ${pc} IS NOT NULL GROUP BY 1 ORDER BY 1`);
+}
+
+/**
+ * A key with a time column (the tape's `ts`, raw's `recv_ts`, a candle's `bucket`) can only match a stored row
+ * with the same time, so the key check may keep to the staged span of it: by their footer statistics DuckDB then
+ * skips the stored files (and row groups) of other times, and a batch appended every cycle to a day partition
+ * reads only the files near it, not the whole day. Not when a staged row has no time (NULL matches NULL).
+ */
+async function stagedTimeSpan(
+  conn: DuckDBConnection,
+  def: DatasetDef,
+  staging: string,
+  where: string,
+  params: Record<string, DuckDBValue>,
+): Promise<{ filter: string; params: Record<string, DuckDBValue> } | null> {
+  const col = def.naturalKey.find((c) => def.columns[c] === 'TIMESTAMP');
+  if (col === undefined) return null;
+  const t = sqlIdent(col);
+  const r = (await conn.runAndReadAll(`SELECT min(${t}), max(${t}), count(*) FILTER (WHERE ${t} IS NULL) FROM ${staging} ${where}`, params)).getRows()[0];
+  if (!r || r[0] === null || r[1] === null || Number(r[2]) > 0) return null;
+  return { filter: `e.${t} BETWEEN $span_lo AND $span_hi`, params: { span_lo: r[0]!, span_hi: r[1]! } };
 }
 
 /**
