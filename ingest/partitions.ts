@@ -15,7 +15,7 @@ import { fsyncDir, type VersionDraft } from './versions.js';
  * The check reads only the key columns of the existing rows whose first sort column (token, asset, receive
  * time — always a function of the natural key, see src/lake/layout.ts) is one of the batch's: the files are
  * sorted on it, so DuckDB's join filter skips every other row group: an append's cost follows the batch, not
- * the partition it lands in.
+ * the partition it lands in. Where the key has a time column, only stored rows in the batch's span of it.
  */
 
 const DEFAULT_ROW_GROUP = 122_880;
