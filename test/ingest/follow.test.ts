@@ -13,12 +13,14 @@ import { LakeSession } from '../../src/lake/session.js';
 import { currentVersion, parseManifestName, SET_NAMES, versionsDir, type LakeVersion, type Manifest, type SetName } from '../../src/lake/versions.js';
 import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
 import { FollowCompaction } from '../../ingest/follow-compact.js';
+import { captureText, tokensOf, venueMs } from './capture-util.js';
 
 /**
- * `pmlake ingest --follow`: source files appear in a directory over time (the generator's day split into time-ordered
- * chunks, as a recorder rotates its files); the follow loop lands them cycle by cycle. Checked against a one-shot
- * ingest of the same files into another lake, with the rows and an order-independent content hash per data set
- * computed here from the Parquet files.
+ * `pmlake ingest --follow`: source files appear in a directory over time (the generator's day split into
+ * time-ordered chunks: the tape as capture files, as a recorder rotates them; in the compaction test as plain JSON
+ * lines); the follow loop lands them cycle by cycle. Checked against a one-shot ingest of the same files into
+ * another lake, with the rows and an order-independent content hash per data set computed here from the Parquet
+ * files.
  */
 
 const tmp = tempDir('pmlake-follow-');
@@ -108,8 +110,19 @@ beforeAll(async () => {
   generatedTrades = g.counts.trades;
   const src = path.join(tmp.dir, 'chunks');
   const THREE_HOURS = 3 * 3_600_000;
+  // The tape as a recorder writes it (docs/capture-format.md): each frame with its receive time, in files named by
+  // their period's start.
+  const tape = splitByTime(path.join(genRoot, g.files.ws[0]!), THREE_HOURS, (o) => Number(o.timestamp ?? 0), 'ws');
+  const assets = [...new Set(tape.flatMap((c) => c.lines.flatMap(tokensOf)))];
+  let recv = 0;
+  const captures = tape.map((c) => {
+    const stamp = new Date(c.at).toISOString().replace(/[-:]/g, '').slice(0, 15);
+    const body = c.lines.map((frame) => ({ recv_ms: (recv = Math.max(recv, venueMs(frame))), conn: 0, frame }));
+    const text = captureText('rec', `s-${stamp}`, [{ conn: 0, assets }], body, c.at);
+    return { at: c.at, lines: text.trimEnd().split('\n'), name: `market-${stamp}Z-rec-0000abcd.capture.jsonl` };
+  });
   const files = writeChunks(src, [
-    ...splitByTime(path.join(genRoot, g.files.ws[0]!), THREE_HOURS, (o) => Number(o.timestamp ?? 0), 'ws'),
+    ...captures,
     ...splitByTime(path.join(genRoot, g.files.fills[0]!), THREE_HOURS, (o) => Number(o.block_timestamp ?? 0) * 1000, 'fills'),
   ]);
   fs.copyFileSync(path.join(genRoot, g.files.markets), path.join(src, '00-markets.json'));
