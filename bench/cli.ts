@@ -24,6 +24,7 @@ import { downloadScenarios } from './scenarios/downloads.js';
 import { downloadCsv1mPg } from './scenarios/downloads-pg.js';
 import { exportL2Month } from './scenarios/exports.js';
 import { freshDuckDb } from './scenarios/common.js';
+import { liveFollow, type LiveFollowScale } from './scenarios/live-follow.js';
 
 /**
  * `make bench`, `npm run bench` (`node --import tsx bench/cli.ts`), `pmlake bench` (runs this file as a child
@@ -33,7 +34,7 @@ import { freshDuckDb } from './scenarios/common.js';
  * the exit code says whether the benchmark itself could run.
  */
 
-type Scale = { gen: GenOptions; httpSeconds: number; mixedSeconds: number; ingestReps: number; ingestMarkets: number; note: string };
+type Scale = { gen: GenOptions; httpSeconds: number; mixedSeconds: number; ingestReps: number; ingestMarkets: number; live: LiveFollowScale; note: string };
 
 export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
   // The target scale: ≥20M trades and ≥100M L2 level updates over 90 days across 2,000 markets, two of them
@@ -45,6 +46,8 @@ export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
     mixedSeconds: 20,
     ingestReps: 3,
     ingestMarkets: 200,
+    // The venue's average is ≈7,000 level updates/s; the issue asks ≥50,000 sustained, then the highest rate that holds.
+    live: { seconds: 300, rates: [50_000, 75_000, 100_000], markets: 300 },
     note: 'the issue scale',
   },
   small: {
@@ -53,6 +56,7 @@ export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
     mixedSeconds: 10,
     ingestReps: 3,
     ingestMarkets: 100,
+    live: { seconds: 180, rates: [50_000], markets: 300 },
     note: 'a few minutes',
   },
   tiny: {
@@ -61,6 +65,7 @@ export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
     mixedSeconds: 4,
     ingestReps: 1,
     ingestMarkets: 40,
+    live: { seconds: 75, rates: [10_000], markets: 50 },
     note: 'seconds; harness check',
   },
 };
@@ -90,6 +95,7 @@ function allScenarios(scale: Scale): Scenario[] {
     httpSmallPg(scale.httpSeconds),
     mixedLoad(scale.mixedSeconds),
     marketsListMixed(scale.mixedSeconds),
+    liveFollow(scale.live),
   ];
 }
 

@@ -86,5 +86,7 @@ async function followCommand(args: string[]): Promise<number> {
     snapshotSeconds: config.snapshotSeconds,
     graceSeconds: config.lakeGraceSeconds,
   });
+  // One line for the operator (and for scripts waiting on the role to be up); the cycles log on stderr.
+  process.stdout.write(`pmlake ingest --follow ${dirs.join(' ')} into ${config.lakeDir} every ${config.live.followSeconds} s\n`);
   return runUntilStopped(() => follower.stop());
 }
