@@ -1,0 +1,179 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { closedFileName, openFileName, periodStart, startLine } from './capture-lines.js';
+import { syncDir } from './capture-recovery.js';
+
+export type CaptureFileOptions = {
+  dir: string;
+  recorderId: string;
+  session: string;
+  url: string;
+  rotateSeconds: number;
+  /** The lines that follow `start` at the top of every file (the `assets` lines), at the given time. */
+  header: (recvMs: number) => string[];
+  /** Queued bytes above which the sockets are paused (`onPressure(true)`); they resume below a quarter of it. */
+  maxQueueBytes?: number;
+  onPressure?: (paused: boolean) => void;
+  log: Logger;
+};
+
+/** A cut between two files in the queue: the lines after it go to the file of the period starting at `period`. */
+type Rotate = { period: number };
+type Entry = string | Rotate;
+
+const WRITE_CHUNK = 4 * 1024 * 1024;
+const RETRY_MS = 1000;
+
+/**
+ * The recorder's one open capture file and the rotation behind it. Lines are appended to an in-memory queue and
+ * written by one asynchronous loop, so a slow disk never blocks the sockets' event handlers; the queue is bounded
+ * by pausing the sockets (`onPressure`) and, past twice the bound, by `full()` telling the caller to drop and
+ * account for what it drops. At each multiple of the rotation period the open file is flushed, fsynced, closed,
+ * renamed to its closed name and the directory fsynced; the next file starts with a `start` line and the header.
+ */
+export class CaptureFile {
+  private queue: Entry[] = [];
+  private bytes = 0;
+  private paused = false;
+  private writing: Promise<void> | null = null;
+  private fh: fs.promises.FileHandle | null = null;
+  private period = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+  private readonly openPath: string;
+  private readonly maxBytes: number;
+  filesClosed = 0;
+  bytesWritten = 0;
+
+  private constructor(private readonly opts: CaptureFileOptions) {
+    this.openPath = path.join(opts.dir, openFileName(opts.recorderId, opts.session));
+    this.maxBytes = opts.maxQueueBytes ?? 32 * 1024 * 1024;
+  }
+
+  static async open(opts: CaptureFileOptions): Promise<CaptureFile> {
+    const file = new CaptureFile(opts);
+    const now = Date.now();
+    file.period = periodStart(now, opts.rotateSeconds);
+    file.fh = await fs.promises.open(file.openPath, 'wx');
+    file.enqueueHeader(now);
+    file.schedule();
+    return file;
+  }
+
+  /** Bytes queued and not yet written. */
+  get queueBytes(): number {
+    return this.bytes;
+  }
+
+  /** Whether the queue is past twice its bound: the caller drops frames (and writes an outage for them) rather than grow memory. */
+  full(): boolean {
+    return this.bytes >= 2 * this.maxBytes;
+  }
+
+  /** Queues one line (without its `\n`). */
+  append(line: string): void {
+    if (this.closed) throw new Error('capture file closed');
+    this.queue.push(line);
+    this.bytes += Buffer.byteLength(line) + 1;
+    if (!this.paused && this.bytes > this.maxBytes) this.setPaused(true);
+    this.kick();
+  }
+
+  /** Writes `lastLine` and everything queued before it, then closes and renames the file. */
+  async close(lastLine: string): Promise<void> {
+    this.append(lastLine);
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    while (this.writing) await this.writing;
+    await this.finishFile();
+  }
+
+  private enqueueHeader(now: number): void {
+    for (const line of [startLine(now, this.opts.recorderId, this.opts.session, this.opts.url), ...this.opts.header(now)]) this.append(line);
+  }
+
+  private schedule(): void {
+    const p = this.opts.rotateSeconds * 1000;
+    const next = periodStart(Date.now(), this.opts.rotateSeconds) + p;
+    this.timer = setTimeout(() => {
+      if (this.closed) return;
+      const now = Date.now();
+      // A timer may fire a hair early; the new file's period is never before the boundary it was set for.
+      this.queue.push({ period: Math.max(next, periodStart(now, this.opts.rotateSeconds)) });
+      this.enqueueHeader(Math.max(now, next));
+      this.schedule();
+    }, next - Date.now());
+    this.timer.unref();
+  }
+
+  private setPaused(paused: boolean): void {
+    this.paused = paused;
+    this.opts.onPressure?.(paused);
+  }
+
+  private kick(): void {
+    if (this.writing) return;
+    this.writing = this.drain().finally(() => {
+      this.writing = null;
+      if (this.queue.length > 0) this.kick();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue;
+      this.queue = [];
+      let parts: string[] = [];
+      let size = 0;
+      for (const entry of batch) {
+        if (typeof entry === 'string') {
+          parts.push(entry, '\n');
+          size += entry.length;
+          if (size < WRITE_CHUNK) continue;
+        }
+        await this.writeOut(parts.join(''));
+        parts = [];
+        size = 0;
+        if (typeof entry !== 'string') await this.rotate(entry);
+      }
+      if (parts.length > 0) await this.writeOut(parts.join(''));
+    }
+  }
+
+  /** Writes until it succeeds: a full or failing disk holds the queue (and so the sockets) rather than lose lines. */
+  private async writeOut(text: string): Promise<void> {
+    if (text.length === 0) return;
+    const buf = Buffer.from(text, 'utf8');
+    for (;;) {
+      try {
+        await this.fh!.write(buf, 0, buf.length);
+        break;
+      } catch (err) {
+        this.opts.log.error({ err, file: this.openPath }, 'capture write failed; retrying');
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+      }
+    }
+    this.bytesWritten += buf.length;
+    this.bytes -= buf.length;
+    if (this.paused && this.bytes < this.maxBytes / 4) this.setPaused(false);
+  }
+
+  private async rotate(next: Rotate): Promise<void> {
+    await this.finishFile();
+    // A clock stepped back must not name a file after a period already closed (a closed file is never rewritten).
+    this.period = Math.max(next.period, this.period + this.opts.rotateSeconds * 1000);
+    this.fh = await fs.promises.open(this.openPath, 'wx');
+  }
+
+  private async finishFile(): Promise<void> {
+    const fh = this.fh;
+    if (!fh) return;
+    this.fh = null;
+    await fh.sync();
+    await fh.close();
+    await fs.promises.rename(this.openPath, path.join(this.opts.dir, closedFileName(this.period, this.opts.recorderId, this.opts.session)));
+    await syncDir(this.opts.dir);
+    this.filesClosed++;
+  }
+}

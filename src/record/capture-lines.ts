@@ -1,0 +1,53 @@
+/**
+ * The lines and file names of the capture format (docs/capture-format.md), built in one place so the writer,
+ * the recorder and the recovery agree byte for byte. Each builder returns one line without its `\n`.
+ */
+export const CAPTURE_FORMAT = 1;
+export const CAPTURE_SUFFIX = '.capture.jsonl';
+export const OPEN_PREFIX = '.open-';
+export const CLOSED_PREFIX = 'market-';
+
+export function startLine(recvMs: number, recorder: string, session: string, url: string): string {
+  return JSON.stringify({ recv_ms: recvMs, event: 'start', format: CAPTURE_FORMAT, recorder, session, url });
+}
+
+export function assetsLine(recvMs: number, conn: number, assets: readonly string[]): string {
+  return JSON.stringify({ recv_ms: recvMs, event: 'assets', conn, assets });
+}
+
+/** `frame` is the frame's text as a JSON string: JSON.parse of the line gives the received text back exactly. */
+export function frameLine(recvMs: number, conn: number, text: string): string {
+  return `{"recv_ms":${recvMs},"conn":${conn},"frame":${JSON.stringify(text)}}`;
+}
+
+export function subscribeLine(recvMs: number, conn: number, assets: readonly string[]): string {
+  return JSON.stringify({ recv_ms: recvMs, event: 'subscribe', conn, assets });
+}
+
+export function disconnectLine(recvMs: number, conn: number, code: number, reason: string): string {
+  return JSON.stringify({ recv_ms: recvMs, event: 'disconnect', conn, code, reason });
+}
+
+export function outageLine(recvMs: number, fromMs: number, toMs: number, assets: readonly string[], reason: string): string {
+  return JSON.stringify({ recv_ms: recvMs, event: 'outage', from_ms: fromMs, to_ms: toMs, assets, reason });
+}
+
+export function stopLine(recvMs: number): string {
+  return JSON.stringify({ recv_ms: recvMs, event: 'stop' });
+}
+
+export function openFileName(recorder: string, session: string): string {
+  return `${OPEN_PREFIX}${recorder}-${session}${CAPTURE_SUFFIX}`;
+}
+
+/** `market-<YYYYMMDDTHHMMSS>Z-<recorder>-<session8>.capture.jsonl`, the UTC start of the file's period. */
+export function closedFileName(periodStartMs: number, recorder: string, session: string): string {
+  const stamp = new Date(periodStartMs).toISOString().slice(0, 19).replace(/[-:]/g, '');
+  return `${CLOSED_PREFIX}${stamp}Z-${recorder}-${session.slice(0, 8)}${CAPTURE_SUFFIX}`;
+}
+
+/** The start of the rotation period holding `ms`: periods are multiples of the period since the epoch. */
+export function periodStart(ms: number, rotateSeconds: number): number {
+  const p = rotateSeconds * 1000;
+  return Math.floor(ms / p) * p;
+}
