@@ -16,6 +16,10 @@ commands:
   ingest --follow DIR...        land every closed file of the directories as it appears, one lake version per
                                 PMLAKE_FOLLOW_SECONDS cycle, until SIGTERM
   compact                       merge each partition's files into one sorted file (a new lake version)
+  record --out DIR [--assets ID,ID,...]
+                                record the venue's market channel ($PMLAKE_VENUE_WS_URL) into rotating capture
+                                files (docs/capture-format.md); every live token of the lake's catalogue unless
+                                --assets pins a list
   lake versions [--json]        the lake's published versions and the current one
   generate --markets N --days D --seed S --out DIR
                                 write synthetic venue-format source files
@@ -33,6 +37,7 @@ const commands: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./commands/serve.js')).serveCommand,
   worker: async () => (await import('./commands/worker.js')).workerCommand,
   ingest: async () => (await import('../ingest/cli.js')).ingestCommand,
+  record: async () => (await import('./commands/record.js')).recordCommand,
   compact: async () => (await import('../ingest/lake-cli.js')).compactCommand,
   lake: async () => (await import('../ingest/lake-cli.js')).lakeCommand,
   generate: async () => (await import('../ingest/generate/cli.js')).generateCommand,

@@ -1,0 +1,21 @@
+import type { Query } from '../lake/duckdb.js';
+import type { Lake } from '../lake/sources.js';
+import { query } from './common.js';
+
+/**
+ * The tokens the recorder subscribes to: every token of a market that is neither closed nor resolved, from the
+ * market's own token list and from the tokens data set (a catalogue may fill either). A market whose flags are
+ * unknown (NULL) counts as live: recording a quiet token costs little, missing a live one loses its history.
+ */
+export function liveTokensQuery(lake: Lake): Query {
+  const live = 'coalesce(m.closed, false) = false AND coalesce(m.resolved, false) = false';
+  return query(
+    `SELECT DISTINCT token_id FROM (
+  SELECT unnest(m.outcome_token_ids) AS token_id FROM ${lake.from('markets')} m WHERE ${live}
+  UNION ALL
+  SELECT t.token_id FROM ${lake.from('tokens')} t JOIN ${lake.from('markets')} m ON m.id = t.market_id WHERE ${live}
+) WHERE token_id IS NOT NULL AND token_id <> ''
+ORDER BY token_id`,
+    {},
+  );
+}
