@@ -39,6 +39,7 @@ export class CaptureFile {
   private writing: Promise<void> | null = null;
   private fh: fs.promises.FileHandle | null = null;
   private period = 0;
+  private nextAt = 0;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly openPath: string;
@@ -71,39 +72,53 @@ export class CaptureFile {
     return this.bytes >= 2 * this.maxBytes;
   }
 
-  /** Queues one line (without its `\n`). */
-  append(line: string): void {
+  /**
+   * Queues one line (without its `\n`) stamped `atMs`. A line stamped at or past the next period boundary first
+   * rotates, so each file holds exactly the lines of its period even when the rotation timer fires late.
+   */
+  append(line: string, atMs: number): void {
     if (this.closed) throw new Error('capture file closed');
-    this.queue.push(line);
-    this.bytes += Buffer.byteLength(line) + 1;
-    if (!this.paused && this.bytes > this.maxBytes) this.setPaused(true);
-    this.kick();
+    if (atMs >= this.nextAt) this.rotateAt(atMs);
+    this.push(line);
   }
 
   /** Writes `lastLine` and everything queued before it, then closes and renames the file. */
-  async close(lastLine: string): Promise<void> {
-    this.append(lastLine);
+  async close(lastLine: string, atMs: number): Promise<void> {
+    this.append(lastLine, atMs);
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     while (this.writing) await this.writing;
     await this.finishFile();
   }
 
-  private enqueueHeader(now: number): void {
-    for (const line of [startLine(now, this.opts.recorderId, this.opts.session, this.opts.url), ...this.opts.header(now)]) this.append(line);
+  private push(line: string): void {
+    this.queue.push(line);
+    this.bytes += Buffer.byteLength(line) + 1;
+    if (!this.paused && this.bytes > this.maxBytes) this.setPaused(true);
+    this.kick();
   }
 
+  private enqueueHeader(now: number): void {
+    this.nextAt = periodStart(now, this.opts.rotateSeconds) + this.opts.rotateSeconds * 1000;
+    for (const line of [startLine(now, this.opts.recorderId, this.opts.session, this.opts.url), ...this.opts.header(now)]) this.push(line);
+  }
+
+  private rotateAt(now: number): void {
+    this.queue.push({ period: periodStart(now, this.opts.rotateSeconds) });
+    this.enqueueHeader(now);
+  }
+
+  /** Rotates a quiet file on time; a busy one rotates on its first line past the boundary (append). */
   private schedule(): void {
-    const p = this.opts.rotateSeconds * 1000;
-    const next = periodStart(Date.now(), this.opts.rotateSeconds) + p;
-    this.timer = setTimeout(() => {
-      if (this.closed) return;
-      const now = Date.now();
-      // A timer may fire a hair early; the new file's period is never before the boundary it was set for.
-      this.queue.push({ period: Math.max(next, periodStart(now, this.opts.rotateSeconds)) });
-      this.enqueueHeader(Math.max(now, next));
-      this.schedule();
-    }, next - Date.now());
+    if (this.closed) return;
+    this.timer = setTimeout(
+      () => {
+        const now = Date.now();
+        if (!this.closed && now >= this.nextAt) this.rotateAt(now);
+        this.schedule();
+      },
+      Math.max(1, this.nextAt - Date.now()),
+    );
     this.timer.unref();
   }
 

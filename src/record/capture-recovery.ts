@@ -19,7 +19,7 @@ export async function syncDir(dir: string): Promise<void> {
 /** The offset just past the last `\n` in the first `size` bytes (0 when there is none), read from the end. */
 async function endOfLastLine(fh: fs.promises.FileHandle, size: number): Promise<number> {
   const buf = Buffer.alloc(CHUNK);
-  for (let end = size; end > 0; ) {
+  for (let end = size; end > 0;) {
     const start = Math.max(0, end - CHUNK);
     const { bytesRead } = await fh.read(buf, 0, end - start, start);
     const i = buf.subarray(0, bytesRead).lastIndexOf(NL);

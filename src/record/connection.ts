@@ -166,7 +166,7 @@ export class VenueConnection {
     const now = Date.now();
     if (this.paused) this.lastSeenMs = now;
     if (now - this.lastSeenMs > this.opts.stallMs) {
-      this.stallReason = `no PONG for ${Math.round(this.opts.stallMs / 1000)} s`;
+      this.stallReason = `no PONG for ${this.opts.stallMs / 1000} s`;
       this.opts.log.warn({ conn: this.opts.conn }, 'venue socket silent; reconnecting');
       ws.terminate();
       return;

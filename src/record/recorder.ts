@@ -46,10 +46,10 @@ export class Recorder {
   private readonly events: ConnectionEvents = {
     frame: (conn, text, ms) => this.onFrame(conn, text, ms),
     subscribed: (conn, assets, ms, ended) => {
-      this.file.append(subscribeLine(ms, conn, assets));
-      if (ended) this.file.append(outageLine(ms, ended.fromMs, ms, ended.assets, ended.reason));
+      this.file.append(subscribeLine(ms, conn, assets), ms);
+      if (ended) this.file.append(outageLine(ms, ended.fromMs, ms, ended.assets, ended.reason), ms);
     },
-    disconnected: (conn, code, reason, ms) => this.file.append(disconnectLine(ms, conn, code, reason)),
+    disconnected: (conn, code, reason, ms) => this.file.append(disconnectLine(ms, conn, code, reason), ms),
   };
 
   private constructor(
@@ -102,7 +102,7 @@ export class Recorder {
     await Promise.all(this.connections.map((c) => c.stop()));
     const now = Date.now();
     for (const conn of this.drops.keys()) this.writeDrops(conn, now);
-    await this.file.close(stopLine(now));
+    await this.file.close(stopLine(now), now);
     this.opts.log.info(this.stats(), 'recorder stopped');
   }
 
@@ -129,7 +129,10 @@ export class Recorder {
 
   private openConnection(assets: string[], pending: Interruption | null): void {
     const pingMs = (this.opts.pingSeconds ?? 10) * 1000;
-    const c = new VenueConnection({ url: this.opts.url, conn: this.connections.length, pingMs, stallMs: 3 * pingMs, events: this.events, log: this.opts.log, pending }, assets);
+    const c = new VenueConnection(
+      { url: this.opts.url, conn: this.connections.length, pingMs, stallMs: 3 * pingMs, events: this.events, log: this.opts.log, pending },
+      assets,
+    );
     this.connections.push(c);
     if (this.paused) c.pause();
     c.start();
@@ -144,7 +147,7 @@ export class Recorder {
       return;
     }
     this.writeDrops(conn, ms);
-    this.file.append(frameLine(ms, conn, text));
+    this.file.append(frameLine(ms, conn, text), ms);
     this.lastWritten.set(conn, ms);
     if (!this.opts.assets) {
       const announced = announcedAssets(text);
@@ -158,7 +161,7 @@ export class Recorder {
     if (!d) return;
     this.drops.delete(conn);
     const assets = this.connections[conn]?.assets ?? [];
-    this.file.append(outageLine(ms, d.fromMs, ms, assets, `write queue full: ${d.count} frames dropped`));
+    this.file.append(outageLine(ms, d.fromMs, ms, assets, `write queue full: ${d.count} frames dropped`), ms);
     this.opts.log.error({ conn, dropped: d.count }, 'capture frames dropped on a full write queue');
   }
 
