@@ -4,6 +4,9 @@ import type { Logger } from 'pino';
 import { closedFileName, openFileName, periodStart, startLine } from './capture-lines.js';
 import { syncDir } from './capture-recovery.js';
 
+/** What the writer needs of an open file (a FileHandle); a test's slow disk wraps one. */
+export type CaptureSink = Pick<fs.promises.FileHandle, 'write' | 'sync' | 'close'>;
+
 export type CaptureFileOptions = {
   dir: string;
   recorderId: string;
@@ -15,8 +18,12 @@ export type CaptureFileOptions = {
   /** Queued bytes above which the sockets are paused (`onPressure(true)`); they resume below a quarter of it. */
   maxQueueBytes?: number;
   onPressure?: (paused: boolean) => void;
+  /** Opens the open file for writing (exclusive create); the plain file system unless given. */
+  openSink?: (file: string) => Promise<CaptureSink>;
   log: Logger;
 };
+
+const openExclusive = (file: string): Promise<CaptureSink> => fs.promises.open(file, 'wx');
 
 /** A cut between two files in the queue: the lines after it go to the file of the period starting at `period`. */
 type Rotate = { period: number };
@@ -37,7 +44,7 @@ export class CaptureFile {
   private bytes = 0;
   private paused = false;
   private writing: Promise<void> | null = null;
-  private fh: fs.promises.FileHandle | null = null;
+  private fh: CaptureSink | null = null;
   private period = 0;
   private nextAt = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -56,7 +63,7 @@ export class CaptureFile {
     const file = new CaptureFile(opts);
     const now = Date.now();
     file.period = periodStart(now, opts.rotateSeconds);
-    file.fh = await fs.promises.open(file.openPath, 'wx');
+    file.fh = await (opts.openSink ?? openExclusive)(file.openPath);
     file.enqueueHeader(now);
     file.schedule();
     return file;
@@ -178,7 +185,7 @@ export class CaptureFile {
     await this.finishFile();
     // A clock stepped back must not name a file after a period already closed (a closed file is never rewritten).
     this.period = Math.max(next.period, this.period + this.opts.rotateSeconds * 1000);
-    this.fh = await fs.promises.open(this.openPath, 'wx');
+    this.fh = await (this.opts.openSink ?? openExclusive)(this.openPath);
   }
 
   private async finishFile(): Promise<void> {

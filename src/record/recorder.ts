@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import type { Logger } from 'pino';
 import { announcedAssets } from './announcements.js';
-import { CaptureFile } from './capture-file.js';
+import { CaptureFile, type CaptureSink } from './capture-file.js';
 import { assetsLine, disconnectLine, frameLine, outageLine, stopLine, subscribeLine } from './capture-lines.js';
 import { lastCapturedMs, recoverOpenFiles } from './capture-recovery.js';
 import { VenueConnection, type ConnectionEvents, type Interruption } from './connection.js';
@@ -21,6 +21,8 @@ export type RecorderOptions = {
   pingSeconds?: number;
   /** The write queue's bound in bytes (the sockets pause above it). */
   maxQueueBytes?: number;
+  /** How the capture file is opened (the file system unless given: a test's slow disk). */
+  openSink?: (file: string) => Promise<CaptureSink>;
   log: Logger;
 };
 
@@ -70,6 +72,7 @@ export class Recorder {
       rotateSeconds: opts.rotateSeconds,
       header: (ms) => r.connections.filter((c) => c.live).map((c) => assetsLine(ms, c.conn, c.assets)),
       ...(opts.maxQueueBytes !== undefined ? { maxQueueBytes: opts.maxQueueBytes } : {}),
+      ...(opts.openSink ? { openSink: opts.openSink } : {}),
       onPressure: (paused) => r.onPressure(paused),
       log: opts.log,
     });

@@ -46,12 +46,12 @@ export class MiniVenue {
     return out;
   }
 
-  /** One price change for each subscribed asset of every open socket. */
-  tick(): number {
+  /** One price change for each subscribed asset of every open socket (`pad` characters of filler make it bigger). */
+  tick(pad = 0): number {
     let n = 0;
     for (const s of this.open()) {
       for (const asset of s.assets) {
-        this.send(s, priceChange(asset, ++this.seq));
+        this.send(s, priceChange(asset, ++this.seq, pad));
         n++;
       }
     }
@@ -124,11 +124,8 @@ export function book(asset: string, seq: number): object {
   };
 }
 
-export function priceChange(asset: string, seq: number): string {
-  return JSON.stringify({
-    market: '0xabc',
-    price_changes: [{ asset_id: asset, price: '0.5', size: String(seq), side: 'BUY', hash: `h${seq}`, best_bid: '0.5', best_ask: '0.51' }],
-    timestamp: String(seq),
-    event_type: 'price_change',
-  });
+export function priceChange(asset: string, seq: number, pad = 0): string {
+  const changes = [{ asset_id: asset, price: '0.5', size: String(seq), side: 'BUY', hash: `h${seq}`, best_bid: '0.5', best_ask: '0.51' }];
+  const filler = pad > 0 ? { pad: 'x'.repeat(pad) } : {};
+  return JSON.stringify({ market: '0xabc', price_changes: changes, timestamp: String(seq), event_type: 'price_change', ...filler });
 }

@@ -41,7 +41,9 @@ describe('pmlake record killed with SIGKILL', () => {
       'a closed file and frames in the open one',
       () => {
         const open = openFiles(dir);
-        return fs.readdirSync(dir).some((n) => n.startsWith('market-')) && open.length === 1 && fs.readFileSync(path.join(dir, open[0]!), 'utf8').includes('"frame"');
+        return (
+          fs.readdirSync(dir).some((n) => n.startsWith('market-')) && open.length === 1 && fs.readFileSync(path.join(dir, open[0]!), 'utf8').includes('"frame"')
+        );
       },
       30_000,
     );
@@ -74,9 +76,11 @@ describe('pmlake record killed with SIGKILL', () => {
     expect(periodOfName(recovered!.name)).toBe(Math.floor(recovered!.lines[0]!.recv_ms / 1000) * 1000);
 
     const lines = allLines(files);
-    const bySession = (s: string) => lines.filter((l, i) => sessionAt(lines, i) === s);
+    const bySession = (s: string) => lines.filter((_, i) => sessionAt(lines, i) === s);
     // What the first recorder wrote is what the venue sent it, in order, up to the kill.
-    const frames1 = bySession(session1).filter((l) => l.frame !== undefined).map((l) => l.frame);
+    const frames1 = bySession(session1)
+      .filter((l) => l.frame !== undefined)
+      .map((l) => l.frame);
     expect(frames1.length).toBeGreaterThan(0);
     expect(frames1).toEqual(venue.sockets[0]!.sent.slice(0, frames1.length));
     const session2 = lines.find((l) => l.event === 'start' && l.session !== session1)!.session!;
