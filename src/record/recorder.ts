@@ -147,11 +147,12 @@ export class Recorder {
       const d = this.drops.get(conn);
       if (d) d.count++;
       else this.drops.set(conn, { count: 1, fromMs: this.lastWritten.get(conn) ?? ms });
-      return;
+    } else {
+      this.writeDrops(conn, ms);
+      this.file.append(frameLine(ms, conn, text), ms);
+      this.lastWritten.set(conn, ms);
     }
-    this.writeDrops(conn, ms);
-    this.file.append(frameLine(ms, conn, text), ms);
-    this.lastWritten.set(conn, ms);
+    // Even a dropped announcement subscribes its market: the market's own messages are still to come.
     if (!this.opts.assets) {
       const announced = announcedAssets(text);
       if (announced.length > 0) this.addAssets(announced);

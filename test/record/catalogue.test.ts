@@ -48,7 +48,14 @@ describe('the recorder over the lake catalogue', () => {
 
   it('subscribes to them when started without --assets', async () => {
     const venue = await MiniVenue.start();
-    const recorder = await Recorder.start({ url: venue.url, outDir: path.join(dir, 'cap'), recorderId: 'c', rotateSeconds: 60, discoverAssets: catalogueAssets(db, lakeDir), log: quietLog });
+    const recorder = await Recorder.start({
+      url: venue.url,
+      outDir: path.join(dir, 'cap'),
+      recorderId: 'c',
+      rotateSeconds: 60,
+      discoverAssets: catalogueAssets(db, lakeDir),
+      log: quietLog,
+    });
     try {
       await waitFor('subscription', () => venue.open().length === 1 && venue.open()[0]!.assets.size > 0);
       expect([...venue.open()[0]!.assets].sort()).toEqual(expected);

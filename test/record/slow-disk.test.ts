@@ -78,4 +78,23 @@ describe('pmlake record on a slow disk', () => {
     });
     process.stdout.write(`slow disk, 3 s stall: bounded (2 MB) ${JSON.stringify(figure(bounded))}; unbounded ${JSON.stringify(figure(unbounded))}\n`);
   });
+
+  it('past twice its bound drops frames only with an outage line that counts them', async () => {
+    const r = await floodSlowDisk(4096, 1000, 1500);
+    const lines = allLines(readCaptures(r.dir));
+    const written = lines.filter((l) => l.frame !== undefined).map((l) => l.frame!);
+    const outages = lines.filter((l) => l.event === 'outage');
+    const dropped = outages.reduce((n, l) => n + Number(/write queue full: (\d+) frames dropped/.exec(l.reason!)![1]), 0);
+    expect(written.length + dropped).toBe(r.sent.length);
+    // What was written is what was sent, in order, with the dropped frames missing.
+    let j = 0;
+    for (const text of written) {
+      while (j < r.sent.length && r.sent[j] !== text) j++;
+      expect(j).toBeLessThan(r.sent.length);
+      j++;
+    }
+    for (const o of outages) expect(o.assets).toHaveLength(50);
+    expect(dropped).toBeGreaterThan(0);
+    process.stdout.write(`tiny queue (4 KB): ${r.sent.length} frames sent, ${dropped} dropped in ${outages.length} outages\n`);
+  });
 });

@@ -1,0 +1,28 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseRecordArgs } from '../../src/commands/record.js';
+
+const REPO = path.resolve(import.meta.dirname, '../..');
+
+describe('pmlake record arguments', () => {
+  it('parses --out and a pinned --assets list', () => {
+    expect(parseRecordArgs(['--out', 'cap'])).toEqual({ out: 'cap', assets: undefined });
+    expect(parseRecordArgs(['--out', 'cap', '--assets', '123,456,123'])).toEqual({ out: 'cap', assets: ['123', '456'] });
+  });
+
+  it('refuses what it cannot use, saying why', () => {
+    expect(parseRecordArgs([])).toBe('--out DIR is required');
+    expect(parseRecordArgs(['--out', 'cap', '--assets', '1,,2'])).toMatch(/not an asset id: ''/);
+    expect(parseRecordArgs(['--out', 'cap', '--assets', 'a b'])).toMatch(/not an asset id: 'a b'/);
+    expect(parseRecordArgs(['--out', 'cap', '--bogus'])).toMatch(/bogus/);
+    expect(parseRecordArgs(['--out', 'cap', 'extra'])).toMatch(/extra/);
+  });
+
+  it('exits 2 with the message and the usage', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'record', '--assets', '1'], { cwd: REPO, encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('pmlake record: --out DIR is required');
+    expect(r.stderr).toContain('usage: pmlake record --out DIR');
+  });
+});
