@@ -167,14 +167,12 @@ export class CaptureFile {
   private async writeOut(text: string): Promise<void> {
     if (text.length === 0) return;
     const buf = Buffer.from(text, 'utf8');
-    for (;;) {
-      try {
-        await this.fh!.write(buf, 0, buf.length);
-        break;
-      } catch (err) {
-        this.opts.log.error({ err, file: this.openPath }, 'capture write failed; retrying');
-        await new Promise((r) => setTimeout(r, RETRY_MS));
-      }
+    const fh = this.fh!;
+    // A partial write (a full disk) resumes where it stopped, so the file never holds a line twice.
+    let done = 0;
+    while (done < buf.length) {
+      const { bytesWritten } = await this.retrying('write', () => fh.write(buf, done, buf.length - done));
+      done += bytesWritten;
     }
     this.bytesWritten += buf.length;
     this.bytes -= buf.length;
@@ -185,17 +183,33 @@ export class CaptureFile {
     await this.finishFile();
     // A clock stepped back must not name a file after a period already closed (a closed file is never rewritten).
     this.period = Math.max(next.period, this.period + this.opts.rotateSeconds * 1000);
-    this.fh = await (this.opts.openSink ?? openExclusive)(this.openPath);
+    this.fh = await this.retrying('open', () => (this.opts.openSink ?? openExclusive)(this.openPath));
   }
 
   private async finishFile(): Promise<void> {
     const fh = this.fh;
     if (!fh) return;
     this.fh = null;
-    await fh.sync();
-    await fh.close();
-    await fs.promises.rename(this.openPath, path.join(this.opts.dir, closedFileName(this.period, this.opts.recorderId, this.opts.session)));
-    await syncDir(this.opts.dir);
+    await this.retrying('fsync', () => fh.sync());
+    await fh.close().catch((err: unknown) => this.opts.log.error({ err, file: this.openPath }, 'capture file close failed'));
+    const closed = path.join(this.opts.dir, closedFileName(this.period, this.opts.recorderId, this.opts.session));
+    await this.retrying('rename', () => fs.promises.rename(this.openPath, closed));
+    await this.retrying('fsync dir', () => syncDir(this.opts.dir));
     this.filesClosed++;
+  }
+
+  /**
+   * A file-system step retried until it succeeds: the recorder must not crash on a full or failing disk, and a
+   * step skipped would leave a file half put into place. Meanwhile the queue fills and pauses the sockets.
+   */
+  private async retrying<T>(step: string, fn: () => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        return await fn();
+      } catch (err) {
+        this.opts.log.error({ err, step, file: this.openPath }, 'capture file step failed; retrying');
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+      }
+    }
   }
 }

@@ -90,7 +90,8 @@ export class VenueConnection {
   subscribe(assets: readonly string[]): void {
     const added = assets.filter((a) => !this.set.has(a));
     for (const a of added) this.set.add(a);
-    if (added.length === 0 || !this.live || !this.ws) return;
+    // Not open: the assets go with the whole subscription when the socket (re)opens.
+    if (added.length === 0 || !this.live || this.ws?.readyState !== WebSocket.OPEN) return;
     this.ws.send(JSON.stringify({ assets_ids: added, operation: 'subscribe' }));
     this.opts.events.subscribed(this.opts.conn, added, Date.now(), null);
   }

@@ -49,7 +49,7 @@ export class Recorder {
     frame: (conn, text, ms) => this.onFrame(conn, text, ms),
     subscribed: (conn, assets, ms, ended) => {
       this.file.append(subscribeLine(ms, conn, assets), ms);
-      if (ended) this.file.append(outageLine(ms, ended.fromMs, ms, ended.assets, ended.reason), ms);
+      if (ended && ended.assets.length > 0) this.file.append(outageLine(ms, ended.fromMs, ms, ended.assets, ended.reason), ms);
     },
     disconnected: (conn, code, reason, ms) => this.file.append(disconnectLine(ms, conn, code, reason), ms),
   };
@@ -78,6 +78,8 @@ export class Recorder {
     });
     opts.log.info({ dir: opts.outDir, session: r.session, recovered, restartedFrom: r.restartedFrom }, 'recorder started');
     r.addAssets(opts.assets ?? (await r.discover()), true);
+    // With nothing to subscribe yet, one connection still listens for the markets the venue announces.
+    if (!opts.assets && r.connections.length === 0) r.openConnection([], null);
     if (!opts.assets && opts.discoverAssets) {
       r.refresher = setInterval(() => void r.refresh(), (opts.refreshSeconds ?? 300) * 1000);
     }

@@ -186,6 +186,8 @@ describe('pmlake record against a venue on a loopback socket', () => {
     const lines = allLines(readCaptures(dir));
     expect(framesOf(lines, 0)).toEqual(s.sent);
     expect(framesOf(lines, 0)).toContain(announced);
+    // In the order things happened: the announcement, then its subscription.
+    expect(lines.findIndex((l) => l.frame === announced)).toBeLessThan(lines.findIndex((l) => l.event === 'subscribe' && l.assets!.includes('n1')));
     expect(lines.filter((l) => l.event === 'subscribe').map((l) => l.assets)).toEqual([
       ['c1', 'c2'],
       ['n1', 'n2'],
@@ -194,6 +196,21 @@ describe('pmlake record against a venue on a loopback socket', () => {
     const n1 = venue.sentFor('n1').map((x) => x.text);
     expect(JSON.parse(n1[1]!)[0]).toMatchObject({ event_type: 'book', asset_id: 'n1' });
     for (const t of n1) expect(framesOf(lines, 0)).toContain(t);
+  });
+
+  it('with an empty catalogue listens on one connection and records the markets the venue announces', async () => {
+    const { venue, dir, recorder, stop } = await setup({ discover: async () => [] });
+    await waitFor('an empty subscription', () => venue.open().length === 1 && venue.open()[0]!.received.length === 1);
+    expect(JSON.parse(venue.open()[0]!.received[0]!)).toEqual({ assets_ids: [], type: 'market', custom_feature_enabled: true });
+    venue.announce(['e1', 'e2'], 'first market');
+    await waitFor('the announced tokens subscribed', () => venue.open()[0]!.assets.size === 2);
+    venue.tick();
+    const s = venue.open()[0]!;
+    await waitFor('every frame received', () => recorder.stats().frames === s.sent.length);
+    await stop();
+    const lines = allLines(readCaptures(dir));
+    expect(framesOf(lines, 0)).toEqual(s.sent);
+    expect(lines.filter((l) => l.event === 'subscribe').map((l) => l.assets)).toEqual([[], ['e1', 'e2']]);
   });
 
   it('retries an unreachable venue with backoff, without crashing, and records once it is up', async () => {
