@@ -49,7 +49,7 @@ function framesOf(lines: ReturnType<typeof allLines>, conn: number): string[] {
 describe('pmlake record against a venue on a loopback socket', () => {
   it('writes every frame byte for byte, in order, with receive times, into files rotated at period boundaries', async () => {
     const assets = ['11', '22', '33'];
-    const { venue, dir, recorder, stop } = await setup({ assets, rotateSeconds: 1, pingSeconds: 0.2 });
+    const { venue, dir, recorder, stop } = await setup({ assets, rotateSeconds: 1, pingSeconds: 0.5 });
     await waitFor('the subscription', () => venue.open().length === 1 && venue.open()[0]!.assets.size === 3);
     const socket = venue.open()[0]!;
     expect(JSON.parse(socket.received[0]!)).toEqual({ assets_ids: assets, type: 'market', custom_feature_enabled: true });
