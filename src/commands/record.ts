@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { DuckDBInstance } from '@duckdb/node-api';
 import { loadConfig } from '../config.js';
+import { StartupError } from '../errors.js';
 import { openLakeDb } from '../lake/duckdb.js';
 import { createLogger } from '../log.js';
 import { catalogueAssets } from '../record/catalogue-assets.js';
@@ -54,6 +55,12 @@ export async function recordCommand(args: string[]): Promise<number> {
     ...(parsed.assets ? { assets: parsed.assets } : {}),
     ...(db ? { discoverAssets: catalogueAssets(db, config.lakeDir) } : {}),
     log,
+  }).catch((err: unknown) => {
+    db?.closeSync();
+    // The capture directory cannot be made, read or written: the operator's to fix, said in one line.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code) throw new StartupError(`cannot use ${parsed.out}: ${(err as Error).message}`);
+    throw err;
   });
   process.stdout.write(`pmlake record ${config.live.recorderId} session ${recorder.session} writing ${parsed.out} from ${config.live.venueWsUrl}\n`);
   return runUntilStopped(async () => {

@@ -25,4 +25,16 @@ describe('pmlake record arguments', () => {
     expect(r.stderr).toContain('pmlake record: --out DIR is required');
     expect(r.stderr).toContain('usage: pmlake record --out DIR');
   });
+
+  it('exits 1 with one line when the capture directory cannot be made', () => {
+    const file = path.join(REPO, 'package.json');
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'record', '--out', `${file}/cap`, '--assets', '1'], {
+      cwd: REPO,
+      encoding: 'utf8',
+      env: { ...process.env, PMLAKE_VENUE_WS_URL: 'ws://127.0.0.1:9' },
+      timeout: 30_000,
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^pmlake record: cannot use .*package\.json\/cap: ENOTDIR/m);
+  });
 });
