@@ -45,6 +45,7 @@ export class Recorder {
   private refreshing = false;
   private paused = false;
   private stopped = false;
+  private fileClosing = false;
   private readonly events: ConnectionEvents = {
     frame: (conn, text, ms) => this.onFrame(conn, text, ms),
     subscribed: (conn, assets, ms, ended) => {
@@ -99,12 +100,16 @@ export class Recorder {
     };
   }
 
-  /** Closes the sockets, writes `stop` and closes the open file into place. */
+  /**
+   * Closes the sockets, writes `stop` and closes the open file into place. Frames that arrive while the sockets
+   * close (the venue's last ones before it saw the close) are still written.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     if (this.refresher) clearInterval(this.refresher);
     await Promise.all(this.connections.map((c) => c.stop()));
+    this.fileClosing = true;
     const now = Date.now();
     for (const conn of this.drops.keys()) this.writeDrops(conn, now);
     await this.file.close(stopLine(now), now);
@@ -144,7 +149,7 @@ export class Recorder {
   }
 
   private onFrame(conn: number, text: string, ms: number): void {
-    if (this.stopped) return;
+    if (this.fileClosing) return;
     if (this.file.full()) {
       const d = this.drops.get(conn);
       if (d) d.count++;
@@ -155,7 +160,7 @@ export class Recorder {
       this.lastWritten.set(conn, ms);
     }
     // Even a dropped announcement subscribes its market: the market's own messages are still to come.
-    if (!this.opts.assets) {
+    if (!this.opts.assets && !this.stopped) {
       const announced = announcedAssets(text);
       if (announced.length > 0) this.addAssets(announced);
     }
