@@ -47,7 +47,7 @@ type RateResult = {
 };
 
 /** The l2 receive times of every file first published by an ingest version, with that version's publish instant. */
-async function landingLags(lakeDir: string): Promise<{ lags: number[]; byVersion: { at: number; lags: number[] }[]; levelUpdates: number }> {
+export async function landingLags(lakeDir: string): Promise<{ lags: number[]; byVersion: { at: number; lags: number[] }[]; levelUpdates: number }> {
   const dir = versionsDir(lakeDir);
   const seen = new Set<string>();
   const pubs: { file: string; at: number }[] = [];
@@ -73,8 +73,8 @@ async function landingLags(lakeDir: string): Promise<{ lags: number[]; byVersion
     const values = pubs.map((p) => `(${sqlString(p.file)}, ${p.at})`).join(', ');
     const rows = (
       await conn.runAndReadAll(
-        `WITH pubs(file, at) AS (VALUES ${values})
-         SELECT p.at, p.at - epoch_ms(l.recv_ts) AS lag
+        `WITH pubs(file, pub_ms) AS (VALUES ${values})
+         SELECT p.pub_ms, p.pub_ms - epoch_ms(l.recv_ts) AS lag
          FROM read_parquet([${pubs.map((p) => sqlString(p.file)).join(', ')}], filename = true) l JOIN pubs p ON p.file = l.filename`,
       )
     ).getRows();
