@@ -52,4 +52,5 @@ generate: install
 	$(PMLAKE) generate $(ARGS)
 
 clean:
-	rm -rf cluster demo-data state lake/catalog lake/trades lake/candles_1m lake/l2 lake/raw lake/last_trades lake/book_snapshots lake/top_of_book lake/options lake/_ingest
+	rm -rf cluster demo-data demo-live state
+	find lake -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +

@@ -8,6 +8,9 @@ export type Conn = { id: number; ws: WebSocket; assets: Set<string>; custom: boo
 
 export type SentFrame = { conn: number; text: string; atMs: number };
 
+/** A trade the venue printed: what its settlement on chain carries (`milli` the token's price in thousandths, `cents` the size in hundredths). */
+export type SimTrade = { conditionId: string; tokenId: string; milli: number; cents: number; takerBuys: boolean; ms: number; transactionHash: string };
+
 /**
  * Routes the book model's changes to the connections subscribed to each token, as text frames of one message
  * each. A `price_change` spans both tokens of a market; a connection subscribed to one of them gets only that
@@ -26,6 +29,7 @@ export class Feed implements BookSink {
   constructor(
     private readonly rng: Rng,
     private readonly kept: SentFrame[] | null,
+    private readonly onTrade: ((t: SimTrade) => void) | null = null,
   ) {}
 
   send(c: Conn, text: string): void {
@@ -66,7 +70,10 @@ export class Feed implements BookSink {
   }
 
   trade(b: MarketBook, token: 0 | 1, milli: number, takerBuys: boolean, cents: number): void {
-    if (this.subs.has(b.tokens[token])) this.toToken(b, token, lastTradeText(b, token, milli, takerBuys, cents, this.ts, this.rng));
+    if (!this.subs.has(b.tokens[token])) return;
+    const transactionHash = `0x${this.rng.hex(64)}`;
+    this.toToken(b, token, lastTradeText(b, token, milli, takerBuys, cents, this.ts, transactionHash));
+    this.onTrade?.({ conditionId: b.conditionId, tokenId: b.tokens[token], milli, cents, takerBuys, ms: Number(this.ts), transactionHash });
   }
 
   book(b: MarketBook, token: 0 | 1): void {

@@ -53,8 +53,8 @@ export function priceChangeText(b: MarketBook, entries: string, ts: string): str
   return `{"market":"${b.conditionId}","price_changes":[${entries}],"timestamp":"${ts}","event_type":"price_change"}`;
 }
 
-export function lastTradeText(b: MarketBook, token: 0 | 1, milli: number, takerBuys: boolean, cents: number, ts: string, rng: Rng): string {
-  return `{"market":"${b.conditionId}","asset_id":"${b.tokens[token]}","price":"${PRICE_STR[milli]}","size":"${sizeStr(cents)}","fee_rate_bps":"0","side":"${takerBuys ? 'BUY' : 'SELL'}","timestamp":"${ts}","event_type":"last_trade_price","transaction_hash":"0x${rng.hex(64)}"}`;
+export function lastTradeText(b: MarketBook, token: 0 | 1, milli: number, takerBuys: boolean, cents: number, ts: string, txHash: string): string {
+  return `{"market":"${b.conditionId}","asset_id":"${b.tokens[token]}","price":"${PRICE_STR[milli]}","size":"${sizeStr(cents)}","fee_rate_bps":"0","side":"${takerBuys ? 'BUY' : 'SELL'}","timestamp":"${ts}","event_type":"last_trade_price","transaction_hash":"${txHash}"}`;
 }
 
 export function bestBidAskText(b: MarketBook, token: 0 | 1, ts: string): string {

@@ -1,13 +1,14 @@
 import { WebSocketServer, type WebSocket } from 'ws';
 import { Rng } from '../generate/prng.js';
 import { MarketBook } from './book.js';
-import { Feed, type Conn, type SentFrame } from './feed.js';
+import { Feed, type Conn, type SentFrame, type SimTrade } from './feed.js';
 import { newSimMarket, type SimMarket } from './markets.js';
 import { bookLevels, bookText, marketResolvedText, newMarketText } from './messages.js';
 import { INVALID_OPERATION, parseClientMessage } from './protocol.js';
 import { RatePacer } from './pacer.js';
 
 export { syntheticMarkets, type SimMarket } from './markets.js';
+export type { SimTrade } from './feed.js';
 
 export type SimulatedVenueOptions = {
   host?: string;
@@ -24,6 +25,8 @@ export type SimulatedVenueOptions = {
   keepSent?: boolean;
   /** A connection whose unsent bytes exceed this is dropped as a slow consumer (default 16 MiB). */
   maxBufferedBytes?: number;
+  /** Every trade printed (as `last_trade_price`), for a stand-in of its settlement on chain (./settlement.ts). */
+  onTrade?: (t: SimTrade) => void;
 };
 
 export type VenueStats = {
@@ -70,7 +73,7 @@ export class SimulatedVenue {
     const seed = opts.seed ?? 1;
     this.rng = new Rng(seed, 'venue');
     this.kept = opts.keepSent ? [] : null;
-    this.feed = new Feed(new Rng(seed, 'venue:hashes'), this.kept);
+    this.feed = new Feed(new Rng(seed, 'venue:hashes'), this.kept, opts.onTrade ?? null);
     this.maxAssets = opts.maxAssetsPerConnection ?? 500;
     this.maxBuffered = opts.maxBufferedBytes ?? 16 << 20;
     for (const m of opts.markets) this.register(m);

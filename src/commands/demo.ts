@@ -10,6 +10,7 @@ import { runIngest } from '../../ingest/run.js';
 import { ingestSummaryText } from '../../ingest/issues.js';
 import { generate } from '../../ingest/generate/index.js';
 import { runUntilStopped } from './until-stopped.js';
+import { startDemoLive } from './demo-live.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -73,7 +74,17 @@ export async function demoCommand(_args: string[]): Promise<number> {
     out.write(`  tape coverage:    curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/markets/${market}/coverage'\n`);
     out.write(`  venue coverage:   curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/coverage?date=${DEMO_SILENCE.slice(0, 10)}'\n`);
   }
-  return runUntilStopped(() => running.close());
+  const live = await startDemoLive({ config, log, lake: running.ctx.lakeSession(), root: ROOT });
+  if (live) {
+    out.write(
+      `  live input:       a simulated venue (${live.venueUrl}, ${live.markets} markets) → pmlake record → ${path.relative(ROOT, live.captureDir)}/ → ingest --follow every ${live.followSeconds} s\n`,
+    );
+    out.write(`  freshness:        curl -s '${running.url}/v1/status'   (the tape's newest landed time and lag)\n`);
+  }
+  return runUntilStopped(async () => {
+    await live?.close();
+    await running.close();
+  });
 }
 
 /**

@@ -19,3 +19,19 @@ ORDER BY token_id`,
     {},
   );
 }
+
+/**
+ * The live two-outcome markets with their tokens and tick, in id order: what the demo's simulated venue keeps
+ * trading so the demo lake goes on growing for the markets it already shows.
+ */
+export function liveMarketsQuery(lake: Lake, limit: number): Query {
+  return query(
+    `SELECT condition_id, outcome_token_ids AS tokens, coalesce(tick_size, 0.01)::VARCHAR AS tick
+FROM ${lake.from('markets')} m
+WHERE coalesce(m.closed, false) = false AND coalesce(m.resolved, false) = false
+  AND len(m.outcome_token_ids) = 2 AND condition_id IS NOT NULL
+ORDER BY trade_count DESC NULLS LAST, id
+LIMIT $limit`,
+    { limit },
+  );
+}
