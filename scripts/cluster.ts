@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { startLocalS3 } from '../src/s3/local.js';
 import { StateStore } from '../src/state/store.js';
+import { syntheticMarkets } from '../ingest/simulate/venue.js';
 
 /**
  * `make cluster`: pmlake as several machines would run it, on this one, with one command — PostgreSQL (state,
@@ -29,6 +30,8 @@ const dir = path.join(REPO, 'cluster');
 const frontPort = Number(process.env.PORT ?? 8000);
 const ports = { pg: 54329, replicas: [frontPort + 1, frontPort + 2] };
 const children: ChildProcess[] = [];
+/** The simulated venue of the cluster's live input. */
+const LIVE = { markets: 20, rate: 500, seed: 20261126 };
 const stops: (() => Promise<unknown>)[] = [];
 
 async function main(): Promise<void> {
@@ -80,6 +83,44 @@ async function main(): Promise<void> {
   const workerEnv = { ...process.env, ...shared, PMLAKE_STATE: path.join(dir, 'worker-1') };
   const worker = await spawnUntil(path.join(REPO, 'src/cli.ts'), ['worker'], workerEnv, /building exports/, path.join(dir, 'worker-1.log'));
   children.push(worker.child);
+  // The input side as three more processes: a simulated venue, a recorder of it and a following ingest into the
+  // lake the replicas serve (its lock in PostgreSQL, as across machines). The simulated venue trades its own
+  // synthetic markets, so the recorder is given their tokens rather than the demo catalogue's.
+  const sim = await spawnUntil(
+    path.join(REPO, 'src/cli.ts'),
+    ['simulate', '--port', '0', '--markets', String(LIVE.markets), '--rate', String(LIVE.rate), '--seed', String(LIVE.seed)],
+    { ...process.env, ...shared },
+    /(ws:\/\/[^\s"]+)/,
+    path.join(dir, 'simulate.log'),
+  );
+  children.push(sim.child);
+  const captureDir = path.join(dir, 'capture');
+  const liveEnv = {
+    ...process.env,
+    ...shared,
+    PMLAKE_STATE: path.join(dir, 'live'),
+    PMLAKE_VENUE_WS_URL: sim.match[1]!,
+    PMLAKE_RECORD_ROTATE_SECONDS: process.env.PMLAKE_RECORD_ROTATE_SECONDS ?? '10',
+    PMLAKE_FOLLOW_SECONDS: process.env.PMLAKE_FOLLOW_SECONDS ?? '10',
+    PMLAKE_RECORDER_ID: 'cluster-1',
+  };
+  const tokens = syntheticMarkets(LIVE.markets, LIVE.seed).flatMap((m) => m.tokens);
+  const recorder = await spawnUntil(
+    path.join(REPO, 'src/cli.ts'),
+    ['record', '--out', captureDir, '--assets', tokens.join(',')],
+    liveEnv,
+    /pmlake record /,
+    path.join(dir, 'record.log'),
+  );
+  children.push(recorder.child);
+  const follow = await spawnUntil(
+    path.join(REPO, 'src/cli.ts'),
+    ['ingest', '--follow', captureDir],
+    liveEnv,
+    /pmlake ingest --follow/,
+    path.join(dir, 'follow.log'),
+  );
+  children.push(follow.child);
   const front = await roundRobin(replicas, frontPort);
   stops.push(() => new Promise((r) => front.close(r)));
 
@@ -88,6 +129,8 @@ async function main(): Promise<void> {
   const market = (await busiestMarket(new LakeSession(duck, base.lakeDir))) ?? '<market id>';
   duck.closeSync();
   out.write(`\npmlake cluster: front ${url} → replicas ${replicas.join(', ')}; one export worker; logs in ${dir}/\n`);
+  out.write(`  live input:     pmlake simulate (${sim.match[1]}) → pmlake record → ${path.relative(REPO, captureDir)}/ → pmlake ingest --follow\n`);
+  out.write(`  freshness:      curl -s ${url}/v1/status\n`);
   out.write(`  PMLAKE_DATABASE_URL=${databaseUrl.replace(/:[^:@/]+@/, ':***@')}\n  PMLAKE_REDIS_URL=${redisUrl}\n  PMLAKE_S3_ENDPOINT=${s3.endpoint}\n`);
   out.write(`  key:            ${proKey}\n`);
   out.write(`  which replica:  curl -s -D - -o /dev/null -H 'X-API-Key: ${proKey}' ${url}/v1/markets?limit=1 | grep -i x-pmlake-replica\n`);
