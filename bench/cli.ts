@@ -72,10 +72,12 @@ export const SCALES: Record<'default' | 'small' | 'tiny', Scale> = {
 
 const USAGE = `usage: pmlake bench [--scale default|small|tiny] [--reps N] [--only a,b] [--lake DIR] [--data DIR]
                    [--markets N] [--days D] [--seed S] [--busy K] [--rate X] [--maker-fills F] [--rebuild] [--profile DIR]
-                   [--out FILE] [--keep-work] [--list] [--appended N [--then-compact]]
+                   [--out FILE] [--keep-work] [--list] [--appended N [--then-compact]] [--live-rates R,R] [--live-seconds S]
   --appended N     run the scenarios on a hard-link clone of the bench lake after N small-day appends (pmlake ingest,
                    no compaction; rows marked "@N appends"); with --then-compact, pmlake compact the clone and run
                    them again (rows marked "@compacted"). The bench lake itself is never written.
+  --live-rates R,R, --live-seconds S
+                   live-follow's rates (level updates/s) and seconds per rate instead of the scale's
 `;
 
 function allScenarios(scale: Scale): Scenario[] {
@@ -121,6 +123,8 @@ export async function benchCommand(args: string[]): Promise<number> {
         out: { type: 'string' },
         'keep-work': { type: 'boolean', default: false },
         appended: { type: 'string' },
+        'live-rates': { type: 'string' },
+        'live-seconds': { type: 'string' },
         'then-compact': { type: 'boolean', default: false },
         list: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
@@ -171,7 +175,18 @@ export async function benchCommand(args: string[]): Promise<number> {
     process.stderr.write(`--then-compact needs --appended N\n${USAGE}`);
     return 2;
   }
-  const scale: Scale = { ...base, gen };
+  // --live-rates 50000,100000 / --live-seconds S: the live-follow rates and run length without the scale's bench lake.
+  const liveRates = values['live-rates']?.split(',').map(Number);
+  if (liveRates && liveRates.some((r) => !Number.isFinite(r) || r <= 0)) {
+    process.stderr.write(`--live-rates: positive numbers, comma-separated\n${USAGE}`);
+    return 2;
+  }
+  const live: LiveFollowScale = {
+    ...base.live,
+    ...(liveRates ? { rates: liveRates } : {}),
+    ...(values['live-seconds'] !== undefined ? { seconds: Math.max(30, Number(values['live-seconds']) || base.live.seconds) } : {}),
+  };
+  const scale: Scale = { ...base, gen, live };
   const scenarios = allScenarios(scale);
   if (values.list) {
     process.stdout.write(`${scenarios.map((s) => s.name).join('\n')}\n`);
