@@ -60,6 +60,9 @@ export type FollowStats = {
   compactions: number;
 };
 
+/** After a period boundary, how long a cycle waits for the recorders' cut (fsync, rename) to finish. */
+const SETTLE_MS = 1500;
+
 /** How often the follow loop sweeps retired files at most (the sweep reads every manifest still kept). */
 const SWEEP_EVERY_MS = 10 * 60_000;
 
@@ -121,7 +124,13 @@ export class Follower {
         this.counters.failedCycles += 1;
         this.opts.log.error({ err }, 'follow cycle failed');
       }
-      const wait = periodMs - (performance.now() - t0);
+      // A cycle that overran its period starts the next at once; otherwise the next starts just after the coming
+      // wall-clock multiple of the period. Recorders cut their files at multiples of their rotation, so with a
+      // rotation that divides the cycle a file closed at a boundary is taken seconds later, not up to a cycle later.
+      const settleMs = Math.min(SETTLE_MS, periodMs / 4);
+      const overran = performance.now() - t0 >= periodMs;
+      const now = Date.now();
+      const wait = overran ? 0 : (Math.floor((now - settleMs) / periodMs) + 1) * periodMs + settleMs - now;
       if (wait > 0 && !this.stopping) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, wait);
