@@ -10,7 +10,7 @@ import { Follower } from '../../ingest/follow.js';
 import { SimulatedVenue, type SimMarket } from '../../ingest/simulate/venue.js';
 import { SimulatedSettlement } from '../../ingest/simulate/settlement.js';
 
-/** The demo's live side keeps its files here (next to demo-data/, which is the generated history). */
+/** At most this many of the lake's live markets trade on the demo's simulated venue. */
 const LIVE_MARKETS = 24;
 /** Level updates per second across the demo's markets: enough to move candles every minute, light on 2 cores. */
 const LIVE_RATE = 400;
@@ -28,9 +28,8 @@ export type DemoLive = {
 /**
  * `make demo`'s live input, in the demo's process: a simulated venue trading the lake's live markets over the real
  * protocol, a recorder of it (assets from the lake's catalogue, as `pmlake record` finds them) and a following
- * ingest into the served lake, so the newest candle moves on /charts. The demo cuts files and lands them every
- * 5 s unless PMLAKE_RECORD_ROTATE_SECONDS / PMLAKE_FOLLOW_SECONDS say otherwise: a visitor should not wait a
- * production minute to see the first live candle.
+ * ingest into the served lake, so the newest candle moves on /charts. Files go under `root/demo-live/`; the
+ * rotation and the cycle are `config.live`'s (the demo's own defaults: DEMO_LIVE_ENV in ./demo.ts).
  */
 export async function startDemoLive(opts: { config: Config; log: Logger; lake: LakeSession; root: string }): Promise<DemoLive | null> {
   const { config, log, lake } = opts;
@@ -43,8 +42,8 @@ export async function startDemoLive(opts: { config: Config; log: Logger; lake: L
     log.warn('the demo lake has no live market: no live input');
     return null;
   }
-  const rotateSeconds = process.env.PMLAKE_RECORD_ROTATE_SECONDS ? config.live.recordRotateSeconds : 5;
-  const followSeconds = process.env.PMLAKE_FOLLOW_SECONDS ? config.live.followSeconds : 5;
+  const rotateSeconds = config.live.recordRotateSeconds;
+  const followSeconds = config.live.followSeconds;
   const captureDir = path.join(opts.root, 'demo-live', 'capture');
   fs.mkdirSync(captureDir, { recursive: true });
   // Candles come from on-chain fills, not from the tape: until the chain indexer exists, the simulated venue's

@@ -32,6 +32,12 @@ const DEMO_GENERATOR = {
 };
 
 /**
+ * The demo's own defaults under the environment's: its live input cuts and lands every 5 s, so a visitor does not
+ * wait a production minute (PMLAKE_RECORD_ROTATE_SECONDS=60) for the first live candle.
+ */
+const DEMO_LIVE_ENV = { PMLAKE_RECORD_ROTATE_SECONDS: '5', PMLAKE_FOLLOW_SECONDS: '5' };
+
+/**
  * `make demo`: builds the demo lake (the real venue captures in test/fixtures/venue plus generated history),
  * keeps exports in the local store under PMLAKE_STATE unless PMLAKE_S3_ENDPOINT is set, creates a professional and a free
  * API key, turns on the local payment provider (its checkout page confirms without any payment: a demo
@@ -41,7 +47,7 @@ const DEMO_GENERATOR = {
  */
 export async function demoCommand(_args: string[]): Promise<number> {
   void _args;
-  const base = loadConfig();
+  const base = loadConfig({ ...DEMO_LIVE_ENV, ...process.env });
   const log = createLogger(base.logLevel);
   const out = process.stdout;
 

@@ -23,7 +23,13 @@ describe('demo live input', () => {
     const gen = path.join(tmp.dir, 'gen');
     await generate({ markets: 12, days: 2, seed: 11, out: gen, workers: 0, rate: 0.3 });
     await runIngest([gen], { lakeDir, threads: 2 });
-    const config = testConfig({ PMLAKE_LAKE: lakeDir, PMLAKE_STATE: path.join(tmp.dir, 'state') });
+    // The demo's own cadence (src/commands/demo.ts DEMO_LIVE_ENV is 5 s); shorter here.
+    const config = testConfig({
+      PMLAKE_LAKE: lakeDir,
+      PMLAKE_STATE: path.join(tmp.dir, 'state'),
+      PMLAKE_RECORD_ROTATE_SECONDS: '2',
+      PMLAKE_FOLLOW_SECONDS: '2',
+    });
     srv = await startTestServer(config);
     live = await startDemoLive({ config, log: createLogger('silent'), lake: srv.ctx.lakeSession(), root: tmp.dir });
   }, 120_000);
