@@ -3,6 +3,7 @@ import { Rng } from './prng.js';
 import { DAY_MS, DEFAULT_MAKER_FILLS, NEW_SHAPE_FROM, isoDate, type Plan, type PlanMarket } from './plan.js';
 import { ChunkWriter, PRICE_STR, sizeStr, blockAt, blockTime, CTF_EXCHANGE, NEG_RISK_CTF_EXCHANGE } from './format.js';
 import { writeOptionsDay } from './options.js';
+import { ASK, BID, YesBook } from './yes-book.js';
 
 /**
  * One UTC day of the venue: every active market's order book evolves event by event (limit orders added,
@@ -46,8 +47,6 @@ export type DayResult = {
   markets: MarketDayStats[];
 };
 
-const BID = 0;
-const ASK = 1;
 const SIDE = ['BUY', 'SELL'] as const;
 
 export function emptyCounts(): DayCounts {
@@ -67,11 +66,7 @@ export function emptyCounts(): DayCounts {
   };
 }
 
-class Sim {
-  readonly lvl = [new Float64Array(1001), new Float64Array(1001)];
-  readonly n = [0, 0];
-  bb = 0;
-  ba = 1000;
+class Sim extends YesBook {
   tick: number;
   tickChanged = false;
   noise = 0;
@@ -90,6 +85,7 @@ class Sim {
   readonly contract: string;
 
   constructor(readonly m: PlanMarket) {
+    super();
     this.tick = m.tick;
     this.contract = m.negRisk ? NEG_RISK_CTF_EXCHANGE : CTF_EXCHANGE;
   }
@@ -106,36 +102,6 @@ class Sim {
     this.noise = this.noise * decay + this.m.noiseSd * Math.sqrt(1 - decay * decay) * rng.normal();
     this.lastT = t;
     return 1000 / (1 + Math.exp(-(x + this.noise)));
-  }
-
-  /** Best level on a side after `from` stopped being one (scans away from the spread). */
-  rescan(side: number, from: number): void {
-    const a = this.lvl[side]!;
-    if (side === BID) {
-      let p = from;
-      while (p > 0 && a[p] === 0) p--;
-      this.bb = p;
-    } else {
-      let p = from;
-      while (p < 1000 && a[p] === 0) p++;
-      this.ba = p;
-    }
-  }
-
-  set(side: number, p: number, cents: number): void {
-    const a = this.lvl[side]!;
-    const was = a[p]!;
-    a[p] = cents;
-    if (was === 0 && cents > 0) {
-      this.n[side]!++;
-      if (side === BID ? p > this.bb : p < this.ba) {
-        if (side === BID) this.bb = p;
-        else this.ba = p;
-      }
-    } else if (was > 0 && cents === 0) {
-      this.n[side]!--;
-      if (p === (side === BID ? this.bb : this.ba)) this.rescan(side, p);
-    }
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Rng } from '../generate/prng.js';
+import { ASK, BID, YesBook } from '../generate/yes-book.js';
 
 /**
  * One market's order book as the simulated venue runs it, the generator's model (ingest/generate/day.ts) in real
@@ -6,8 +7,7 @@ import type { Rng } from '../generate/prng.js';
  * ("cents"); the No book is its mirror (a Yes bid at p is a No ask at 1 − p, same size). Every change is handed to
  * the `BookSink` the moment it happens, so a message always shows the book as it is at that point.
  */
-export const BID = 0;
-export const ASK = 1;
+export { ASK, BID };
 
 export interface BookSink {
   /** Level changes already applied, as flat (side, milli, new total cents) triples of the Yes book; `only` = one token. */
@@ -19,11 +19,7 @@ export interface BookSink {
   tickChange(b: MarketBook, oldTick: number, newTick: number): void;
 }
 
-export class MarketBook {
-  readonly lvl = [new Float64Array(1001), new Float64Array(1001)];
-  readonly n = [0, 0];
-  bb = 0;
-  ba = 1000;
+export class MarketBook extends YesBook {
   /** Last trade per token, in that token's milli; -1 before the first. */
   readonly lastPrice = [-1, -1];
   resolved = false;
@@ -37,6 +33,7 @@ export class MarketBook {
     readonly weight: number,
     rng: Rng,
   ) {
+    super();
     this.anchor = 3 * (rng.float() - 0.5);
     this.x = this.anchor;
     this.init(rng);
@@ -47,26 +44,6 @@ export class MarketBook {
     this.x += 0.002 * (this.anchor - this.x) + 0.03 * rng.normal();
     this.x = Math.max(-4.5, Math.min(4.5, this.x));
     return 1000 / (1 + Math.exp(-this.x));
-  }
-
-  set(side: number, p: number, cents: number): void {
-    const a = this.lvl[side]!;
-    const was = a[p]!;
-    a[p] = cents;
-    if (was === 0 && cents > 0) {
-      this.n[side]!++;
-      if (side === BID ? p > this.bb : p < this.ba) {
-        if (side === BID) this.bb = p;
-        else this.ba = p;
-      }
-    } else if (was > 0 && cents === 0) {
-      this.n[side]!--;
-      if (side === BID && p === this.bb) {
-        while (this.bb > 0 && a[this.bb] === 0) this.bb--;
-      } else if (side === ASK && p === this.ba) {
-        while (this.ba < 1000 && a[this.ba] === 0) this.ba++;
-      }
-    }
   }
 
   /** A fresh book around the fair price, as the venue holds it before anyone subscribes. */
