@@ -11,6 +11,8 @@ import { mergeIntoPartitions, sweepTempFiles } from './partitions.js';
 import type { IngestIssue, SourceHandler, SourceKind } from './types.js';
 import type { TapeBatchContext } from './ws/common.js';
 import { wsHandlers } from './ws/index.js';
+import { cataloguePollHandler } from './catalogue/polls.js';
+import { chainFilesHandler } from './chain/files.js';
 import { metadataHandler } from './metadata.js';
 import { fillsHandler } from './fills.js';
 import { optionsHandler } from './options.js';
@@ -21,7 +23,7 @@ import { VersionDraft } from './versions.js';
 import { sweepLake, type SweepReport } from './sweep.js';
 import { adoptLegacyLake } from './adopt.js';
 import { compactLake, type CompactReport } from './compact.js';
-import { currentVersion } from '../src/lake/versions.js';
+import { currentVersion, type LandedSource } from '../src/lake/versions.js';
 
 /**
  * The ingest orchestrator. One run: sweep temp files a killed run left, lock the lake, open the scratch
@@ -93,7 +95,15 @@ export type IngestReport = {
 const KIND_ORDER: Record<SourceKind, number> = { metadata: 0, fills: 1, options: 2, ws: 3 };
 
 /** Every format handler, statically imported: a broken handler is a type or load error, never a skipped source. */
-export const defaultHandlers: readonly SourceHandler[] = [metadataHandler, fillsHandler, optionsHandler, ...wsHandlers];
+// The roles' own files first: their page bodies and decoded logs would also match the metadata and fills detectors.
+export const defaultHandlers: readonly SourceHandler[] = [
+  cataloguePollHandler,
+  chainFilesHandler,
+  metadataHandler,
+  fillsHandler,
+  optionsHandler,
+  ...wsHandlers,
+];
 
 const STAGED: DatasetName[] = Object.keys(DATASETS) as DatasetName[];
 /** Partitioned data sets are merged here; the catalogue files are rebuilt by finalizeCatalog. */
@@ -238,6 +248,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         snapshotSeconds: opts.snapshotSeconds ?? 60,
         issues: report.issues,
         counts: report.counts,
+        landed: {},
       };
       const stagedRows = async (): Promise<number> => {
         let staged = 0;
@@ -294,6 +305,8 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         // Freshness (/v1/status): the newest receive time the tape holds, carried by every later version.
         const tapeTo = (await conn.runAndReadAll('SELECT epoch_ms(max(recv_ts)) FROM stg_raw')).getRows()[0]?.[0];
         if (tapeTo !== null && tapeTo !== undefined) ctx.lake.noteLanded('tape', Number(tapeTo));
+        for (const [source, ms] of Object.entries(ctx.landed) as [LandedSource, number][]) ctx.lake.noteLanded(source, ms);
+        ctx.landed = {};
         if (pauseMs > 0) {
           process.stderr.write(`pmlake-test: publishing\n`);
           await sleep(pauseMs);

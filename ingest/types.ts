@@ -1,5 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../src/log.js';
+import type { LandedSource } from '../src/lake/versions.js';
 import type { VersionDraft } from './versions.js';
 
 /**
@@ -31,7 +32,17 @@ export type BatchContext = {
   issues: IngestIssue[];
   /** Counters for the report, e.g. { frames: 42, level_updates: 1200, unknown_event_types: 1 }. */
   counts: Record<string, number>;
+  /**
+   * Freshness (/v1/status): per source, the newest time (epoch ms) of what the files staged since the last
+   * publish hold — a poll's newest `received_at`, the newest block's time. Handlers raise it with `noteLanded`;
+   * the orchestrator records it in the version it publishes, then clears it. (The tape's comes from stg_raw.)
+   */
+  landed: Partial<Record<LandedSource, number>>;
 };
+
+export function noteLanded(ctx: BatchContext, source: LandedSource, ms: number): void {
+  if (Number.isFinite(ms) && ms > (ctx.landed[source] ?? -Infinity)) ctx.landed[source] = ms;
+}
 
 export type SourceKind = 'ws' | 'metadata' | 'fills' | 'options';
 

@@ -21,7 +21,9 @@ import { KIND_IDS } from '../src/catalogue/kinds.js';
  *       reads its query, path and body from its typed input, never from res.locals.
  *   (i) nothing in src/http/ builds lake sources: a handler reads through its request's lake session (`ctx.lake`);
  *   (j) within src/ and ingest/, only the recorder (src/record/) and the simulated venue (ingest/simulate/) import
- *       `ws`: the venue's socket is theirs, so reconnects, pings and back-pressure live in one place.
+ *       `ws`: the venue's socket is theirs, so reconnects, pings and back-pressure live in one place;
+ *   (k) within src/ and ingest/, only the chain indexer (src/chain/), the chain files' ingest (ingest/chain/) and the
+ *       simulated venue import `viem`: ABIs and decoding live in one place.
  * Imports are read with TypeScript's own scanner (`import … from`, `export … from`, `import type`, side-effect
  * imports and `import('literal')`, which eslint's no-restricted-imports does not see), so comments and strings
  * that merely look like imports do not count.
@@ -32,7 +34,17 @@ export const REPO = path.resolve(import.meta.dirname, '..');
 export type Graph = Map<string, string[]>;
 export type Edge = { from: string; to: string };
 export type Rule =
-  'cycles' | 'into-http' | 'express' | 'read_parquet' | 'bench-or-test' | 'upward' | 'kind-lists' | 'named-handlers' | 'http-sources' | 'venue-socket';
+  | 'cycles'
+  | 'into-http'
+  | 'express'
+  | 'read_parquet'
+  | 'bench-or-test'
+  | 'upward'
+  | 'kind-lists'
+  | 'named-handlers'
+  | 'http-sources'
+  | 'venue-socket'
+  | 'chain-library';
 export const RULES: Record<Rule, string> = {
   cycles: '(a) no import cycles among src/ and ingest/',
   'into-http': '(b) nothing outside src/http/ imports src/http/ except src/server.ts',
@@ -44,10 +56,12 @@ export const RULES: Record<Rule, string> = {
   'named-handlers': '(h) src/http/ route handlers are named functions reading a typed input, not res.locals.query/params/body',
   'http-sources': '(i) nothing in src/http/ builds lake sources (lakeSources, datasetSource, partitionSource, versionSources): use ctx.lake',
   'venue-socket': '(j) within src/ and ingest/, only src/record/ and ingest/simulate/ import ws',
+  'chain-library': '(k) within src/ and ingest/, only src/chain/, ingest/chain/ and ingest/simulate/ import viem',
 };
 
 /** The folders that may open the venue's socket (rule j). */
 export const VENUE_SOCKET_OWNERS = ['src/record/', 'ingest/simulate/'];
+export const CHAIN_LIBRARY_OWNERS = ['src/chain/', 'ingest/chain/', 'ingest/simulate/'];
 
 /** Pairs [lower, upper] of directories: nothing under the first imports anything under the second. */
 export const UPWARD: [string, string][] = [
@@ -232,6 +246,7 @@ export function checkArchitecture(root = REPO): { files: number; edges: number; 
           .flatMap((line, i) => (SOURCE_BUILDERS.test(line) ? [`${f}:${i + 1}`] : [])),
       ),
       'venue-socket': show(edges.filter((e) => packageOf(e.to) === 'ws' && !VENUE_SOCKET_OWNERS.some((d) => e.from.startsWith(d)))),
+      'chain-library': show(edges.filter((e) => packageOf(e.to) === 'viem' && !CHAIN_LIBRARY_OWNERS.some((d) => e.from.startsWith(d)))),
     },
   };
 }

@@ -20,6 +20,11 @@ commands:
                                 record the venue's market channel ($PMLAKE_VENUE_WS_URL) into rotating capture
                                 files (docs/capture-format.md); every live token of the lake's catalogue unless
                                 --assets pins a list
+  catalogue --out DIR           poll the venue's catalogue (Gamma markets and events, CLOB markets) every
+                                $PMLAKE_CATALOGUE_SECONDS into poll files (docs/catalogue-format.md)
+  chain --out DIR [--from-block N]
+                                index the exchange contracts' logs (V1 and V2) from $PMLAKE_POLYGON_RPC_URL into
+                                confirmed block-range files (docs/chain-format.md)
   lake versions [--json]        the lake's published versions and the current one
   generate --markets N --days D --seed S --out DIR
                                 write synthetic venue-format source files
@@ -38,6 +43,8 @@ const commands: Record<string, () => Promise<Command>> = {
   worker: async () => (await import('./commands/worker.js')).workerCommand,
   ingest: async () => (await import('../ingest/cli.js')).ingestCommand,
   record: async () => (await import('./commands/record.js')).recordCommand,
+  catalogue: async () => (await import('./commands/catalogue.js')).catalogueCommand,
+  chain: async () => (await import('./commands/chain.js')).chainCommand,
   compact: async () => (await import('../ingest/lake-cli.js')).compactCommand,
   lake: async () => (await import('../ingest/lake-cli.js')).lakeCommand,
   generate: async () => (await import('../ingest/generate/cli.js')).generateCommand,

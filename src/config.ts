@@ -154,6 +154,31 @@ const EnvSchema = z
       .optional(),
     /** `pmlake ingest --follow`: one lake version per this many seconds at most. */
     PMLAKE_FOLLOW_SECONDS: z.coerce.number().min(0.2).max(3600).default(30),
+    /** `pmlake catalogue`: one poll of the whole catalogue per this many seconds (docs/catalogue-format.md). */
+    PMLAKE_CATALOGUE_SECONDS: z.coerce.number().min(0.2).max(86_400).default(300),
+    /** The venue's Gamma API (markets, events) and CLOB API (markets) the catalogue poller pages through. */
+    PMLAKE_GAMMA_URL: z
+      .string()
+      .url()
+      .regex(/^https?:\/\//i, 'an http(s) URL')
+      .default('https://gamma-api.polymarket.com'),
+    PMLAKE_CLOB_URL: z
+      .string()
+      .url()
+      .regex(/^https?:\/\//i, 'an http(s) URL')
+      .default('https://clob.polymarket.com'),
+    /** `pmlake chain`: a Polygon JSON-RPC node (docs/chain-format.md); required by that command only. */
+    PMLAKE_POLYGON_RPC_URL: z
+      .string()
+      .url()
+      .regex(/^https?:\/\//i, 'an http(s) URL')
+      .optional(),
+    /** Blocks on top of a block before `pmlake chain` writes it; a reorg within this window is replaced. */
+    PMLAKE_CHAIN_CONFIRMATIONS: z.coerce.number().int().min(0).max(10_000).default(32),
+    /** `pmlake chain`: the first block when its directory holds no file and no --from-block is given. */
+    PMLAKE_CHAIN_FROM_BLOCK: z.coerce.number().int().min(0).optional(),
+    /** `pmlake chain`: the widest eth_getLogs range asked (halved while the node refuses, grown back after). */
+    PMLAKE_CHAIN_MAX_RANGE: z.coerce.number().int().min(1).max(1_000_000).default(2000),
   })
   .superRefine((e, ctx) => {
     if (e.PMLAKE_PAYMENT_PROVIDER !== 'paddle') return;
@@ -208,6 +233,13 @@ export type Config = {
     recordRotateSeconds: number;
     recorderId: string;
     followSeconds: number;
+    catalogueSeconds: number;
+    gammaUrl: string;
+    clobUrl: string;
+    polygonRpcUrl: string | undefined;
+    chainConfirmations: number;
+    chainFromBlock: number | undefined;
+    chainMaxRange: number;
   };
   admission: {
     classes: Readonly<Record<'cheap' | 'query' | 'stream', { concurrency: number; maxQueue: number }>>;
@@ -277,6 +309,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           .replace(/[^A-Za-z0-9._-]/g, '-')
           .slice(0, 64),
       followSeconds: e.PMLAKE_FOLLOW_SECONDS,
+      catalogueSeconds: e.PMLAKE_CATALOGUE_SECONDS,
+      gammaUrl: e.PMLAKE_GAMMA_URL.replace(/\/+$/, ''),
+      clobUrl: e.PMLAKE_CLOB_URL.replace(/\/+$/, ''),
+      polygonRpcUrl: e.PMLAKE_POLYGON_RPC_URL,
+      chainConfirmations: e.PMLAKE_CHAIN_CONFIRMATIONS,
+      chainFromBlock: e.PMLAKE_CHAIN_FROM_BLOCK,
+      chainMaxRange: e.PMLAKE_CHAIN_MAX_RANGE,
     }),
     admission: Object.freeze({
       classes: Object.freeze({

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { Rng } from '../generate/prng.js';
 import { MarketBook } from './book.js';
@@ -27,7 +28,15 @@ export type SimulatedVenueOptions = {
   maxBufferedBytes?: number;
   /** Every trade printed (as `last_trade_price`), for a stand-in of its settlement on chain (./settlement.ts). */
   onTrade?: (t: SimTrade) => void;
+  /**
+   * Plain HTTP served on the same port (the venue's REST side: catalogue pages, a JSON-RPC node), tried in order;
+   * a route answers by returning true. Anything no route takes is a 404.
+   */
+  routes?: readonly SimHttpRoute[];
 };
+
+/** One HTTP handler of the simulated venue: returns true when it answered the request. */
+export type SimHttpRoute = (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => boolean | Promise<boolean>;
 
 export type VenueStats = {
   connections: number;
@@ -50,7 +59,10 @@ const PATH = '/ws/market';
  * "Simulated venue"). It is the tests', the bench's and the demo's venue.
  */
 export class SimulatedVenue {
+  /** The market channel: ws://host:port/ws/market. */
   readonly url: string;
+  /** The same port over plain HTTP (the `routes`): http://host:port. */
+  readonly httpUrl: string;
   private readonly rng: Rng;
   private readonly feed: Feed;
   private readonly pacer: RatePacer;
@@ -65,11 +77,13 @@ export class SimulatedVenue {
   private readonly maxBuffered: number;
 
   private constructor(
+    private readonly server: http.Server,
     private readonly wss: WebSocketServer,
     opts: SimulatedVenueOptions,
     port: number,
   ) {
     this.url = `ws://${opts.host ?? '127.0.0.1'}:${port}${PATH}`;
+    this.httpUrl = `http://${opts.host ?? '127.0.0.1'}:${port}`;
     const seed = opts.seed ?? 1;
     this.rng = new Rng(seed, 'venue');
     this.kept = opts.keepSent ? [] : null;
@@ -89,15 +103,27 @@ export class SimulatedVenue {
 
   static async start(opts: SimulatedVenueOptions): Promise<SimulatedVenue> {
     if (!(opts.rate >= 0) || !Number.isFinite(opts.rate)) throw new Error(`rate must be a finite number ≥ 0, got ${opts.rate}`);
-    const wss = new WebSocketServer({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0, path: PATH, perMessageDeflate: false, maxPayload: 4 << 20 });
-    await new Promise<void>((resolve, reject) => {
-      wss.once('listening', resolve);
-      wss.once('error', reject);
+    const routes = opts.routes ?? [];
+    const server = http.createServer((req, res) => {
+      void (async () => {
+        const url = new URL(req.url ?? '/', 'http://venue');
+        for (const route of routes) if (await route(req, res, url)) return;
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+      })().catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: (err as Error).message }));
+      });
     });
+    const wss = new WebSocketServer({ server, path: PATH, perMessageDeflate: false, maxPayload: 4 << 20 });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
+    });
+    server.on('error', () => {});
     wss.on('error', () => {});
-    const address = wss.address();
+    const address = server.address();
     const port = typeof address === 'object' && address ? address.port : (opts.port ?? 0);
-    return new SimulatedVenue(wss, opts, port);
+    return new SimulatedVenue(server, wss, opts, port);
   }
 
   private register(m: SimMarket): MarketBook {
@@ -244,5 +270,7 @@ export class SimulatedVenue {
     this.pacer.stop();
     this.dropAll();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }

@@ -392,6 +392,64 @@ export const DATASETS = {
       direction: 'VARCHAR',
     },
   },
+  /**
+   * Point-in-time market definitions (docs/catalogue-format.md): one row per change a source's poll observed, the
+   * definition in force at t being, per source, the row with the latest valid_from <= t. Appends only: a poll
+   * that changes nothing adds nothing.
+   */
+  market_definitions: {
+    dir: 'catalog/market_definitions',
+    partition: 'month',
+    partitionColumn: 'valid_from',
+    sortBy: ['condition_id', 'source', 'valid_from'],
+    naturalKey: ['condition_id', 'source', 'valid_from'],
+    columns: {
+      condition_id: 'VARCHAR',
+      source: 'VARCHAR',
+      valid_from: 'TIMESTAMP',
+      market_id: 'VARCHAR',
+      question: 'VARCHAR',
+      slug: 'VARCHAR',
+      outcomes: 'VARCHAR[]',
+      outcome_token_ids: 'VARCHAR[]',
+      tick_size: PRICE,
+      min_order_size: SIZE,
+      active: 'BOOLEAN',
+      closed: 'BOOLEAN',
+      accepting_orders: 'BOOLEAN',
+      neg_risk: 'BOOLEAN',
+      end_date: 'TIMESTAMP',
+      resolved: 'BOOLEAN',
+      winning_outcome: 'INTEGER',
+      /** md5 of the definition fields above (not valid_from): equal fingerprints are the same definition. */
+      fingerprint: 'VARCHAR',
+      /** The poll file it came from (its base name). */
+      poll: 'VARCHAR',
+    },
+  },
+  /** Every log of the venue's exchange contracts, decoded (docs/chain-format.md). */
+  chain_logs: {
+    dir: 'chain_logs',
+    partition: 'month',
+    partitionColumn: 'block_ts',
+    sortBy: ['block_number', 'log_index'],
+    naturalKey: ['block_number', 'log_index'],
+    columns: {
+      block_number: 'BIGINT',
+      block_hash: 'VARCHAR',
+      block_ts: 'TIMESTAMP',
+      transaction_hash: 'VARCHAR',
+      transaction_index: 'INTEGER',
+      log_index: 'INTEGER',
+      address: 'VARCHAR',
+      exchange: 'VARCHAR',
+      event: 'VARCHAR',
+      /** The decoded arguments as JSON text (uint256 as decimal strings); NULL when no ABI knows the topic. */
+      args: 'VARCHAR',
+      topics: 'VARCHAR[]',
+      data: 'VARCHAR',
+    },
+  },
 } as const satisfies Record<string, DatasetDef>;
 
 export type DatasetName = keyof typeof DATASETS;

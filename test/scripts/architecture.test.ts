@@ -138,4 +138,9 @@ describe('architecture of src/ and ingest/', () => {
     expect(offenders['venue-socket']).toEqual([]);
     expect(packageOf('ws')).toBe('ws');
   });
+
+  it('(k) only the chain indexer, its ingest and the simulated venue import viem', () => {
+    expect(offenders['chain-library']).toEqual([]);
+    expect(packageOf('viem/utils')).toBe('viem');
+  });
 });
