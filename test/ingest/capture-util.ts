@@ -67,3 +67,38 @@ export async function rowsOf(lake: string, dir: string, order: string): Promise<
   const rows = await lakeRows(`SELECT * FROM read_parquet(${files(lake, dir)}, hive_partitioning = false) ORDER BY ${order}`);
   return rows.map((r) => JSON.stringify(r, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
 }
+
+/**
+ * Lines of a JSONL day file cut into files of `bucketMs` of time, at multiples of it (a line's time: the newest
+ * timestamp so far, as the tape ingest reads a file), each named by its start so names sort by time.
+ */
+export function splitByTime(
+  file: string,
+  bucketMs: number,
+  timeOf: (o: Record<string, unknown>) => number,
+  prefix: string,
+): { at: number; lines: string[]; name: string }[] {
+  const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);
+  let t = 0;
+  const out = new Map<number, { at: number; lines: string[]; name: string }>();
+  for (const l of lines) {
+    t = Math.max(t, timeOf(JSON.parse(l) as Record<string, unknown>));
+    const at = Math.floor(t / bucketMs) * bucketMs;
+    let c = out.get(at);
+    if (!c) out.set(at, (c = { at, lines: [], name: `${new Date(at).toISOString().replace(/[-:]/g, '').slice(0, 15)}Z-${prefix}.jsonl` }));
+    c.lines.push(l);
+  }
+  return [...out.values()];
+}
+
+/** Writes chunks into `dir`, returning their paths in time order. */
+export function writeChunks(dir: string, list: { at: number; lines: string[]; name: string }[]): string[] {
+  fs.mkdirSync(dir, { recursive: true });
+  return [...list]
+    .sort((a, b) => a.at - b.at)
+    .map((c) => {
+      const f = path.join(dir, c.name);
+      fs.writeFileSync(f, c.lines.join('\n') + '\n');
+      return f;
+    });
+}

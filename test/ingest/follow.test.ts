@@ -13,7 +13,7 @@ import { LakeSession } from '../../src/lake/session.js';
 import { currentVersion, parseManifestName, SET_NAMES, versionsDir, type LakeVersion, type Manifest, type SetName } from '../../src/lake/versions.js';
 import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
 import { FollowCompaction } from '../../ingest/follow-compact.js';
-import { captureText, tokensOf, venueMs } from './capture-util.js';
+import { captureText, splitByTime, tokensOf, venueMs, writeChunks } from './capture-util.js';
 
 /**
  * `pmlake ingest --follow`: source files appear in a directory over time (the generator's day split into
@@ -39,41 +39,6 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
-}
-
-/**
- * Lines of a JSONL day file cut into files of `bucketMs` of time, at multiples of it (a line's time: the newest
- * timestamp so far, as the tape ingest reads a file), each named by its start so names sort by time.
- */
-function splitByTime(
-  file: string,
-  bucketMs: number,
-  timeOf: (o: Record<string, unknown>) => number,
-  prefix: string,
-): { at: number; lines: string[]; name: string }[] {
-  const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);
-  let t = 0;
-  const out = new Map<number, { at: number; lines: string[]; name: string }>();
-  for (const l of lines) {
-    t = Math.max(t, timeOf(JSON.parse(l) as Record<string, unknown>));
-    const at = Math.floor(t / bucketMs) * bucketMs;
-    let c = out.get(at);
-    if (!c) out.set(at, (c = { at, lines: [], name: `${new Date(at).toISOString().replace(/[-:]/g, '').slice(0, 15)}Z-${prefix}.jsonl` }));
-    c.lines.push(l);
-  }
-  return [...out.values()];
-}
-
-/** Writes chunks into `dir`, returning their paths in time order. */
-function writeChunks(dir: string, list: { at: number; lines: string[]; name: string }[]): string[] {
-  fs.mkdirSync(dir, { recursive: true });
-  return [...list]
-    .sort((a, b) => a.at - b.at)
-    .map((c) => {
-      const f = path.join(dir, c.name);
-      fs.writeFileSync(f, c.lines.join('\n') + '\n');
-      return f;
-    });
 }
 
 /** Rows and an order-independent content hash of a set's files (catalogue rows without their wall-clock `updated_at`). */
