@@ -11,13 +11,19 @@ import type { BatchContext, SourceHandler } from './types.js';
  *  - a subgraph GraphQL answer {"data": {"orderFilledEvents": [ … camelCase events … ]}};
  *  - CSV with Goldsky orderFilledEvents columns (id, transactionHash, timestamp, orderHash, maker, taker,
  *    makerAssetId, takerAssetId, makerAmountFilled, takerAmountFilled, fee, optional blockNumber/logIndex).
- * Derivation (side, price, size, exchange-taker fills dropped) is one SQL statement: sql/ingest/fills.sql.
+ * Derivation (side, price, size, exchange-taker fills dropped, collateral) is one SQL statement for every fills
+ * source, chain files included: sql/ingest/fills.sql, run by `deriveFills`.
  */
 
-/** The venue's exchange contracts (lower-case): a fill whose taker is one of them is the match's echo. */
+/**
+ * The venue's exchange contracts (lower-case), V1 and V2 (docs/chain-v2.md): a fill whose taker is one of them is
+ * the match's echo; a fill a V2 contract emitted is paid in PMCT.
+ */
 export const EXCHANGE_CONTRACTS = {
   ctf: '0x4bfb41d5b3570defd03c39a9a4d8de6bd8b8982e',
   negrisk: '0xc5d563a36ae78145c45a50134d48a1215220f80a',
+  ctf_v2: '0xe111180000d2663c0091e4f400237545b87b996b',
+  negrisk_v2: '0xe2222d279d744050d28e00520010520000310f59',
 } as const;
 
 /** Target field → accepted source names (first present wins). */
@@ -37,6 +43,10 @@ const FIELDS: Record<string, readonly string[]> = {
   taker_amount_filled: ['taker_amount_filled', 'takerAmountFilled'],
   fee: ['fee'],
   source_id: ['id'],
+  // V2 events name the filled order's side (0 BUY, 1 SELL) and one token instead of the two asset ids.
+  side: ['side'],
+  token_id: ['token_id', 'tokenId'],
+  contract: ['contract', 'contract_address'],
 };
 const REQUIRED = ['block_timestamp', 'transaction_hash', 'maker', 'taker', 'maker_asset_id', 'taker_asset_id', 'maker_amount_filled', 'taker_amount_filled'];
 
@@ -135,6 +145,29 @@ async function loadCsv(ctx: BatchContext, file: string): Promise<boolean> {
   return true;
 }
 
+/**
+ * Stages the trades of `_fills_raw` (its columns: sql/ingest/fills.sql) into stg_trades, reports the rejected
+ * records against `file` by their `line`, adds the counts, and drops the temporary tables.
+ */
+export async function deriveFills(ctx: BatchContext, file: string): Promise<void> {
+  const { conn } = ctx;
+  await conn.run(ingestSql('fills', 'parse'));
+  const problems = await conn.runAndReadAll(ingestSql('fills', 'problems'));
+  for (const r of problems.getRowObjectsJS()) {
+    ctx.issues.push({ file, line: Number(r.line), message: `fill skipped: ${String(r.problem)}` });
+  }
+  const params = { ...EXCHANGE_CONTRACTS };
+  const c = (await conn.runAndReadAll(ingestSql('fills', 'counts'), params)).getRowObjectsJS()[0]!;
+  await conn.run(ingestSql('fills', 'stage'), params);
+  const add = (k: string, v: unknown) => (ctx.counts[k] = (ctx.counts[k] ?? 0) + Number(v));
+  add('fills', c.fills);
+  add('fills_exchange_taker_dropped', c.exchange_taker);
+  add('fills_rejected', c.rejected);
+  add('fills_other_events', c.other_events);
+  ctx.log.debug({ file, fills: Number(c.fills), rejected: Number(c.rejected) }, 'fills staged');
+  for (const t of ['_fills_raw', '_fills_parsed']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+}
+
 export const fillsHandler: SourceHandler = {
   kind: 'fills',
   name: 'on-chain OrderFilled events (JSON / JSONL decoded events, Goldsky CSV)',
@@ -142,21 +175,6 @@ export const fillsHandler: SourceHandler = {
   async stage(ctx, file) {
     const ok = /\.csv(\.gz)?$/i.test(file) ? await loadCsv(ctx, file) : await loadJson(ctx, file);
     if (!ok) return;
-    const { conn } = ctx;
-    await conn.run(ingestSql('fills', 'parse'));
-    const problems = await conn.runAndReadAll(ingestSql('fills', 'problems'));
-    for (const r of problems.getRowObjectsJS()) {
-      ctx.issues.push({ file, line: Number(r.line), message: `fill skipped: ${String(r.problem)}` });
-    }
-    const params = { ctf: EXCHANGE_CONTRACTS.ctf, negrisk: EXCHANGE_CONTRACTS.negrisk };
-    const c = (await conn.runAndReadAll(ingestSql('fills', 'counts'), params)).getRowObjectsJS()[0]!;
-    await conn.run(ingestSql('fills', 'stage'), params);
-    const add = (k: string, v: unknown) => (ctx.counts[k] = (ctx.counts[k] ?? 0) + Number(v));
-    add('fills', c.fills);
-    add('fills_exchange_taker_dropped', c.exchange_taker);
-    add('fills_rejected', c.rejected);
-    add('fills_other_events', c.other_events);
-    ctx.log.debug({ file, fills: Number(c.fills), rejected: Number(c.rejected) }, 'fills staged');
-    for (const t of ['_fills_raw', '_fills_parsed']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+    await deriveFills(ctx, file);
   },
 };

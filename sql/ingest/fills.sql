@@ -1,6 +1,9 @@
--- On-chain OrderFilled events → trades.
+-- On-chain OrderFilled events → trades, for every fills source (fills files, chain files).
 -- Input: _fills_raw(line, event, block_number, block_timestamp, transaction_hash, log_index, order_hash, maker,
--- taker, maker_asset_id, taker_asset_id, maker_amount_filled, taker_amount_filled, fee, source_id), all VARCHAR.
+-- taker, maker_asset_id, taker_asset_id, maker_amount_filled, taker_amount_filled, fee, source_id, side, token_id,
+-- contract), all VARCHAR. V1 events carry maker/taker asset ids; V2 events carry `side` and `token_id` instead.
+-- `contract`: the emitting exchange's address, NULL when the source does not say (Goldsky CSV, subgraph JSON).
+-- Parameters: $ctf, $negrisk (V1), $ctf_v2, $negrisk_v2 (V2), lower-case.
 
 -- name: parse
 -- Amounts are uint256 on chain with 6 decimals (USDC and outcome shares alike): parsed as HUGEINT so
@@ -17,19 +20,35 @@ WITH p AS (
          lower(nullif(trim(order_hash), '')) AS order_hash,
          lower(trim(maker)) AS maker,
          lower(trim(taker)) AS taker,
+         lower(nullif(trim(contract), '')) AS contract,
+         v2_shape, nullif(trim(side), '') AS v2_side,
          -- Token ids are 70+ digit decimals (beyond HUGEINT): kept as text, leading zeros removed.
-         CASE WHEN ltrim(trim(maker_asset_id), '0') = '' AND trim(maker_asset_id) <> '' THEN '0' ELSE ltrim(trim(maker_asset_id), '0') END AS maker_asset,
-         CASE WHEN ltrim(trim(taker_asset_id), '0') = '' AND trim(taker_asset_id) <> '' THEN '0' ELSE ltrim(trim(taker_asset_id), '0') END AS taker_asset,
+         CASE WHEN ltrim(trim(maker_asset_raw), '0') = '' AND trim(maker_asset_raw) <> '' THEN '0' ELSE ltrim(trim(maker_asset_raw), '0') END AS maker_asset,
+         CASE WHEN ltrim(trim(taker_asset_raw), '0') = '' AND trim(taker_asset_raw) <> '' THEN '0' ELSE ltrim(trim(taker_asset_raw), '0') END AS taker_asset,
          TRY_CAST(trim(maker_amount_filled) AS HUGEINT) AS maker_amount,
          TRY_CAST(trim(taker_amount_filled) AS HUGEINT) AS taker_amount,
          coalesce(TRY_CAST(nullif(trim(fee), '') AS HUGEINT), 0) AS fee_raw,
          nullif(trim(fee), '') IS NOT NULL AND TRY_CAST(trim(fee) AS HUGEINT) IS NULL AS fee_bad,
          source_id,
          maker_amount_filled, taker_amount_filled
-  FROM _fills_raw
+  FROM (
+    SELECT *,
+           -- V2 (docs/chain-v2.md): makerAssetId = side × tokenId, takerAssetId = tokenId − makerAssetId, side 0
+           -- BUY / 1 SELL. Token ids exceed HUGEINT, so the product is taken case by case; any other side gives
+           -- NULL ids (reported below).
+           CASE WHEN v2_shape THEN CASE trim(side) WHEN '0' THEN '0' WHEN '1' THEN token_id END ELSE maker_asset_id END AS maker_asset_raw,
+           CASE WHEN v2_shape THEN CASE trim(side) WHEN '0' THEN token_id WHEN '1' THEN '0' END ELSE taker_asset_id END AS taker_asset_raw
+    FROM (
+      SELECT *,
+             -- A record with asset ids is read as V1 even when it also names a side or token.
+             nullif(trim(maker_asset_id), '') IS NULL AND nullif(trim(taker_asset_id), '') IS NULL
+               AND nullif(trim(token_id), '') IS NOT NULL AS v2_shape
+      FROM _fills_raw
+    )
+  )
 ), d AS (
   SELECT *,
-         -- Asset id 0 is the USDC collateral. makerAssetId = 0: the maker pays USDC, i.e. BUYS token
+         -- Asset id 0 is the collateral (USDC on V1, PMCT 1:1 on V2; both "usdc" here). makerAssetId = 0: the maker pays USDC, i.e. BUYS token
          -- takerAssetId; otherwise the maker gives shares of makerAssetId, i.e. SELLS them.
          maker_asset = '0' AS maker_buys,
          CASE WHEN maker_asset = '0' THEN taker_asset ELSE maker_asset END AS token_id,
@@ -45,6 +64,7 @@ SELECT *,
     WHEN tx IS NULL OR tx = '' THEN 'missing transaction hash'
     WHEN ts_raw IS NULL OR ts_raw <= 0 THEN 'missing or invalid block timestamp'
     WHEN log_index_text IS NOT NULL AND log_index_raw IS NULL THEN 'invalid log index'
+    WHEN v2_shape AND (v2_side IS NULL OR v2_side NOT IN ('0', '1')) THEN 'V2 side must be 0 (BUY) or 1 (SELL)'
     WHEN maker_asset IS NULL OR taker_asset IS NULL OR NOT regexp_full_match(maker_asset, '[0-9]+')
          OR NOT regexp_full_match(taker_asset, '[0-9]+') THEN 'asset ids must be decimal integers'
     WHEN (maker_asset = '0') = (taker_asset = '0') THEN 'exactly one of makerAssetId / takerAssetId must be 0 (USDC)'
@@ -61,15 +81,15 @@ SELECT line, problem, maker_amount_filled, taker_amount_filled FROM _fills_parse
 WHERE problem IS NOT NULL AND problem <> 'not an OrderFilled event' ORDER BY line LIMIT 50;
 
 -- name: counts
-SELECT count(*) FILTER (WHERE problem IS NULL AND taker IN ($ctf, $negrisk)) AS exchange_taker,
-       count(*) FILTER (WHERE problem IS NULL AND taker NOT IN ($ctf, $negrisk)) AS fills,
+SELECT count(*) FILTER (WHERE problem IS NULL AND taker IN ($ctf, $negrisk, $ctf_v2, $negrisk_v2)) AS exchange_taker,
+       count(*) FILTER (WHERE problem IS NULL AND taker NOT IN ($ctf, $negrisk, $ctf_v2, $negrisk_v2)) AS fills,
        count(*) FILTER (WHERE problem = 'not an OrderFilled event') AS other_events,
        count(*) FILTER (WHERE problem IS NOT NULL AND problem <> 'not an OrderFilled event') AS rejected
 FROM _fills_parsed;
 
 -- name: stage
 -- Each match also emits one OrderFilled whose taker is the exchange contract itself (the taker order's own
--- fill against all makers); dropping it counts every trade once. What remains is maker vs taker: the taker
+-- fill against all makers), on V1 and V2 alike; dropping it counts every trade once. What remains is maker vs taker: the taker
 -- is the aggressor, so `side` is the taker's side, the opposite of the maker's.
 INSERT INTO stg_trades BY NAME
 SELECT
@@ -89,7 +109,9 @@ SELECT
   maker,
   taker,
   (fee_raw::DECIMAL(38,0) * 0.000001)::DECIMAL(18,6) AS fee,
-  'USDC' AS collateral
+  -- V2 settles in its own collateral token (PMCT, 6 decimals, 1:1 USDC): known by the emitting contract, or by
+  -- the V2 event shape when the source does not name the contract.
+  CASE WHEN contract IN ($ctf_v2, $negrisk_v2) OR v2_shape THEN 'PMCT' ELSE 'USDC' END AS collateral
 FROM (
   SELECT *,
          -- Sources without a log index (e.g. Goldsky CSV exports) get a stable one from the record itself:
@@ -99,5 +121,5 @@ FROM (
            concat_ws(':', order_hash, maker, taker, maker_asset, taker_asset, maker_amount::VARCHAR, taker_amount::VARCHAR))), 1, 15))::UBIGINT)
            % 1000000000)::INTEGER) AS log_index
   FROM _fills_parsed
-  WHERE problem IS NULL AND taker NOT IN ($ctf, $negrisk)
+  WHERE problem IS NULL AND taker NOT IN ($ctf, $negrisk, $ctf_v2, $negrisk_v2)
 );
