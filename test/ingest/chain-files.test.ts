@@ -247,7 +247,11 @@ describe('chain files: bad input', () => {
   const b303 = { ...block(303, ts(299)) }; // earlier than block 302
   const orphan = log(b301, 0, hex('tx-orphan'), V2_CTF, null, null);
   const wrongHash = { ...log(b302, 0, hex('tx-wrong'), V2_CTF, null, null), block_hash: hex('other-302') };
-  const okLogs = [log(b300, 0, hex('tx-ok'), V2_CTF, null, null), log(b302, 1, hex('tx-ok2'), V2_CTF, null, null), log(b303, 0, hex('tx-late'), V2_CTF, null, null)];
+  const okLogs = [
+    log(b300, 0, hex('tx-ok'), V2_CTF, null, null),
+    log(b302, 1, hex('tx-ok2'), V2_CTF, null, null),
+    log(b303, 0, hex('tx-late'), V2_CTF, null, null),
+  ];
   const checkLines: Line[] = [b300, okLogs[0]!, orphan, b302, wrongHash, okLogs[1]!, b303, okLogs[2]!];
   // The indexer's error lines, and a malformed line among good ones.
   const b400 = block(400, ts(400));

@@ -82,7 +82,7 @@ export function match(
   const v2 = V2.has(exchange);
   const assets = (buys: boolean): Record<string, string> =>
     v2 ? { side: buys ? '0' : '1', tokenId: token } : { makerAssetId: buys ? '0' : token, takerAssetId: buys ? token : '0' };
-  const extra = v2 ? { builder: hex('builder'), metadata: hex('meta') } : {};
+  const extra: Record<string, string> = v2 ? { builder: hex('builder'), metadata: hex('meta') } : {};
   const out: Log[] = [];
   let li = firstLogIndex;
   let totalMaker = 0n;
@@ -104,7 +104,7 @@ export function match(
     totalTaker += m.takerAmount;
   }
   // The taker order's fill mirrors the makers': it gives what they took.
-  const echoArgs = {
+  const echoArgs: Record<string, string> = {
     orderHash: hex(`order:${tx}:${taker}`),
     maker: taker,
     taker: echoTaker,
@@ -115,9 +115,14 @@ export function match(
     ...extra,
   };
   out.push(log(b, li++, tx, exchange, 'OrderFilled', echoArgs));
-  const matched = v2
-    ? { takerOrderHash: echoArgs.orderHash, takerOrderMaker: taker, ...assets(!makerBuys), makerAmountFilled: String(totalTaker), takerAmountFilled: String(totalMaker) }
-    : { takerOrderHash: echoArgs.orderHash, takerOrderMaker: taker, makerAssetId: echoArgs.makerAssetId!, takerAssetId: echoArgs.takerAssetId!, makerAmountFilled: String(totalTaker), takerAmountFilled: String(totalMaker) };
+  // OrdersMatched names the taker order's assets and amounts (V1: asset ids, V2: side and token).
+  const matched = {
+    takerOrderHash: echoArgs.orderHash!,
+    takerOrderMaker: taker,
+    ...assets(!makerBuys),
+    makerAmountFilled: String(totalTaker),
+    takerAmountFilled: String(totalMaker),
+  };
   out.push(log(b, li++, tx, exchange, 'OrdersMatched', matched));
   if (v2) out.push(log(b, li++, tx, exchange, 'FeeCharged', { receiver: hex('fees', 20), amount: '1000' }));
   return out;
