@@ -16,7 +16,7 @@ const TEMP_TABLES = ['_chain_objs', '_chain_blocks', '_chain_logs'];
 
 /** The first line names the format; a later format is not guessed at. */
 async function checkHeader(ctx: BatchContext): Promise<void> {
-  const r = await ctx.conn.runAndReadAll(`SELECT obj->>'kind' AS kind, obj->>'format' AS format FROM _chain_objs WHERE ord = 1`);
+  const r = await ctx.conn.runAndReadAll(`SELECT kind, obj->>'format' AS format FROM _chain_objs WHERE ord = 1`);
   const head = r.getRowObjectsJS()[0];
   if (head?.kind !== 'chain_range') throw Object.assign(new Error('the first line is not a chain_range line'), { line: 1 });
   if (head.format !== '1') throw Object.assign(new Error(`chain file format ${String(head.format)}; this ingest reads format 1`), { line: 1 });
@@ -44,6 +44,7 @@ async function stage(ctx: BatchContext, file: string): Promise<void> {
   // DuckDB reads the lines; only a file it refuses (a torn or malformed line) is salvaged line by line, naming them.
   if (!(await loadJsonObjects(ctx, file, '_chain_objs'))) return;
   try {
+    await conn.run(ingestSql('chain_files', 'lines'));
     await checkHeader(ctx);
     await conn.run(ingestSql('chain_files', 'blocks'));
     await conn.run(ingestSql('chain_files', 'logs'));

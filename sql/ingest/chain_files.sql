@@ -1,36 +1,44 @@
 -- Chain files of `pmlake chain` (docs/chain-format.md) → chain_logs and, through sql/ingest/fills.sql, trades.
 -- Input: _chain_objs(ord BIGINT, obj JSON), one row per line of the file (`ord` = its line number).
 
+-- name: lines
+-- Each line's kind, read once: every `->>` parses the line again.
+CREATE OR REPLACE TEMP TABLE _chain_objs AS SELECT ord, obj->>'kind' AS kind, obj FROM _chain_objs;
+
 -- name: blocks
 -- One row per `block` line. The first line of a block number is its block; a later one is checked against it.
 CREATE OR REPLACE TEMP TABLE _chain_blocks AS
-SELECT ord AS line,
-       TRY_CAST(obj->>'number' AS BIGINT) AS number,
-       lower(obj->>'hash') AS hash,
-       TRY_CAST(obj->>'timestamp' AS BIGINT) AS ts,
-       row_number() OVER (PARTITION BY TRY_CAST(obj->>'number' AS BIGINT) ORDER BY ord) AS nth
-FROM _chain_objs
-WHERE (obj->>'kind') = 'block';
+SELECT line, number, hash, ts, row_number() OVER (PARTITION BY number ORDER BY line) AS nth
+FROM (
+  SELECT ord AS line, TRY_CAST(j.number AS BIGINT) AS number, lower(j.hash) AS hash, TRY_CAST(j.timestamp AS BIGINT) AS ts
+  FROM (SELECT ord, json_transform(obj, '{"number":"VARCHAR","hash":"VARCHAR","timestamp":"VARCHAR"}') AS j FROM _chain_objs WHERE kind = 'block')
+);
 
 -- name: logs
 -- One row per `log` line, with why it does not land (NULL: it lands).
 CREATE OR REPLACE TEMP TABLE _chain_logs AS
-WITH l AS (
-  SELECT ord AS line,
-         TRY_CAST(obj->>'block_number' AS BIGINT) AS block_number,
-         lower(obj->>'block_hash') AS block_hash,
-         lower(obj->>'transaction_hash') AS transaction_hash,
-         TRY_CAST(obj->>'transaction_index' AS INTEGER) AS transaction_index,
-         TRY_CAST(obj->>'log_index' AS INTEGER) AS log_index,
-         lower(obj->>'address') AS address,
-         obj->>'exchange' AS exchange,
-         obj->>'event' AS event,
-         -- `args` is null for a topic no ABI knows; kept as JSON text (its keys are camelCase: not lower-cased).
-         CASE WHEN json_type(obj->'args') = 'OBJECT' THEN obj->'args' END AS args,
-         list_transform(json_extract_string(obj, '$.topics[*]'), t -> lower(t)) AS topics,
-         lower(obj->>'data') AS data
+WITH j AS (
+  -- One parse per line, as for `kind`.
+  SELECT ord AS line, json_transform(obj, '{"block_number":"VARCHAR","block_hash":"VARCHAR","transaction_hash":"VARCHAR",
+    "transaction_index":"VARCHAR","log_index":"VARCHAR","address":"VARCHAR","exchange":"VARCHAR","event":"VARCHAR",
+    "args":"JSON","topics":["VARCHAR"],"data":"VARCHAR"}') AS j
   FROM _chain_objs
-  WHERE (obj->>'kind') = 'log'
+  WHERE kind = 'log'
+), l AS (
+  SELECT line,
+         TRY_CAST(j.block_number AS BIGINT) AS block_number,
+         lower(j.block_hash) AS block_hash,
+         lower(j.transaction_hash) AS transaction_hash,
+         TRY_CAST(j.transaction_index AS INTEGER) AS transaction_index,
+         TRY_CAST(j.log_index AS INTEGER) AS log_index,
+         lower(j.address) AS address,
+         j.exchange AS exchange,
+         j.event AS event,
+         -- `args` is null for a topic no ABI knows; kept as JSON text (its keys are camelCase: not lower-cased).
+         CASE WHEN json_type(j.args) = 'OBJECT' THEN j.args END AS args,
+         list_transform(j.topics, t -> lower(t)) AS topics,
+         lower(j.data) AS data
+  FROM j
 )
 SELECT l.*, b.ts AS block_ts_s,
   CASE
@@ -48,11 +56,11 @@ FROM l LEFT JOIN _chain_blocks b ON b.number = l.block_number AND b.nth = 1;
 WITH ordered_blocks AS (
   SELECT *, lag(ts) OVER (ORDER BY line) AS prev_ts, lag(number) OVER (ORDER BY line) AS prev_number FROM _chain_blocks
 ), range_line AS (
-  SELECT min(ord) FILTER (WHERE (obj->>'kind') = 'chain_range') AS first_range,
-         count(*) FILTER (WHERE (obj->>'kind') = 'chain_range') AS ranges,
-         min(ord) FILTER (WHERE (obj->>'kind') = 'end') AS end_line,
+  SELECT min(ord) FILTER (WHERE kind = 'chain_range') AS first_range,
+         count(*) FILTER (WHERE kind = 'chain_range') AS ranges,
+         min(ord) FILTER (WHERE kind = 'end') AS end_line,
          max(ord) AS last_line,
-         count(*) FILTER (WHERE (obj->>'kind') = 'log') AS log_lines
+         count(*) FILTER (WHERE kind = 'log') AS log_lines
   FROM _chain_objs
 ), issues AS (
   SELECT line, 'block line lacks number, hash or timestamp' AS message, 1 AS n FROM _chain_blocks
@@ -70,11 +78,11 @@ WITH ordered_blocks AS (
   WHERE problem IS NOT NULL GROUP BY block_number, regexp_replace(problem, '^log [0-9]+ ', 'log ')
   UNION ALL
   SELECT ord, 'error line kept by the indexer (block ' || coalesce(obj->>'block_number', '?') || '): ' || coalesce(obj->>'message', '(no message)'), 1
-  FROM _chain_objs WHERE (obj->>'kind') = 'error'
+  FROM _chain_objs WHERE kind = 'error'
   UNION ALL
-  SELECT min(ord), 'unknown line kind ' || coalesce('"' || (obj->>'kind') || '"', '(none)'), count(*) FROM _chain_objs
-  WHERE (obj->>'kind') IS NULL OR (obj->>'kind') NOT IN ('chain_range', 'block', 'log', 'error', 'end')
-  GROUP BY (obj->>'kind')
+  SELECT min(ord), 'unknown line kind ' || coalesce('"' || kind || '"', '(none)'), count(*) FROM _chain_objs
+  WHERE kind IS NULL OR kind NOT IN ('chain_range', 'block', 'log', 'error', 'end')
+  GROUP BY kind
   UNION ALL
   SELECT last_line, 'no end line: the file is torn after line ' || last_line || ' (its complete lines landed)', 1
   FROM range_line WHERE end_line IS NULL
@@ -101,15 +109,19 @@ FROM _chain_logs WHERE problem IS NULL;
 -- V1 args carry makerAssetId/takerAssetId, V2 args side/tokenId; `contract` tells V1 from V2.
 CREATE OR REPLACE TEMP TABLE _fills_raw AS
 SELECT line, event, block_number::VARCHAR AS block_number, block_ts_s::VARCHAR AS block_timestamp, transaction_hash,
-       log_index::VARCHAR AS log_index, args->>'orderHash' AS order_hash, args->>'maker' AS maker, args->>'taker' AS taker,
-       args->>'makerAssetId' AS maker_asset_id, args->>'takerAssetId' AS taker_asset_id,
-       args->>'makerAmountFilled' AS maker_amount_filled, args->>'takerAmountFilled' AS taker_amount_filled,
-       args->>'fee' AS fee, NULL::VARCHAR AS source_id, args->>'side' AS side, args->>'tokenId' AS token_id,
+       log_index::VARCHAR AS log_index, a.orderHash AS order_hash, a.maker, a.taker, a.makerAssetId AS maker_asset_id,
+       a.takerAssetId AS taker_asset_id, a.makerAmountFilled AS maker_amount_filled,
+       a.takerAmountFilled AS taker_amount_filled, a.fee, NULL::VARCHAR AS source_id, a.side, a.tokenId AS token_id,
        address AS contract
-FROM _chain_logs WHERE problem IS NULL AND event = 'OrderFilled';
+FROM (
+  SELECT *, json_transform(args, '{"orderHash":"VARCHAR","maker":"VARCHAR","taker":"VARCHAR","makerAssetId":"VARCHAR",
+    "takerAssetId":"VARCHAR","makerAmountFilled":"VARCHAR","takerAmountFilled":"VARCHAR","fee":"VARCHAR","side":"VARCHAR",
+    "tokenId":"VARCHAR"}') AS a
+  FROM _chain_logs WHERE problem IS NULL AND event = 'OrderFilled'
+);
 
 -- name: summary
 SELECT (SELECT count(*) FROM _chain_logs WHERE problem IS NULL) AS logs,
        (SELECT count(*) FROM _chain_logs WHERE problem IS NOT NULL) AS logs_not_landed,
-       (SELECT count(*) FROM _chain_objs WHERE (obj->>'kind') = 'error') AS error_lines,
+       (SELECT count(*) FROM _chain_objs WHERE kind = 'error') AS error_lines,
        (SELECT max(ts) * 1000 FROM _chain_blocks WHERE number IS NOT NULL AND hash IS NOT NULL) AS newest_block_ms;
