@@ -208,12 +208,14 @@ describe('chain files → chain_logs and trades', () => {
         fee: l.args!.fee,
         ...extra,
       });
-    // A V1 record as the fills handler has always read it, and a V2 one in its own shape (side, tokenId).
+    // A V1 record as the fills handler has always read it, and V2 ones in their own shape (side, tokenId).
     fs.writeFileSync(
       json,
       [
         rec(fill, { maker_asset_id: fill.args!.makerAssetId!, taker_asset_id: fill.args!.takerAssetId! }),
         rec(v2fill, { side: v2fill.args!.side!, tokenId: v2fill.args!.tokenId!, contract: V2_CTF }),
+        // The V2 echo (taker = the V2 exchange) is dropped from a fills file too.
+        rec(v2Logs[1]!, { side: v2Logs[1]!.args!.side!, tokenId: v2Logs[1]!.args!.tokenId! }),
       ].join('\n'),
     );
     const want = wantTrades(LINES_A);
@@ -224,7 +226,8 @@ describe('chain files → chain_logs and trades', () => {
     }
     // The fills file alone gives the same two trades as the chain file.
     const alone = path.join(tmp.dir, 'lake-json-only');
-    await runIngest([json], { lakeDir: alone });
+    const r = await runIngest([json], { lakeDir: alone });
+    expect(r.counts).toMatchObject({ fills: 2, fills_exchange_taker_dropped: 1 });
     expect(await trades(alone)).toEqual(want.filter((t) => t.id === `${fill.transaction_hash}-0` || t.id === `${TX.v2}-4`));
   });
 });
