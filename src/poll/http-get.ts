@@ -18,8 +18,7 @@ export type GetOptions = {
 };
 
 export type GetResult =
-  | { ok: true; status: number; body: string; attempts: number }
-  | { ok: false; status: number | null; body?: string; message: string; attempts: number };
+  { ok: true; status: number; body: string; attempts: number } | { ok: false; status: number | null; body?: string; message: string; attempts: number };
 
 export const DEFAULT_GET: Omit<GetOptions, 'signal' | 'onRetry' | 'random'> = { timeoutMs: 30_000, retries: 6, baseDelayMs: 500, maxDelayMs: 30_000 };
 

@@ -81,7 +81,7 @@ export class PollFile {
   async write(line: string): Promise<void> {
     const buf = Buffer.from(`${line}\n`, 'utf8');
     // A partial write (a full disk) resumes where it stopped, so no line is written twice.
-    for (let done = 0; done < buf.length; ) done += (await this.fh.write(buf, done, buf.length - done)).bytesWritten;
+    for (let done = 0; done < buf.length;) done += (await this.fh.write(buf, done, buf.length - done)).bytesWritten;
   }
 
   /** fsync, close, rename to the closed name, fsync the directory; returns the closed file's path. */

@@ -90,7 +90,14 @@ export class CataloguePoller {
       this.polls++;
       const done: PollSummary = { ...summary, file: closed, seconds: (Date.now() - started) / 1000 };
       this.opts.log.info(
-        { file: path.basename(closed), pages: done.pages, markets: done.records.gamma_markets, records: done.records, seconds: done.seconds, complete: done.complete },
+        {
+          file: path.basename(closed),
+          pages: done.pages,
+          markets: done.records.gamma_markets,
+          records: done.records,
+          seconds: done.seconds,
+          complete: done.complete,
+        },
         'catalogue poll',
       );
       this.opts.onPoll?.(done);

@@ -17,7 +17,14 @@ type Run = { exited: Promise<number | null>; kill: (s: NodeJS.Signals) => void; 
 function catalogueRole(args: string[], gammaUrl: string, clobUrl: string): Run {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'catalogue', ...args], {
     cwd: REPO,
-    env: { ...process.env, PMLAKE_GAMMA_URL: gammaUrl, PMLAKE_CLOB_URL: clobUrl, PMLAKE_CATALOGUE_SECONDS: '3600', PMLAKE_RECORDER_ID: 'killme', LOG_LEVEL: 'info' },
+    env: {
+      ...process.env,
+      PMLAKE_GAMMA_URL: gammaUrl,
+      PMLAKE_CLOB_URL: clobUrl,
+      PMLAKE_CATALOGUE_SECONDS: '3600',
+      PMLAKE_RECORDER_ID: 'killme',
+      LOG_LEVEL: 'info',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -7,7 +7,9 @@ import { SimulatedVenue, type SimHttpRoute } from '../../ingest/simulate/venue.j
 export type Sent = { path: string; status: number; body: string };
 
 /** The simulated venue serving `catalogue`'s pages, remembering every answer's body as sent on the wire. */
-export async function catalogueVenue(opts: SimulatedCatalogueOptions): Promise<{ venue: SimulatedVenue; catalogue: SimulatedCatalogue; sent: Sent[]; gammaUrl: string; clobUrl: string }> {
+export async function catalogueVenue(
+  opts: SimulatedCatalogueOptions,
+): Promise<{ venue: SimulatedVenue; catalogue: SimulatedCatalogue; sent: Sent[]; gammaUrl: string; clobUrl: string }> {
   const catalogue = new SimulatedCatalogue(opts);
   const sent: Sent[] = [];
   const recording: SimHttpRoute = async (req, res, url) => {
@@ -70,9 +72,7 @@ export function recordsOf(lines: PollLine[], endpoint: string): J[] {
 
 /** The condition id each record names (Gamma markets, events' nested markets, CLOB markets). */
 export function conditionIds(records: J[]): string[] {
-  return records.flatMap((r) =>
-    Array.isArray(r.markets) ? (r.markets as J[]).map((m) => String(m.conditionId)) : [String(r.conditionId ?? r.condition_id)],
-  );
+  return records.flatMap((r) => (Array.isArray(r.markets) ? (r.markets as J[]).map((m) => String(m.conditionId)) : [String(r.conditionId ?? r.condition_id)]));
 }
 
 export const sortedCopy = (xs: readonly string[]): string[] => [...xs].sort();

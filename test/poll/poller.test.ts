@@ -72,7 +72,9 @@ describe('CataloguePoller against the simulated venue', () => {
     expect(lines.filter((l) => l.endpoint === 'clob_markets').length).toBe(7);
     // Each page line holds what the venue sent for that URL, byte for byte, in the order asked.
     const pageLines = lines.filter((l) => l.kind === 'page');
-    expect(pageLines.map((l) => ({ url: l.url, body: l.body }))).toEqual(sent.map((s) => ({ url: `${opts.gammaUrl.replace(/\/gamma$/, '')}${s.path}`, body: s.body })));
+    expect(pageLines.map((l) => ({ url: l.url, body: l.body }))).toEqual(
+      sent.map((s) => ({ url: `${opts.gammaUrl.replace(/\/gamma$/, '')}${s.path}`, body: s.body })),
+    );
     // The CLOB paging followed the venue's cursors to LTE=.
     const lastClob = JSON.parse(pageLines.at(-1)!.body!) as { next_cursor: string };
     expect(lastClob.next_cursor).toBe('LTE=');
