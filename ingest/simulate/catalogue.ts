@@ -1,12 +1,13 @@
 import type http from 'node:http';
 import { Rng } from '../generate/prng.js';
-import { clobMarket, gammaEvent, gammaMarket, type CatalogueEntry } from './catalogue-records.js';
+import { clobPage, gammaKeysetPage, gammaOffsetPage, type Answer, type PageLimits } from './catalogue-pages.js';
+import type { CatalogueEntry } from './catalogue-records.js';
 import type { SimMarket } from './markets.js';
 import type { SimHttpRoute } from './venue.js';
 
 export type { CatalogueEntry } from './catalogue-records.js';
 
-/** The catalogue pages the simulated venue serves (the poller's endpoint names). */
+/** The catalogue pages the simulated venue serves (the poller's endpoint names; Gamma's keyset and offset listings alike). */
 export type CatalogueEndpoint = 'gamma_markets' | 'gamma_events' | 'clob_markets';
 /** A page answered with an HTTP error, with a body that is not JSON, or with JSON of another shape. */
 export type CatalogueFault = { status: 429 | 500 | 502 | 503; retryAfter?: string } | 'not-json' | 'shape';
@@ -14,36 +15,39 @@ export type CatalogueFault = { status: 429 | 500 | 502 | 503; retryAfter?: strin
 export type SimulatedCatalogueOptions = {
   markets: readonly SimMarket[];
   seed?: number;
-  /** Gamma silently caps `limit` at this (the real venue: 100). */
-  gammaMaxLimit?: number;
-  /** Gamma refuses a larger `offset` with 422 (the real venue: 10 000). */
-  gammaMaxOffset?: number;
-  /** Records per CLOB page. */
-  clobPageSize?: number;
+} & Partial<PageLimits>;
+
+/** The real venue's limits. */
+const LIMITS: PageLimits = { gammaMaxLimit: 100, gammaMaxOffset: 10_000, keysetMaxMarkets: 100, keysetMaxEvents: 500, clobPageSize: 100 };
+const ROUTES: Record<string, { endpoint: CatalogueEndpoint; answer: (list: readonly CatalogueEntry[], q: URLSearchParams, l: PageLimits) => Answer }> = {
+  '/gamma/markets/keyset': { endpoint: 'gamma_markets', answer: (list, q, l) => gammaKeysetPage(list, 'markets', q, l) },
+  '/gamma/events/keyset': { endpoint: 'gamma_events', answer: (list, q, l) => gammaKeysetPage(list, 'events', q, l) },
+  '/gamma/markets': { endpoint: 'gamma_markets', answer: (list, q, l) => gammaOffsetPage(list, 'markets', q, l) },
+  '/gamma/events': { endpoint: 'gamma_events', answer: (list, q, l) => gammaOffsetPage(list, 'events', q, l) },
+  '/clob/markets': { endpoint: 'clob_markets', answer: clobPage },
 };
 
 const DAY = 86_400_000;
 const BASE_MS = Date.UTC(2026, 0, 5);
 const iso = (ms: number): string => new Date(ms).toISOString();
-const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 
 /**
  * The venue's market catalogue over HTTP, served through `SimulatedVenueOptions.routes`: Gamma `GET
+ * /gamma/markets/keyset` and `/gamma/events/keyset` (`limit`, `after_cursor`), Gamma's legacy offset listing `GET
  * /gamma/markets` and `/gamma/events` (`limit`, `offset`, `order`, `ascending`) and CLOB `GET /clob/markets`
- * (`next_cursor`), with records shaped like the real venue's (./catalogue-records.ts). Point PMLAKE_GAMMA_URL at
- * `<venue.httpUrl>/gamma` and PMLAKE_CLOB_URL at `<venue.httpUrl>/clob`. Without `order`, Gamma lists by volume,
- * which moves as markets trade (every page served): offset paging in that order repeats and skips rows, as on the
- * real venue. The catalogue changes through `add`, `setTickSize`, `setAcceptingOrders` and `resolve`; tests hook
- * every page (`onPageServed`) and inject faults (`fault`).
+ * (`next_cursor`), with records shaped like the real venue's (./catalogue-records.ts) and the real venue's limits
+ * (./catalogue-pages.ts). Point PMLAKE_GAMMA_URL at `<venue.httpUrl>/gamma` and PMLAKE_CLOB_URL at
+ * `<venue.httpUrl>/clob`. The offset listing without `order` goes by volume, which moves as markets trade (every
+ * page served): paging it repeats and skips rows, as on the real venue. The catalogue changes through `add`,
+ * `setTickSize`, `setAcceptingOrders` and `resolve`; tests hook every page (`onPageServed`) and inject faults
+ * (`fault`, by endpoint and page index).
  */
 export class SimulatedCatalogue {
   private readonly rng: Rng;
   private readonly byCid = new Map<string, CatalogueEntry>();
   private readonly list: CatalogueEntry[] = [];
   private readonly faults = new Map<string, { fault: CatalogueFault; left: number }>();
-  private readonly maxLimit: number;
-  private readonly maxOffset: number;
-  private readonly clobPage: number;
+  private readonly limits: PageLimits;
   /** Called once a page's body is built, before it is sent; a promise returned delays the answer. */
   onPageServed: ((endpoint: CatalogueEndpoint, pageIndex: number) => void | Promise<void>) | null = null;
   /** Pages answered (faults included) per endpoint. */
@@ -52,9 +56,8 @@ export class SimulatedCatalogue {
 
   constructor(opts: SimulatedCatalogueOptions) {
     this.rng = new Rng(opts.seed ?? 1, 'catalogue');
-    this.maxLimit = opts.gammaMaxLimit ?? 100;
-    this.maxOffset = opts.gammaMaxOffset ?? 10_000;
-    this.clobPage = opts.clobPageSize ?? 100;
+    const { markets: _markets, seed: _seed, ...limits } = opts;
+    this.limits = { ...LIMITS, ...limits };
     for (const m of opts.markets) this.add(m);
     this.routes = [(req, res, url) => this.route(req, res, url)];
   }
@@ -132,50 +135,22 @@ export class SimulatedCatalogue {
   }
 
   private async route(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<boolean> {
-    const endpoint = ({ '/gamma/markets': 'gamma_markets', '/gamma/events': 'gamma_events', '/clob/markets': 'clob_markets' } as const)[url.pathname];
-    if (!endpoint || req.method !== 'GET') return false;
-    const page = endpoint === 'clob_markets' ? this.clobAnswer(url) : this.gammaAnswer(endpoint, url);
-    this.served[endpoint]++;
+    const r = ROUTES[url.pathname];
+    if (!r || req.method !== 'GET') return false;
+    const page = r.answer(this.list, url.searchParams, this.limits);
+    this.served[r.endpoint]++;
     this.trade();
     if (page.status === 200) {
-      const key = `${endpoint}:${page.index}`;
+      const key = `${r.endpoint}:${page.index}`;
       const f = this.faults.get(key);
       if (f && f.left-- > 0) Object.assign(page, faultAnswer(f.fault, page.body));
       if (f && f.left <= 0) this.faults.delete(key);
     }
-    await this.onPageServed?.(endpoint, page.index);
+    await this.onPageServed?.(r.endpoint, page.index);
     res.writeHead(page.status, { 'content-type': page.type ?? 'application/json', ...page.headers }).end(page.body);
     return true;
   }
-
-  private gammaAnswer(endpoint: 'gamma_markets' | 'gamma_events', url: URL): Answer {
-    const q = url.searchParams;
-    const limit = Math.min(this.maxLimit, Math.max(1, Number(q.get('limit') ?? 20) || 20));
-    const offset = Math.max(0, Number(q.get('offset') ?? 0) || 0);
-    if (offset > this.maxOffset) return { status: 422, index: -1, body: JSON.stringify({ error: `offset must be at most ${this.maxOffset}` }) };
-    const ascending = q.get('ascending') === 'true';
-    const order = q.get('order');
-    const rows = [...this.list];
-    if (order === 'id') rows.sort((a, b) => (a.id - b.id) * (ascending ? 1 : -1));
-    else rows.sort((a, b) => (a.volume - b.volume) * (ascending ? 1 : -1));
-    const slice = rows.slice(offset, offset + limit);
-    const records = slice.map((e) => (endpoint === 'gamma_markets' ? gammaMarket(e) : gammaEvent(e)));
-    return { status: 200, index: Math.floor(offset / limit), body: JSON.stringify(records) };
-  }
-
-  private clobAnswer(url: URL): Answer {
-    const cursor = url.searchParams.get('next_cursor') ?? 'MA==';
-    const offset = Number(Buffer.from(cursor, 'base64').toString('utf8'));
-    if (!Number.isInteger(offset) || offset < 0) return { status: 400, index: -1, body: JSON.stringify({ error: 'invalid next_cursor' }) };
-    const slice = this.list.slice(offset, offset + this.clobPage);
-    const end = offset + slice.length >= this.list.length;
-    const next = end ? 'LTE=' : b64(String(offset + slice.length));
-    const body = JSON.stringify({ data: slice.map(clobMarket), next_cursor: next, limit: this.clobPage, count: slice.length });
-    return { status: 200, index: Math.floor(offset / this.clobPage), body };
-  }
 }
-
-type Answer = { status: number; index: number; body: string; type?: string; headers?: Record<string, string> };
 
 function faultAnswer(fault: CatalogueFault, body: string): Partial<Answer> {
   if (fault === 'not-json') return { type: 'text/html', body: '<html><body><h1>502 Bad Gateway</h1></body></html>' };

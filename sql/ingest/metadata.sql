@@ -3,11 +3,24 @@
 -- Macros pm_ts, pm_cat, pm_tag_cat, pm_str_list, pm_num_list, pm_bool: see ingest/catalog.ts.
 
 -- name: expand
--- CLOB /markets pages may come enveloped as {data, next_cursor, limit, count}: the records are in data[].
+-- CLOB /markets pages may come enveloped as {data, next_cursor, limit, count}, Gamma's keyset pages as
+-- {markets: [...], next_cursor} or {events: [...], next_cursor}: the records are in the array. (A Gamma event
+-- holds markets[] too, but always with its own id.)
 CREATE OR REPLACE TEMP TABLE _meta_items AS
-SELECT ord, obj FROM _meta_objs WHERE json_type(obj, '$.data') IS DISTINCT FROM 'ARRAY'
+WITH o AS (
+  SELECT ord, obj,
+         CASE WHEN json_type(obj, '$.data') = 'ARRAY' THEN 'data'
+              WHEN (obj->>'id') IS NULL AND json_type(obj, '$.markets') = 'ARRAY' THEN 'markets'
+              WHEN (obj->>'id') IS NULL AND json_type(obj, '$.events') = 'ARRAY' THEN 'events' END AS envelope
+  FROM _meta_objs
+)
+SELECT ord, obj FROM o WHERE envelope IS NULL
 UNION ALL
-SELECT ord, unnest(json_extract(obj, '$.data[*]')) AS obj FROM _meta_objs WHERE json_type(obj, '$.data') = 'ARRAY';
+SELECT ord, unnest(json_extract(obj, '$.data[*]')) AS obj FROM o WHERE envelope = 'data'
+UNION ALL
+SELECT ord, unnest(json_extract(obj, '$.markets[*]')) AS obj FROM o WHERE envelope = 'markets'
+UNION ALL
+SELECT ord, unnest(json_extract(obj, '$.events[*]')) AS obj FROM o WHERE envelope = 'events';
 
 -- name: classify
 -- m = a Gamma market, e = its event (the parent record of /events, else the market's own events[0]),

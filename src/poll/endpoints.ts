@@ -21,7 +21,7 @@ export interface Paging {
 export type EndpointsOptions = {
   gammaUrl: string;
   clobUrl: string;
-  /** Gamma's `limit` (the real venue: 500; it may answer fewer). */
+  /** Gamma's `limit` per page (the venue takes at most 100 on `/markets/keyset`). */
   gammaLimit: number;
   /** A paging that has not ended after this many pages stops with an error (a server repeating itself). */
   maxPages: number;
@@ -29,8 +29,8 @@ export type EndpointsOptions = {
 
 export function newPagings(opts: EndpointsOptions): Paging[] {
   return [
-    new GammaOffsetPaging('gamma_markets', `${opts.gammaUrl}/markets`, opts.gammaLimit, opts.maxPages),
-    new GammaOffsetPaging('gamma_events', `${opts.gammaUrl}/events`, opts.gammaLimit, opts.maxPages),
+    new GammaKeysetPaging('gamma_markets', `${opts.gammaUrl}/markets/keyset`, 'markets', opts.gammaLimit, opts.maxPages),
+    new GammaKeysetPaging('gamma_events', `${opts.gammaUrl}/events/keyset`, 'events', opts.gammaLimit, opts.maxPages),
     new ClobCursorPaging(`${opts.clobUrl}/markets`, opts.maxPages),
   ];
 }
@@ -50,40 +50,60 @@ function parse(body: string): { ok: true; value: unknown } | { ok: false; messag
   }
 }
 
+/** Follows a server's cursors, refusing one it has already given (paging in a circle) and an endless paging. */
+class Cursors {
+  private readonly seen = new Set<string>();
+  pages = 0;
+  constructor(private readonly maxPages: number) {}
+
+  /** The page's outcome given its records and next cursor ('' or null: the last page). */
+  next(records: number, cursor: string | null): PageRead & { cursor?: string } {
+    this.pages++;
+    if (cursor === null || cursor === '') return { ok: true, records, done: true };
+    if (this.seen.has(cursor)) return { ok: false, message: `the server repeated cursor ${cursor}` };
+    if (this.pages >= this.maxPages) return { ok: false, message: `no end after ${this.pages} pages` };
+    this.seen.add(cursor);
+    return { ok: true, records, done: false, cursor };
+  }
+}
+
 /**
- * Gamma `/markets` and `/events`: `limit` + `offset`, ordered by id ascending. Ids only grow, so a row created
- * while we page is appended after the pages already read instead of shifting rows into them (the default order,
- * by volume, moves rows between pages as they trade: rows repeat and others are skipped). The offset moves by the
- * rows received, not by `limit`, because the venue silently caps `limit` (at 100); for the same reason a page ends
- * the paging only when it is empty or shorter than the longest page seen so far, never merely shorter than `limit`.
+ * Gamma `/markets/keyset` and `/events/keyset`: `{markets|events: [...], next_cursor}`, the cursor given back as
+ * `after_cursor`, no `next_cursor` on the last page. Keyset paging walks a stable key, so a market created while we
+ * page comes after the rows already read instead of shifting rows between pages. The venue's offset listing
+ * (`/markets?offset=`) is no way to the whole catalogue: it repeats and skips rows while the catalogue changes,
+ * caps `limit` at 100 and refuses offsets beyond 10 000.
  */
-export class GammaOffsetPaging implements Paging {
-  private offset = 0;
-  private longest = 0;
-  private pages = 0;
+export class GammaKeysetPaging implements Paging {
+  private cursor: string | null = null;
+  private readonly cursors: Cursors;
 
   constructor(
     readonly name: EndpointName,
     private readonly base: string,
+    private readonly key: 'markets' | 'events',
     private readonly limit: number,
-    private readonly maxPages: number,
-  ) {}
+    maxPages: number,
+  ) {
+    this.cursors = new Cursors(maxPages);
+  }
 
   url(): string {
-    return `${this.base}?limit=${this.limit}&offset=${this.offset}&order=id&ascending=true`;
+    const after = this.cursor === null ? '' : `&after_cursor=${encodeURIComponent(this.cursor)}`;
+    return `${this.base}?limit=${this.limit}${after}`;
   }
 
   read(body: string): PageRead {
     const parsed = parse(body);
     if (!parsed.ok) return parsed;
-    if (!Array.isArray(parsed.value)) return { ok: false, message: 'shape changed: the page is not a JSON array' };
-    const n = parsed.value.length;
-    this.pages++;
-    const done = n === 0 || n < this.longest;
-    this.longest = Math.max(this.longest, n);
-    this.offset += n;
-    if (!done && this.pages >= this.maxPages) return { ok: false, message: `no end after ${this.pages} pages` };
-    return { ok: true, records: n, done };
+    const v = parsed.value;
+    if (v === null || typeof v !== 'object' || !(this.key in v) || !Array.isArray((v as Record<string, unknown>)[this.key])) {
+      return { ok: false, message: `shape changed: the page has no "${this.key}" array` };
+    }
+    const o = v as Record<string, unknown>;
+    const read = this.cursors.next((o[this.key] as unknown[]).length, typeof o.next_cursor === 'string' ? o.next_cursor : null);
+    if (read.ok && read.cursor !== undefined) this.cursor = read.cursor;
+    return read.ok ? { ok: true, records: read.records, done: read.done } : read;
   }
 }
 
@@ -91,13 +111,14 @@ export class GammaOffsetPaging implements Paging {
 export class ClobCursorPaging implements Paging {
   readonly name = 'clob_markets' as const;
   private cursor: string | null = null;
-  private readonly seen = new Set<string>();
-  private pages = 0;
+  private readonly cursors: Cursors;
 
   constructor(
     private readonly base: string,
-    private readonly maxPages: number,
-  ) {}
+    maxPages: number,
+  ) {
+    this.cursors = new Cursors(maxPages);
+  }
 
   url(): string {
     return this.cursor === null ? this.base : `${this.base}?next_cursor=${encodeURIComponent(this.cursor)}`;
@@ -110,15 +131,9 @@ export class ClobCursorPaging implements Paging {
     if (v === null || typeof v !== 'object' || !('data' in v) || !Array.isArray(v.data)) {
       return { ok: false, message: 'shape changed: the page has no "data" array' };
     }
-    const next = 'next_cursor' in v && typeof v.next_cursor === 'string' ? v.next_cursor : '';
-    this.pages++;
-    const records = v.data.length;
-    if (next === '' || next === CLOB_END_CURSOR) return { ok: true, records, done: true };
-    // A cursor seen before would page in a circle.
-    if (this.seen.has(next)) return { ok: false, message: `the server repeated cursor ${next}` };
-    if (this.pages >= this.maxPages) return { ok: false, message: `no end after ${this.pages} pages` };
-    this.seen.add(next);
-    this.cursor = next;
-    return { ok: true, records, done: false };
+    const next = 'next_cursor' in v && typeof v.next_cursor === 'string' && v.next_cursor !== CLOB_END_CURSOR ? v.next_cursor : null;
+    const read = this.cursors.next(v.data.length, next);
+    if (read.ok && read.cursor !== undefined) this.cursor = read.cursor;
+    return read.ok ? { ok: true, records: read.records, done: read.done } : read;
   }
 }

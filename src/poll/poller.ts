@@ -13,7 +13,7 @@ export type CataloguePollerOptions = {
   clobUrl: string;
   /** `PMLAKE_CATALOGUE_SECONDS`: polls start at wall-clock multiples of it. */
   periodSeconds: number;
-  /** Gamma's `limit` (default 500). */
+  /** Gamma's `limit` per page (default 100, what the venue takes on `/markets/keyset`). */
   gammaLimit?: number;
   /** Pages per endpoint after which a paging is cut as endless (default 10 000). */
   maxPages?: number;
@@ -51,7 +51,7 @@ export class CataloguePoller {
   failures = 0;
 
   constructor(private readonly opts: CataloguePollerOptions) {
-    this.endpoints = { gammaUrl: opts.gammaUrl, clobUrl: opts.clobUrl, gammaLimit: opts.gammaLimit ?? 500, maxPages: opts.maxPages ?? 10_000 };
+    this.endpoints = { gammaUrl: opts.gammaUrl, clobUrl: opts.clobUrl, gammaLimit: opts.gammaLimit ?? 100, maxPages: opts.maxPages ?? 10_000 };
   }
 
   /** Removes a killed poller's open file, creates the directory if needed, polls at once and keeps polling. */

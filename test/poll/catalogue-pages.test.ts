@@ -81,8 +81,8 @@ describe('the simulated catalogue', () => {
     v.change();
     const work = tempDir('poll-ingest');
     const pages: Record<string, string> = {
-      'gamma_markets.json': `${v.gammaUrl}/markets?limit=100&offset=0&order=id&ascending=true`,
-      'gamma_events.json': `${v.gammaUrl}/events?limit=100&offset=0&order=id&ascending=true`,
+      'gamma_markets.json': `${v.gammaUrl}/markets/keyset?limit=100`,
+      'gamma_events.json': `${v.gammaUrl}/events/keyset?limit=100`,
       'clob_markets.json': `${v.clobUrl}/markets`,
     };
     for (const [name, url] of Object.entries(pages)) {

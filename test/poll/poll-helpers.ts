@@ -60,13 +60,15 @@ export const openPolls = (dir: string): string[] => fs.readdirSync(dir).filter((
 
 type J = Record<string, unknown>;
 
-/** The records of one endpoint's page bodies in a poll, read with JSON.parse (Gamma: arrays; CLOB: `data`). */
+/** The records of one endpoint's page bodies in a poll, read with JSON.parse (Gamma: `markets`/`events`; CLOB: `data`). */
 export function recordsOf(lines: PollLine[], endpoint: string): J[] {
   return lines
     .filter((l) => l.kind === 'page' && l.endpoint === endpoint)
     .flatMap((l) => {
-      const v = JSON.parse(l.body!) as J[] | { data: J[] };
-      return Array.isArray(v) ? v : v.data;
+      const v = JSON.parse(l.body!) as { markets?: J[]; events?: J[]; data?: J[] };
+      const records = v.markets ?? v.events ?? v.data;
+      if (!records) throw new Error(`a page of ${endpoint} without records: ${l.body!.slice(0, 80)}`);
+      return records;
     });
 }
 

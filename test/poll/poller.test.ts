@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { syntheticMarkets, type SimMarket } from '../../ingest/simulate/venue.js';
+import { SimulatedVenue, syntheticMarkets, type SimHttpRoute, type SimMarket } from '../../ingest/simulate/venue.js';
 import { CataloguePoller, type CataloguePollerOptions, type PollSummary } from '../../src/poll/poller.js';
 import { quietLog, tempDir, waitFor } from '../helpers/capture-files.js';
 import { catalogueVenue, closedPolls, conditionIds, openPolls, readPoll, recordsOf, sortedCopy, type PollLine } from './poll-helpers.js';
@@ -38,8 +38,8 @@ function checkFormat(lines: PollLine[], summary: PollSummary, gammaUrl: string, 
     poller: 'p1',
     started_at: summary.startedAt,
     endpoints: {
-      gamma_markets: `${gammaUrl}/markets?limit=10&offset=0&order=id&ascending=true`,
-      gamma_events: `${gammaUrl}/events?limit=10&offset=0&order=id&ascending=true`,
+      gamma_markets: `${gammaUrl}/markets/keyset?limit=10`,
+      gamma_events: `${gammaUrl}/events/keyset?limit=10`,
       clob_markets: `${clobUrl}/markets`,
     },
   });
@@ -67,7 +67,7 @@ describe('CataloguePoller against the simulated venue', () => {
     expect(lines.at(-1)!.complete).toEqual({ gamma_markets: true, gamma_events: true, clob_markets: true });
     const expected = sortedCopy(markets.map((m) => m.conditionId));
     for (const e of ENDPOINTS) expect(sortedCopy(conditionIds(recordsOf(lines, e)))).toEqual(expected);
-    // 45 markets by 10: four full pages and a short one; CLOB by 7: seven pages.
+    // 45 markets by 10: four full pages and a short one without next_cursor; CLOB by 7: seven pages.
     expect(lines.filter((l) => l.endpoint === 'gamma_markets').length).toBe(5);
     expect(lines.filter((l) => l.endpoint === 'clob_markets').length).toBe(7);
     // Each page line holds what the venue sent for that URL, byte for byte, in the order asked.
@@ -94,7 +94,8 @@ describe('CataloguePoller against the simulated venue', () => {
     // Each endpoint got one new market while it paged (after its page 1): its pages hold it exactly once.
     ENDPOINTS.forEach((e, i) => expect(sortedCopy(conditionIds(recordsOf(lines, e)))).toEqual(listedAfter(i + 1)));
 
-    // The same catalogue paged by offset in its default order (by volume, which moves as markets trade).
+    // The same catalogue through the venue's offset listing, in its default order (by volume, which moves as
+    // markets trade).
     catalogue.onPageServed = null;
     const seen: string[] = [];
     for (let offset = 0; ; offset += 10) {
@@ -118,8 +119,8 @@ describe('CataloguePoller against the simulated venue', () => {
     expect(first.complete).toEqual({ gamma_markets: true, gamma_events: true, clob_markets: true });
     const lines = readPoll(first.file);
     expect(lines.filter((l) => l.kind === 'error')).toEqual([]);
-    // 4 Gamma pages + 2 retries; 5 CLOB pages (30 by 7) + 1 retry.
-    expect(catalogue.served.gamma_markets).toBe(4 + 2);
+    // 3 Gamma pages + 2 retries; 5 CLOB pages (30 by 7) + 1 retry.
+    expect(catalogue.served.gamma_markets).toBe(3 + 2);
     expect(catalogue.served.clob_markets).toBe(5 + 1);
     for (const e of ENDPOINTS) expect(sortedCopy(conditionIds(recordsOf(lines, e)))).toEqual(sortedCopy(markets.map((m) => m.conditionId)));
 
@@ -145,18 +146,38 @@ describe('CataloguePoller against the simulated venue', () => {
 
   it('a 4xx answer is not retried: an error line with the status and body, the endpoint incomplete', async () => {
     const { opts } = await setup([]);
-    // A venue that refuses offsets beyond 10 (the real one answers 422 beyond 10 000).
-    const v = await catalogueVenue({ markets: syntheticMarkets(25, 14), seed: 3, gammaMaxOffset: 10 });
+    // A venue taking at most 5 rows a keyset page (the real one: 100 markets, 500 events).
+    const v = await catalogueVenue({ markets: syntheticMarkets(25, 14), seed: 3, keysetMaxMarkets: 5, keysetMaxEvents: 5 });
     cleanups.push(() => v.venue.close());
     const summary = (await (await CataloguePoller.prepare({ ...opts, gammaUrl: v.gammaUrl, clobUrl: v.clobUrl })).pollOnce())!;
     expect(summary.complete).toEqual({ gamma_markets: false, gamma_events: false, clob_markets: true });
     const errors = readPoll(summary.file).filter((l) => l.kind === 'error');
     expect(errors.map((e) => [e.endpoint, e.status, e.message, JSON.parse(e.body!)])).toEqual([
-      ['gamma_markets', 422, 'HTTP 422', { error: 'offset must be at most 10' }],
-      ['gamma_events', 422, 'HTTP 422', { error: 'offset must be at most 10' }],
+      ['gamma_markets', 422, 'HTTP 422', { error: 'limit must be between 1 and 5' }],
+      ['gamma_events', 422, 'HTTP 422', { error: 'limit must be between 1 and 5' }],
     ]);
-    // Offsets 0 and 10 answered, 20 refused once (not retried).
-    expect(v.catalogue.served.gamma_markets).toBe(3);
+    expect(v.catalogue.served.gamma_markets).toBe(1);
+  });
+
+  it('stops an endpoint whose server repeats its cursor instead of paging in a circle', async () => {
+    const route: SimHttpRoute = (_req, res, url) => {
+      if (url.pathname === '/gamma/markets/keyset') res.writeHead(200).end('{"markets":[],"next_cursor":"c2FtZQ=="}');
+      else if (url.pathname === '/gamma/events/keyset') res.writeHead(200).end('{"events":[]}');
+      else if (url.pathname === '/clob/markets') res.writeHead(200).end('{"data":[],"next_cursor":"LTE=","limit":100,"count":0}');
+      else return false;
+      return true;
+    };
+    const venue = await SimulatedVenue.start({ markets: [], rate: 0, routes: [route] });
+    cleanups.push(() => venue.close());
+    const { opts } = await setup([]);
+    const summary = (await (await CataloguePoller.prepare({ ...opts, gammaUrl: `${venue.httpUrl}/gamma`, clobUrl: `${venue.httpUrl}/clob` })).pollOnce())!;
+    expect(summary.complete).toEqual({ gamma_markets: false, gamma_events: true, clob_markets: true });
+    const lines = readPoll(summary.file).filter((l) => l.endpoint === 'gamma_markets');
+    expect(lines.map((l) => [l.kind, l.url])).toEqual([
+      ['page', `${venue.httpUrl}/gamma/markets/keyset?limit=10`],
+      ['error', `${venue.httpUrl}/gamma/markets/keyset?limit=10&after_cursor=c2FtZQ%3D%3D`],
+    ]);
+    expect(lines[1]!.message).toBe('the server repeated cursor c2FtZQ==');
   });
 
   it('keeps polling on its period after a poll with an error; stop() ends it with no open file left', async () => {
