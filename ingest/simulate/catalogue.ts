@@ -67,10 +67,13 @@ export class SimulatedCatalogue {
     return [...this.list];
   }
 
-  /** A market listed from now on, after every market already listed (ids grow). */
+  /** A market listed from now on, after every market already listed. */
   add(market: SimMarket): CatalogueEntry {
     if (this.byCid.has(market.conditionId)) throw new Error(`market ${market.conditionId} is already listed`);
-    const id = 600_000 + this.list.length * 7 + this.rng.int(7);
+    // The generator's id when it planned the market (a generated history and the polled catalogue then agree),
+    // else one after every id listed: ids grow with creation, as the keyset listing's order relies on.
+    const last = this.list.at(-1)?.id ?? 500_000;
+    const id = market.id !== undefined && Number(market.id) > last ? Number(market.id) : last + 1 + this.rng.int(60);
     const created = BASE_MS + this.list.length * 3_600_000 + this.rng.int(3_600_000);
     const question = market.question ?? `Will market ${id} resolve Yes?`;
     const e: CatalogueEntry = {

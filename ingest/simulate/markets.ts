@@ -3,7 +3,15 @@ import { PRICE_STR } from '../generate/format.js';
 import type { Rng } from '../generate/prng.js';
 
 /** A market the simulated venue trades: two outcome tokens (Yes, No) and its price grid. */
-export type SimMarket = { conditionId: string; tokens: [string, string]; tick: string; question?: string; slug?: string };
+export type SimMarket = {
+  conditionId: string;
+  tokens: [string, string];
+  tick: string;
+  question?: string;
+  slug?: string;
+  /** The venue's numeric market id (Gamma's `id`), when the generator planned one. */
+  id?: string;
+};
 
 /**
  * `n` markets as the generator plans them for `seed` (its questions, slugs, ticks, 76–78-digit token ids and
@@ -18,6 +26,7 @@ export function syntheticMarkets(n: number, seed: number): SimMarket[] {
     tick: PRICE_STR[m.tick]!,
     question: m.question,
     slug: m.slug,
+    id: m.id,
   }));
 }
 

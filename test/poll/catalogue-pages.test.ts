@@ -66,6 +66,8 @@ describe('the simulated catalogue', () => {
         for (const g of [gamma.get(m.conditionId)!, events.get(m.conditionId)!]) {
           expect(g).toMatchObject({ orderPriceMinTickSize: want.tick, closed: want.closed, acceptingOrders: want.accepting });
           expect(g.clobTokenIds).toBe(`["${m.tokens[0]}", "${m.tokens[1]}"]`);
+          // The generator's market id, so a generated history and the polled catalogue name the market alike.
+          expect(g.id).toBe(m.id);
           if (want.winner === null) expect(g.umaResolutionStatus).toBeUndefined();
           else expect(g).toMatchObject({ umaResolutionStatus: 'resolved', outcomePrices: want.winner === 0 ? '["1", "0"]' : '["0", "1"]' });
         }
