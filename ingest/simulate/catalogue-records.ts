@@ -66,6 +66,8 @@ function eventFields(e: CatalogueEntry): Record<string, unknown> {
     liquidityClob: round(e.liquidity, 4),
     negRisk: false,
     commentCount: 0,
+    ...(e.market.seriesSlug ? { seriesSlug: e.market.seriesSlug } : {}),
+    ...(e.market.category ? { category: e.market.category } : {}),
   };
 }
 

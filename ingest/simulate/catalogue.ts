@@ -79,7 +79,7 @@ export class SimulatedCatalogue {
     const e: CatalogueEntry = {
       market,
       id,
-      eventId: 90_000 + this.list.length,
+      eventId: market.eventId !== undefined && /^\d+$/.test(market.eventId) ? Number(market.eventId) : 90_000 + this.list.length,
       question,
       slug: market.slug ?? `market-${id}`,
       description: `This market will resolve to "Yes" if ${question.replace(/^Will |\?$/g, '')}. Otherwise, it will resolve to "No".`,

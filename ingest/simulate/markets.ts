@@ -11,6 +11,13 @@ export type SimMarket = {
   slug?: string;
   /** The venue's numeric market id (Gamma's `id`), when the generator planned one. */
   id?: string;
+  /**
+   * What the simulated catalogue says of the market's event when the market comes from a lake (the demo): its id,
+   * series and category, so a polled record does not drop what the lake's catalogue already knew.
+   */
+  eventId?: string;
+  seriesSlug?: string;
+  category?: string;
 };
 
 /**

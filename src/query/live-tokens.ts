@@ -21,12 +21,13 @@ ORDER BY token_id`,
 }
 
 /**
- * The live two-outcome markets with their tokens and tick, in id order: what the demo's simulated venue keeps
+ * The live two-outcome markets with their tokens, tick and catalogue names, most traded first: what the demo's simulated venue keeps
  * trading so the demo lake goes on growing for the markets it already shows.
  */
 export function liveMarketsQuery(lake: Lake, limit: number): Query {
   return query(
-    `SELECT condition_id, outcome_token_ids AS tokens, coalesce(tick_size, 0.01)::VARCHAR AS tick
+    `SELECT condition_id, outcome_token_ids AS tokens, coalesce(tick_size, 0.01)::VARCHAR AS tick,
+  CASE WHEN NOT id_derived THEN id END AS id, question, slug, event_id, series_id, category
 FROM ${lake.from('markets')} m
 WHERE coalesce(m.closed, false) = false AND coalesce(m.resolved, false) = false
   AND len(m.outcome_token_ids) = 2 AND condition_id IS NOT NULL
