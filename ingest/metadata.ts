@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { DuckDBValue } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { ensureCatalogStaging, SOURCE_PRIORITY } from './catalog.js';
 import { csvHeader, firstLine, loadJsonObjects } from './metadata/json.js';
 import { ingestSql } from './metadata/sql.js';
@@ -68,20 +68,38 @@ async function stageCsv(ctx: BatchContext, file: string): Promise<void> {
   await ctx.conn.run('DROP TABLE IF EXISTS _meta_csv');
 }
 
-async function stageJson(ctx: BatchContext, file: string): Promise<void> {
-  if (!(await loadJsonObjects(ctx, file, '_meta_objs'))) return;
-  const { conn } = ctx;
+/**
+ * The JSON records in TEMP table `_meta_objs(ord, obj)` → `_meta_items` (CLOB envelopes opened), `_meta_gamma`
+ * (Gamma markets with their event) and `_meta_clob` (CLOB markets). Shared with the catalogue poll files
+ * (ingest/catalogue/polls.ts), whose page bodies are the same records; dropMetaTables removes them.
+ */
+export async function classifyMetaObjs(conn: DuckDBConnection): Promise<void> {
   await conn.run(ingestSql('metadata', 'expand'));
   await conn.run(ingestSql('metadata', 'classify'));
   await conn.run(ingestSql('metadata', 'classify_clob'));
+}
+
+/** Catalogue source records (stg_market_records, stg_series_records) from the classified records. */
+export async function stageMetaRecords(conn: DuckDBConnection): Promise<void> {
+  await conn.run(ingestSql('metadata', 'gamma_records'), { gamma: PRIORITIES.gamma!, dump: PRIORITIES.dump! });
+  await conn.run(ingestSql('metadata', 'gamma_series'), { gamma: PRIORITIES.gamma! });
+  await conn.run(ingestSql('metadata', 'clob_records'), { clob: PRIORITIES.clob! });
+}
+
+export async function dropMetaTables(conn: DuckDBConnection): Promise<void> {
+  for (const t of ['_meta_objs', '_meta_items', '_meta_gamma', '_meta_clob']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+}
+
+async function stageJson(ctx: BatchContext, file: string): Promise<void> {
+  if (!(await loadJsonObjects(ctx, file, '_meta_objs'))) return;
+  const { conn } = ctx;
+  await classifyMetaObjs(conn);
   const odd = await conn.runAndReadAll(ingestSql('metadata', 'unrecognized'));
   for (const r of odd.getRowObjectsJS()) {
     ctx.issues.push({ file, line: Number(r.ord), message: 'JSON record is neither a Gamma market/event nor a CLOB market; skipped' });
   }
-  await conn.run(ingestSql('metadata', 'gamma_records'), { gamma: PRIORITIES.gamma!, dump: PRIORITIES.dump! });
-  await conn.run(ingestSql('metadata', 'gamma_series'), { gamma: PRIORITIES.gamma! });
-  await conn.run(ingestSql('metadata', 'clob_records'), { clob: PRIORITIES.clob! });
-  for (const t of ['_meta_objs', '_meta_items', '_meta_gamma', '_meta_clob']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  await stageMetaRecords(conn);
+  await dropMetaTables(conn);
 }
 
 export const metadataHandler: SourceHandler = {
