@@ -41,6 +41,42 @@ export const isoDateTime = z
   })
   .meta({ type: 'string', format: 'date-time' });
 
+/** 9999-12-31T23:59:59.999999Z: the last instant ISO 8601's four-digit years name. */
+const MAX_INSTANT_US = 253_402_300_799_999_999n;
+
+/** Epoch seconds (up to 11 digits, an optional fraction) or milliseconds (12 digits or more) → µs; null past year 9999. */
+function epochMicros(v: string): bigint | null {
+  const m = /^(\d{1,15})(?:\.(\d{1,6}))?$/.exec(v);
+  if (!m) return null;
+  const whole = BigInt(m[1]!);
+  const frac = BigInt((m[2] ?? '').padEnd(6, '0'));
+  const us = m[1]!.length <= 11 ? whole * 1_000_000n + frac : m[2] === undefined ? whole * 1000n : null;
+  return us !== null && us <= MAX_INSTANT_US ? us : null;
+}
+
+/** An instant as ISO 8601 (as isoDateTime) or as epoch seconds / milliseconds (digits). */
+export const instantParam = z
+  .string()
+  .max(64)
+  .transform((v, ctx) => {
+    const t = v.trim();
+    const micros = /^\d/.test(t) && !t.includes('-') ? epochMicros(t) : queryIsoMicros(t);
+    if (micros === null) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'Input should be an ISO 8601 date or datetime (2025-03-01T12:00:00Z) or epoch seconds (1740830400) or milliseconds (1740830400000)',
+      });
+      return z.NEVER;
+    }
+    return micros;
+  })
+  .meta({
+    anyOf: [
+      { type: 'string', format: 'date-time' },
+      { type: 'string', pattern: '^[0-9]{1,15}(\\.[0-9]{1,6})?$' },
+    ],
+  });
+
 export const timeframeParam = z
   .string()
   .max(16)

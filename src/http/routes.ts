@@ -1,6 +1,7 @@
 import type { Route } from './route.js';
 import { marketListRoutes } from './markets/list.js';
 import { marketDetailRoutes } from './markets/detail.js';
+import { marketChangesRoutes } from './markets/changes.js';
 import { marketStatsRoutes } from './markets/stats.js';
 import { marketEstimateRoutes } from './markets/estimate.js';
 import { marketCoverageRoutes } from './markets/coverage.js';
@@ -45,6 +46,8 @@ export const routes: Route[] = [
   // /v1/markets
   ...marketListRoutes,
   ...marketDetailRoutes,
+  // /v1/markets/{market_id}/changes: point-in-time definitions from the catalogue polls
+  ...marketChangesRoutes,
   ...marketStatsRoutes,
   ...marketEstimateRoutes,
   // /v1/markets/{market_id}/coverage and /v1/coverage: the tape's verified days

@@ -62,6 +62,8 @@ const ALLOWED: Rule[] = [
     why: 'the spec: order books at any instant and top of book (the anchor has only downloads)',
   },
   { match: /^\+ operation GET \/v1\/(coverage|markets\/\{market_id\}\/coverage)$/, why: 'tape coverage and incidents (issue 15)' },
+  { match: /^\+ operation GET \/v1\/markets\/\{market_id\}\/changes$/, why: 'point-in-time market definitions: their changes (issue 25)' },
+  { match: /^\+ GET \/v1\/markets\/\{market_id\} parameter query as_of$/, why: 'extra: the market as it stood at an instant (issue 25)' },
 
   // Response codes: the anchor's FastAPI document lists only 200/422; pmlake also documents the answers it
   // really gives: 401 (no or bad key), 403 (an API key on a bearer-only route), 404 (unknown market or
@@ -113,7 +115,7 @@ const ALLOWED: Rule[] = [
   // Named schemas only pmlake has: responses the anchor leaves inline or lacks, the error body.
   {
     match:
-      /^\+ schema (ErrorDetail|MarketStatsResponse|OrderBookSnapshot|ReplayTicksResponse|RootResponse|StatusResponse|TopOfBookRow|UdfConfig|MarketCoverageResponse|VenueCoverageResponse|PullCoverage)$/,
+      /^\+ schema (ErrorDetail|MarketStatsResponse|OrderBookSnapshot|ReplayTicksResponse|RootResponse|MarketDefinitionChange|StatusResponse|TopOfBookRow|UdfConfig|MarketCoverageResponse|VenueCoverageResponse|PullCoverage)$/,
     why: 'named response schemas the anchor leaves inline or lacks',
   },
   { match: /^- ValidationError\.ctx$/, why: "pmlake's 422 items carry loc/msg/type/input, no pydantic ctx" },
@@ -180,8 +182,8 @@ const ALLOWED: Rule[] = [
   { match: /^~ ApiKeyResponse\.permissions$/, why: 'a closed set, always a list', check: (d) => neverNull({ ...d, after: without(d.after, ['enum']) }) },
   {
     match:
-      /^\+ (MarketResponse\.(condition_id|series_id|status)|DownloadHistoryResponse\.(description|finished_at|kind)|OrderResponse\.(idempotency_key|minimum_applied)|UsageResponse\.(requests_by_key|total_downloads)|ApiKeyCreatedResponse\.permissions|EstimateResponse\.(in_range|coverage)|MarketEstimateResponse\.coverage)$/,
-    why: 'extra response fields: the condition id and series of a market, the legacy status, history and order details, per-key usage, coverage',
+      /^\+ (MarketResponse\.(condition_id|series_id|status|tick_size|min_order_size|neg_risk|accepting_orders|as_of|definition_valid_from)|DownloadHistoryResponse\.(description|finished_at|kind)|OrderResponse\.(idempotency_key|minimum_applied)|UsageResponse\.(requests_by_key|total_downloads)|ApiKeyCreatedResponse\.permissions|EstimateResponse\.(in_range|coverage)|MarketEstimateResponse\.coverage)$/,
+    why: 'extra response fields: the condition id and series of a market, the legacy status, the point-in-time fields of an as_of answer, history and order details, per-key usage, coverage',
   },
 ];
 

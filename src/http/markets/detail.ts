@@ -1,9 +1,20 @@
 import type { Response } from 'express';
+import { z } from 'zod';
 import { defineRoute, type Route, type RouteInput } from '../route.js';
 import type { RequestContext } from '../context.js';
 import type { Row } from '../../lake/values.js';
-import { MarketPath } from '../params.js';
-import { MarketResponse, marketOut } from './view.js';
+import { instantParam, MarketPath } from '../params.js';
+import { MarketResponse, marketAtOut, marketOut } from './view.js';
+import { definitionAt } from '../../markets/definitions.js';
+import { isoFromMicros } from '../../lake/values.js';
+
+const MarketDetailQuery = z.object({
+  as_of: instantParam
+    .optional()
+    .describe(
+      'The market as it stood at this instant (ISO 8601, or epoch seconds / milliseconds): tick size, active, closed, accepting orders, neg-risk, end date, resolution and winner from the definition the catalogue poller recorded in force then (Gamma over CLOB, field by field). 404 before the first recorded definition, or for a market never polled',
+    ),
+});
 
 /** GET /v1/markets/{market_id}: one market, by numeric id or by one of its outcome token ids. */
 export const marketDetailRoutes: Route[] = [
@@ -13,16 +24,23 @@ export const marketDetailRoutes: Route[] = [
     cost: 'cheap',
     auth: 'key',
     tag: 'markets',
-    summary: 'Get one market (numeric id or an outcome token id)',
+    summary: 'Get one market (numeric id or an outcome token id), now or as it stood at as_of',
     params: MarketPath,
+    query: MarketDetailQuery,
     response: MarketResponse,
     handler: getMarket,
   }),
 ];
 
-async function getMarket({ params, res }: RouteInput<{ params: typeof MarketPath }>, ctx: RequestContext) {
+async function getMarket({ params, query, res }: RouteInput<{ params: typeof MarketPath; query: typeof MarketDetailQuery }>, ctx: RequestContext) {
   const r = await ctx.markets.resolve(ctx.lake, params.market_id);
   res.locals.rows = 1;
+  if (query.as_of !== undefined) {
+    // A point-in-time answer is built per request, outside the per-row body cache below.
+    const cid = typeof r.market.condition_id === 'string' ? r.market.condition_id : null;
+    const def = await definitionAt(ctx.lake, String(r.market.id), cid, query.as_of);
+    return marketAtOut(r.market, def, isoFromMicros(query.as_of));
+  }
   sendMarket(res, r.market);
   return undefined;
 }

@@ -57,6 +57,15 @@ export const MarketResponse = z
     category: z.string().describe('Empty when no source names one'),
     condition_id: z.string().nullable().describe('The 0x condition id; order-book rows carry it in market_id. Not accepted in requests.'),
     series_id: z.string().nullable(),
+    // Only in an answer with as_of (GET /v1/markets/{market_id}?as_of=): the definition in force then.
+    tick_size: z.number().nullable().optional().describe('With as_of: the minimum price increment in force then'),
+    min_order_size: z.number().nullable().optional().describe('With as_of: the minimum order size in force then'),
+    neg_risk: z.boolean().nullable().optional().describe('With as_of: whether the market was neg-risk then'),
+    accepting_orders: z.boolean().nullable().optional().describe('With as_of: whether the venue accepted orders then'),
+    as_of: dt.optional().describe('With as_of: the instant asked for'),
+    definition_valid_from: dt
+      .optional()
+      .describe('With as_of: when the definition served came into force (the latest recorded change at or before as_of)'),
   })
   .meta({ id: 'MarketResponse' });
 
@@ -136,5 +145,35 @@ export function marketOut(m: Row): Row {
     category: text(m.category),
     condition_id: m.condition_id ?? null,
     series_id: m.series_id ?? null,
+  };
+}
+
+/**
+ * The Market object as it stood at an instant: the current object with the point-in-time fields taken from the
+ * definition in force then (src/markets/definitions.ts), and the flags' status derived from those. Fields the
+ * definitions do not record (volume, prices, counts, data span) are the current ones.
+ */
+export function marketAtOut(m: Row, def: { fields: Record<string, Json>; validFrom: string }, asOf: string): Row {
+  const f = def.fields;
+  const now = marketOut(m);
+  const closed = typeof f.closed === 'boolean' ? f.closed : false;
+  const active = typeof f.active === 'boolean' ? f.active : !closed;
+  const resolved = f.resolved === true;
+  return {
+    ...now,
+    active,
+    closed,
+    resolved,
+    status: marketStatus({ active, closed, resolved }),
+    winning_outcome: resolved ? (f.winning_outcome ?? null) : null,
+    // A resolution date only for a market resolved at that instant.
+    resolution_date: resolved ? (now.resolution_date ?? null) : null,
+    end_date: f.end_date ?? null,
+    tick_size: f.tick_size ?? null,
+    min_order_size: f.min_order_size ?? null,
+    neg_risk: f.neg_risk ?? null,
+    accepting_orders: f.accepting_orders ?? null,
+    as_of: asOf,
+    definition_valid_from: def.validFrom,
   };
 }
