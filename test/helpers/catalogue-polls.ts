@@ -115,6 +115,9 @@ export type Definition = {
   source: 'gamma' | 'clob';
   valid_from: string;
   market_id: string | null;
+  question: string | null;
+  slug: string | null;
+  outcomes: string[] | null;
   tick_size: number | null;
   min_order_size: number | null;
   active: boolean | null;
@@ -140,6 +143,9 @@ function observe(endpoint: Page['endpoint'], rec: J, event: J | null, at: string
       source: 'clob',
       valid_from: iso(at),
       market_id: null,
+      question: rec.question as string,
+      slug: rec.market_slug as string,
+      outcomes: tokens.length > 0 ? tokens.map((t) => String(t.outcome)) : null,
       tick_size: rec.minimum_tick_size as number,
       min_order_size: rec.minimum_order_size as number,
       active: rec.active as boolean,
@@ -161,6 +167,9 @@ function observe(endpoint: Page['endpoint'], rec: J, event: J | null, at: string
     source: 'gamma',
     valid_from: iso(at),
     market_id: String(rec.id),
+    question: rec.question as string,
+    slug: rec.slug as string,
+    outcomes: JSON.parse(rec.outcomes as string) as string[],
     tick_size: rec.orderPriceMinTickSize as number,
     min_order_size: rec.orderMinSize as number,
     active: rec.active as boolean,

@@ -27,7 +27,7 @@ afterAll(() => tmp.cleanup());
 
 async function definitions(lake: string): Promise<Definition[]> {
   const rows = await query(
-    `SELECT condition_id, source, strftime(valid_from, '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS valid_from, market_id, tick_size::DOUBLE AS tick_size,
+    `SELECT condition_id, source, strftime(valid_from, '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS valid_from, market_id, question, slug, outcomes, tick_size::DOUBLE AS tick_size,
             min_order_size::DOUBLE AS min_order_size, active, closed, accepting_orders, neg_risk,
             strftime(end_date, '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS end_date, resolved, winning_outcome, outcome_token_ids
      FROM read_parquet(${files(lake, 'catalog/market_definitions')}) ORDER BY condition_id, source, valid_from`,

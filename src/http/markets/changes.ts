@@ -62,10 +62,7 @@ export const marketChangesRoutes: Route[] = [
   }),
 ];
 
-async function getMarketChanges(
-  { params, query: q, req, res }: RouteInput<{ params: typeof MarketPath; query: typeof ChangesQuery }>,
-  ctx: RequestContext,
-) {
+async function getMarketChanges({ params, query: q, req, res }: RouteInput<{ params: typeof MarketPath; query: typeof ChangesQuery }>, ctx: RequestContext) {
   const r = await ctx.markets.resolve(ctx.lake, params.market_id);
   const cid = typeof r.market.condition_id === 'string' ? r.market.condition_id : null;
   const page = await definitionChanges(ctx.lake, String(r.market.id), cid, { from: q.from, to: q.to, after: q.cursor, limit: q.limit });

@@ -63,9 +63,7 @@ export const MarketResponse = z
     neg_risk: z.boolean().nullable().optional().describe('With as_of: whether the market was neg-risk then'),
     accepting_orders: z.boolean().nullable().optional().describe('With as_of: whether the venue accepted orders then'),
     as_of: dt.optional().describe('With as_of: the instant asked for'),
-    definition_valid_from: dt
-      .optional()
-      .describe('With as_of: when the definition served came into force (the latest recorded change at or before as_of)'),
+    definition_valid_from: dt.optional().describe('With as_of: when the definition served came into force (the latest recorded change at or before as_of)'),
   })
   .meta({ id: 'MarketResponse' });
 
