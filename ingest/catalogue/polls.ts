@@ -79,10 +79,13 @@ async function rows(ctx: BatchContext, sql: string): Promise<Record<string, unkn
 async function stagePages(ctx: BatchContext, file: string, poll: string): Promise<void> {
   const { conn } = ctx;
   await conn.run(ingestSql('catalogue_polls', 'pages'));
+  // Each stage holds only what the next needs: the lines, then the page bodies, are the bulk of the file.
+  await conn.run('DROP TABLE _poll_lines');
   for (const r of await rows(ctx, ingestSql('catalogue_polls', 'bad_pages'))) {
     ctx.issues.push({ file, line: Number(r.line), message: String(r.message) });
   }
   await conn.run(ingestSql('catalogue_polls', 'objs'));
+  await conn.run('CREATE OR REPLACE TEMP TABLE _poll_pages AS SELECT line, received_at FROM _poll_pages');
   await classifyMetaObjs(conn);
   for (const r of await rows(ctx, ingestSql('catalogue_polls', 'unrecognized'))) {
     const n = Number(r.n);

@@ -7,7 +7,7 @@ import path from 'node:path';
  */
 type J = Record<string, unknown>;
 
-export const cid = (n: number): string => `0x${n.toString(16).padStart(64, 'a')}`;
+export const cid = (n: number): string => `0x${'c'.repeat(56)}${n.toString(16).padStart(8, '0')}`;
 export const tok = (n: number, o: number): string => `71${String(n).padStart(6, '0')}${o}${'7'.repeat(68)}`;
 export const gid = (n: number): string => String(600000 + n);
 
