@@ -74,13 +74,21 @@ describe('catalogue poll files → market_definitions', () => {
     expect(Date.parse(currentVersion(lakeA).manifest.landed_to!.catalogue!)).toBe(newest);
   });
 
-  it('a market repeated on two pages, and one inserted mid-paging, give exactly one observation each', () => {
-    const p2 = pollObservations(polls[1]!);
-    for (const n of [3, 4]) expect(p2.filter((d) => d.condition_id === cid(n) && d.source === 'gamma')).toHaveLength(1);
+  it('a market repeated on two pages, and one inserted mid-paging, give exactly one observation each', async () => {
+    const got = await definitions(lakeA);
+    const gamma = (n: number) => got.filter((d) => d.condition_id === cid(n) && d.source === 'gamma').map((d) => d.valid_from);
+    // M4 is on pages 1 and 2 of poll 1: one row, from the last page's copy (received at +1 s).
+    expect(gamma(4)).toEqual(['2026-05-01T10:00:01.000Z']);
+    // M3 appears in poll 2 on the last page only (received at +2 s): one row from there.
+    expect(gamma(3)).toEqual(['2026-05-01T10:05:02.000Z']);
   });
 
   it('one by one gives the same rows; re-ingesting changes nothing', async () => {
-    for (const f of inputs) await runIngest([f], { lakeDir: lakeB });
+    for (const [i, f] of inputs.entries()) {
+      const r = await runIngest([f], { lakeDir: lakeB });
+      // One observation per market and source of the poll: none lost, none doubled by the repeated rows.
+      expect(r.counts.catalogue_observations).toBe(pollObservations(polls[i]!).length);
+    }
     expect(await definitions(lakeB)).toEqual(await definitions(lakeA));
     const before = currentVersion(lakeB).version;
     // The same files again (the ledger skips them), and copies under other names (staged, and nothing changes).
