@@ -186,5 +186,7 @@ describe('point-in-time market definitions over HTTP', () => {
     const doc = (await (await fetch(`${srv.url}/v1/openapi.json`)).json()) as any;
     expect(doc.paths['/v1/markets/{market_id}/changes'].get.summary).toMatch(/definition changes/);
     expect(doc.paths['/v1/markets/{market_id}'].get.parameters.map((p: any) => p.name)).toContain('as_of');
+    expect(doc.paths['/v1/markets/{market_id}/changes'].get.responses['200'].headers?.Link?.schema).toEqual({ type: 'string' });
+    expect(doc.components.schemas.MarketResponse.required).not.toContain('as_of');
   });
 });
