@@ -99,14 +99,12 @@ async function stagePages(ctx: BatchContext, file: string, poll: string): Promis
   await stageMetaRecords(conn);
   await conn.run(ingestSql('catalogue_polls', 'observations'), { poll });
   await dropMetaTables(conn);
-  const tokenless = await rows(ctx, ingestSql('catalogue_polls', 'tokenless'));
-  for (const r of tokenless.slice(0, MAX_NAMED)) {
+  const tokenless = (await conn.runAndReadAll(ingestSql('catalogue_polls', 'tokenless'), { named: MAX_NAMED })).getRowObjectsJS();
+  for (const r of tokenless) {
     ctx.issues.push({ file, line: Number(r.line), message: `${String(r.source)} market ${String(r.condition_id)} has no token ids; no definition landed` });
   }
-  if (tokenless.length > MAX_NAMED) {
-    const rest = tokenless.length - MAX_NAMED;
-    ctx.issues.push({ file, line: Number(tokenless[MAX_NAMED]!.line), message: `${rest} more market(s) without token ids; no definition landed`, count: rest });
-  }
+  const rest = Number(tokenless[0]?.total ?? 0) - tokenless.length;
+  if (rest > 0) ctx.issues.push({ file, message: `${rest} more market(s) without token ids; no definition landed`, count: rest });
   await conn.run(ingestSql('catalogue_polls', 'drop_tokenless'));
 }
 

@@ -104,7 +104,9 @@ FROM fp JOIN _poll_pages p USING (line)
 QUALIFY row_number() OVER (PARTITION BY fp.condition_id, fp.source ORDER BY ord DESC, fingerprint) = 1;
 
 -- name: tokenless
-SELECT line, condition_id, source FROM _poll_obs WHERE outcome_token_ids IS NULL ORDER BY line, condition_id, source;
+-- The first $named by line, and how many there are in all.
+SELECT line, condition_id, source, count(*) OVER () AS total FROM _poll_obs WHERE outcome_token_ids IS NULL
+ORDER BY line, condition_id, source LIMIT $named;
 
 -- name: drop_tokenless
 DELETE FROM _poll_obs WHERE outcome_token_ids IS NULL;

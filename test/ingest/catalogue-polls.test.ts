@@ -122,6 +122,11 @@ describe('catalogue poll files → market_definitions', () => {
       { endpoint: 'gamma_events' as const, body: JSON.stringify([{ foo: 1 }]), at },
       { error: 'HTTP 502 after 3 tries', endpoint: 'gamma_events', at },
       { endpoint: 'clob_markets' as const, body: JSON.stringify({ data: [clobMarket({ ...ok, n: 41 })], next_cursor: 'LTE=' }), at },
+      {
+        endpoint: 'clob_markets' as const,
+        body: JSON.stringify({ data: Array.from({ length: 25 }, (_, i) => clobMarket({ ...ok, n: 100 + i, tokens: false })), next_cursor: 'LTE=' }),
+        at,
+      },
       { raw: '{"kind":"page","endpoint":"clob_markets","body":"[{\\"condition' },
     ];
     const file = writePoll(dir, '2026-07-01T00:00:00Z', lines, { end: false });
@@ -131,11 +136,15 @@ describe('catalogue poll files → market_definitions', () => {
     const name = path.basename(file);
     expect(issues).toEqual([
       [name, 5, 'catalogue poll error'],
-      [name, 7, 'invalid JSON line'],
+      [name, 8, 'invalid JSON line'],
       [name, null, 'catalogue poll file has no end line'],
       [name, 2, 'page body is not JSON'],
       [name, 4, 'page record'],
+      // 25 CLOB markets without tokens on line 7: the first 20 named, then a count of the rest.
+      ...Array.from({ length: 20 }, (_, i) => [name, 7, `clob market ${cid(100 + i)} has no token ids`]),
+      [name, null, '5 more market'],
     ]);
+    expect(r.issues.at(-1)?.count).toBe(5);
     const got = await definitions(lake);
     expect(got.map((d) => [d.condition_id, d.source])).toEqual([
       [cid(40), 'gamma'],
