@@ -40,6 +40,10 @@ async function splitLines(ctx: BatchContext, file: string, out: string): Promise
         o = v as Record<string, unknown>;
       } catch (e) {
         ctx.issues.push({ file, line: n, message: `invalid JSON line (torn or corrupt): ${(e as Error).message}` });
+        if (n === 1) {
+          split.format = null;
+          return split;
+        }
         continue;
       }
       if (n === 1) {
@@ -133,9 +137,12 @@ async function stagePoll(ctx: BatchContext, file: string): Promise<void> {
     const pagesFile = path.join(dir, 'pages.jsonl');
     const split = await splitLines(ctx, file, pagesFile);
     if (split.format !== 1) {
-      const what = split.format === null ? 'the first line is not a catalogue_poll header' : `format ${JSON.stringify(split.format)} is not known (1 is)`;
-      ctx.issues.push({ file, line: 1, message: `catalogue poll file not ingested: ${what}` });
-      return;
+      // Like a capture file of a later format: not landed and not in the ledger, so a newer ingest can land it.
+      const what =
+        split.format === null
+          ? 'the first line is not a catalogue_poll header'
+          : `format ${JSON.stringify(split.format)} is not supported (this ingest reads format 1)`;
+      throw Object.assign(new Error(`catalogue poll file: ${what}, docs/catalogue-format.md`), { line: 1 });
     }
     if (!split.ended) ctx.issues.push({ file, message: 'catalogue poll file has no end line (torn); its pages landed' });
     ctx.counts.catalogue_pages = (ctx.counts.catalogue_pages ?? 0) + split.pages;

@@ -145,6 +145,13 @@ describe('catalogue poll files → market_definitions', () => {
       [name, null, '5 more market'],
     ]);
     expect(r.issues.at(-1)?.count).toBe(5);
+    // A later format is not landed, and not recorded as landed (a newer ingest may read it).
+    const later = path.join(tmp.dir, 'later');
+    fs.mkdirSync(later);
+    const text = fs.readFileSync(file, 'utf8').replace('"format":1', '"format":2');
+    fs.writeFileSync(path.join(later, 'catalogue-20260702T000000Z-test.jsonl'), text);
+    const r2 = await runIngest([later], { lakeDir: lake });
+    expect([r2.failed, r2.issues.map((i) => [i.line, i.message.split(':')[0]])]).toEqual([1, [[1, 'not ingested (catalogue poll files (pmlake catalogue))']]]);
     const got = await definitions(lake);
     expect(got.map((d) => [d.condition_id, d.source])).toEqual([
       [cid(40), 'gamma'],
