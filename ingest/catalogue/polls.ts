@@ -80,7 +80,7 @@ async function rows(ctx: BatchContext, sql: string): Promise<Record<string, unkn
 }
 
 /** The page bodies: catalogue records, and this poll's observations (_poll_obs). */
-async function stagePages(ctx: BatchContext, file: string, poll: string): Promise<void> {
+async function stagePages(ctx: BatchContext, file: string, poll: string): Promise<number> {
   const { conn } = ctx;
   await conn.run(ingestSql('catalogue_polls', 'pages'));
   // Each stage holds only what the next needs: the lines, then the page bodies, are the bulk of the file.
@@ -100,6 +100,7 @@ async function stagePages(ctx: BatchContext, file: string, poll: string): Promis
       ...(n > 1 ? { count: n } : {}),
     });
   }
+  const mark = Number((await rows(ctx, 'SELECT coalesce(max(rowid), -1) AS m FROM stg_market_records'))[0]!.m);
   await stageMetaRecords(conn);
   await conn.run(ingestSql('catalogue_polls', 'observations'), { poll });
   await dropMetaTables(conn);
@@ -110,14 +111,16 @@ async function stagePages(ctx: BatchContext, file: string, poll: string): Promis
   const rest = Number(tokenless[0]?.total ?? 0) - tokenless.length;
   if (rest > 0) ctx.issues.push({ file, message: `${rest} more market(s) without token ids; no definition landed`, count: rest });
   await conn.run(ingestSql('catalogue_polls', 'drop_tokenless'));
+  return mark;
 }
 
 /**
  * Keeps the observations that change the definition in force before them, against the lake's rows of these
  * markets and the rows staged from earlier files of the batch (which may be later polls: a row of theirs this
- * poll makes redundant is dropped).
+ * poll makes redundant is dropped). Then the catalogue records this file re-sends replace their earlier staged
+ * copies (records_superseded; `recordsMark`: the last rowid of stg_market_records before this file's).
  */
-async function stageChanges(ctx: BatchContext): Promise<number> {
+async function stageChanges(ctx: BatchContext, recordsMark: number): Promise<number> {
   const { conn } = ctx;
   await conn.run(ingestSql('catalogue_polls', 'prior_staged'));
   const stored = ctx.lake.files('market_definitions');
@@ -125,7 +128,16 @@ async function stageChanges(ctx: BatchContext): Promise<number> {
   await conn.run(ingestSql('catalogue_polls', 'sequence'));
   const before = Number((await rows(ctx, 'SELECT count(*) AS n FROM stg_market_definitions'))[0]!.n);
   await conn.run(ingestSql('catalogue_polls', 'insert_changes'));
-  await conn.run(ingestSql('catalogue_polls', 'drop_redundant'));
+  // The only statements that touch rows of earlier files: both or neither (a failure undoes this file's rows).
+  await conn.run('BEGIN TRANSACTION');
+  try {
+    await conn.run(ingestSql('catalogue_polls', 'drop_redundant'));
+    await conn.run(ingestSql('catalogue_polls', 'records_superseded'), { mark: recordsMark });
+    await conn.run('COMMIT');
+  } catch (err) {
+    await conn.run('ROLLBACK');
+    throw err;
+  }
   const after = Number((await rows(ctx, 'SELECT count(*) AS n FROM stg_market_definitions'))[0]!.n);
   return after - before;
 }
@@ -153,10 +165,10 @@ async function stagePoll(ctx: BatchContext, file: string): Promise<void> {
        FROM read_json_objects($f, format = 'newline_delimited', maximum_object_size = 268435456)`,
       { f: pagesFile },
     );
-    await stagePages(ctx, file, path.basename(file));
+    const recordsMark = await stagePages(ctx, file, path.basename(file));
     const obs = Number((await rows(ctx, 'SELECT count(*) AS n FROM _poll_obs'))[0]!.n);
     ctx.counts.catalogue_observations = (ctx.counts.catalogue_observations ?? 0) + obs;
-    const staged = await stageChanges(ctx);
+    const staged = await stageChanges(ctx, recordsMark);
     ctx.log.debug({ file, pages: split.pages, observations: obs, definitions_staged: staged }, 'catalogue poll staged');
     noteLanded(ctx, 'catalogue', split.newestMs);
   } finally {

@@ -138,7 +138,19 @@ WHERE s.prev_fp IS DISTINCT FROM s.fingerprint;
 
 -- name: drop_redundant
 -- A row staged from a later poll of the batch that now equals the one in force before it (an earlier poll
--- staged after it): drop it. Runs last, so a failure before it leaves the earlier files' rows as they were.
+-- staged after it): drop it. Runs last (with records_superseded, in one transaction), so a failure before it
+-- leaves the earlier files' rows as they were.
 DELETE FROM stg_market_definitions d USING _defs_seq s
 WHERE s.k = 1 AND s.prev_fp = s.fingerprint
   AND d.condition_id = s.condition_id AND d.source = s.source AND d.valid_from = s.valid_from;
+
+-- name: records_superseded
+-- The catalogue's copy of a market: within a batch, a record this file re-sends (a later page of it, or a later
+-- poll than one staged before) replaces the earlier staged copy unless that one is newer by record_ts, as a later
+-- batch's copy does in finalizeCatalog. So several polls in one batch give the catalogue one poll at a time would.
+DELETE FROM stg_market_records o
+WHERE EXISTS (
+  SELECT 1 FROM stg_market_records n
+  WHERE n.rowid > $mark AND n.rowid > o.rowid AND n.source = o.source AND n.record_key = o.record_key
+    AND (n.record_ts >= o.record_ts OR o.record_ts IS NULL)
+);

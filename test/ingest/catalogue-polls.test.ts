@@ -90,6 +90,12 @@ describe('catalogue poll files → market_definitions', () => {
       expect(r.counts.catalogue_observations).toBe(pollObservations(polls[i]!).length);
     }
     expect(await definitions(lakeB)).toEqual(await definitions(lakeA));
+    // The catalogue too: a record re-sent by a later poll of the batch wins, as a later batch's does. The scenario's
+    // Gamma records keep one updatedAt while M2 resolves, so only the order of the polls can tell the copies apart.
+    const catalogue = async (lake: string) => query(`SELECT * EXCLUDE (sources) FROM read_parquet(${files(lake, 'catalog/markets')}) ORDER BY id`);
+    const markets = await catalogue(lakeA);
+    expect(markets.find((m) => m.condition_id === cid(2))?.outcome_prices).toEqual([0, 1]);
+    expect(await catalogue(lakeB)).toEqual(markets);
     const before = currentVersion(lakeB).version;
     // The same files again (the ledger skips them), and copies under other names (staged, and nothing changes).
     const again = await runIngest([one], { lakeDir: lakeB });
