@@ -18,14 +18,26 @@ WHERE received_at IS NULL OR body IS NULL OR json_type(body) NOT IN ('ARRAY', 'O
 ORDER BY line;
 
 -- name: objs
--- One row per record of a page (a CLOB envelope stays whole: the metadata `expand` opens it). ord keeps the
--- page's line (ord // 1000000) and the record's place in the page, so the last copy of a record is known.
+-- One row per record of a page: a bare array's items, or the records of an envelope (Gamma keyset
+-- {markets|events, next_cursor}, CLOB {data, next_cursor}, opened here as the metadata `expand` would). ord keeps
+-- the page's line (ord // 1000000) and the record's place in the page, so the last copy of a record is known.
 CREATE OR REPLACE TEMP TABLE _meta_objs AS
-WITH p AS (SELECT line, body FROM _poll_pages WHERE received_at IS NOT NULL AND body IS NOT NULL),
-a AS (SELECT line, json_extract(body, '$[*]') AS items FROM p WHERE json_type(body) = 'ARRAY')
+WITH p AS (
+  SELECT line, body,
+         CASE WHEN json_type(body) = 'ARRAY' THEN '$[*]'
+              WHEN json_type(body, '$.data') = 'ARRAY' THEN '$.data[*]'
+              WHEN (body->>'id') IS NULL AND json_type(body, '$.markets') = 'ARRAY' THEN '$.markets[*]'
+              WHEN (body->>'id') IS NULL AND json_type(body, '$.events') = 'ARRAY' THEN '$.events[*]' END AS records
+  FROM _poll_pages WHERE received_at IS NOT NULL AND body IS NOT NULL
+), a AS (
+  SELECT line,
+         CASE records WHEN '$[*]' THEN json_extract(body, '$[*]') WHEN '$.data[*]' THEN json_extract(body, '$.data[*]')
+                      WHEN '$.markets[*]' THEN json_extract(body, '$.markets[*]') ELSE json_extract(body, '$.events[*]') END AS items
+  FROM p WHERE records IS NOT NULL
+)
 SELECT line * 1000000 + generate_subscripts(items, 1) AS ord, unnest(items) AS obj FROM a
 UNION ALL
-SELECT line * 1000000 AS ord, body AS obj FROM p WHERE json_type(body) = 'OBJECT';
+SELECT line * 1000000 AS ord, body AS obj FROM p WHERE records IS NULL AND json_type(body) = 'OBJECT';
 
 -- name: unrecognized
 SELECT ord // 1000000 AS line, count(*) AS n FROM _meta_items i

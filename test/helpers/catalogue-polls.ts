@@ -195,9 +195,11 @@ export function pollObservations(lines: PollLine[]): Definition[] {
       continue;
     }
     const recs: { rec: J; event: J | null }[] = [];
+    // Pages as docs/catalogue-format.md has them: Gamma keyset envelopes {markets} / {events}, CLOB {data}.
     if (l.endpoint === 'clob_markets') for (const r of (body as { data: J[] }).data) recs.push({ rec: r, event: null });
-    else if (l.endpoint === 'gamma_events') for (const e of body as J[]) for (const m of e.markets as J[]) recs.push({ rec: m, event: e });
-    else for (const m of body as J[]) recs.push({ rec: m, event: null });
+    else if (l.endpoint === 'gamma_events') {
+      for (const e of (body as { events: J[] }).events) for (const m of e.markets as J[]) recs.push({ rec: m, event: e });
+    } else for (const m of (body as { markets: J[] }).markets) recs.push({ rec: m, event: null });
     for (const { rec, event } of recs) {
       const d = observe(l.endpoint, rec, event, l.at);
       if (d) last.set(`${d.condition_id}|${d.source}`, d);
@@ -242,7 +244,7 @@ function states(poll: number): MarketState[] {
 
 export const POLL_STARTS = ['2026-05-01T10:00:00Z', '2026-05-01T10:05:00Z', '2026-06-01T00:00:00Z'];
 
-/** The pages of poll `i` (0-based): Gamma markets in pages of two (M4 repeated), an /events page, CLOB pages. */
+/** The pages of poll `i` (0-based): Gamma markets in keyset pages of two (M4 repeated), an /events page, CLOB pages. */
 export function scenarioPoll(i: number): PollLine[] {
   const poll = i + 1;
   const base = Date.parse(POLL_STARTS[i]!);
@@ -270,10 +272,11 @@ export function scenarioPoll(i: number): PollLine[] {
     markets: [{ ...gammaMarket({ n: 6, tick: 0.001, active: true, closed: false, accepting: poll < 3, end: END }) }],
   };
   const lines: PollLine[] = [];
-  gammaPages.forEach((p, k) => lines.push({ endpoint: 'gamma_markets', body: JSON.stringify(p), at: at(k) }));
-  lines.push({ endpoint: 'gamma_markets', body: '[]', at: at(3) });
-  lines.push({ endpoint: 'gamma_events', body: JSON.stringify([event]), at: at(4) });
-  lines.push({ endpoint: 'gamma_events', body: '[]', at: at(5) });
+  // Gamma keyset pages: {markets|events, next_cursor}, the last one without next_cursor.
+  gammaPages.forEach((p, k) => lines.push({ endpoint: 'gamma_markets', body: JSON.stringify({ markets: p, next_cursor: `c${k}` }), at: at(k) }));
+  lines.push({ endpoint: 'gamma_markets', body: JSON.stringify({ markets: [] }), at: at(3) });
+  lines.push({ endpoint: 'gamma_events', body: JSON.stringify({ events: [event], next_cursor: 'e0' }), at: at(4) });
+  lines.push({ endpoint: 'gamma_events', body: JSON.stringify({ events: [] }), at: at(5) });
   const clob = poll === 1 ? [c[0], c[1], c[3], c[4]] : [c[0], c[1], c[2], c[3], c[4]];
   lines.push({ endpoint: 'clob_markets', body: JSON.stringify({ data: clob.slice(0, 2), next_cursor: 'MjA=', limit: 2, count: 2 }), at: at(6) });
   lines.push({ endpoint: 'clob_markets', body: JSON.stringify({ data: clob.slice(2), next_cursor: 'LTE=', limit: 2, count: clob.length - 2 }), at: at(7) });
