@@ -5,7 +5,7 @@ import { syntheticMarkets } from '../../ingest/simulate/venue.js';
 import { CataloguePoller } from '../../src/poll/poller.js';
 import { quietLog } from '../helpers/capture-files.js';
 import { files } from '../helpers/lake-files.js';
-import { expectedDefinitions, type PollLine } from '../helpers/catalogue-polls.js';
+import { expectedDefinitions, type Page } from '../helpers/catalogue-polls.js';
 import { catalogueVenue, closedPolls, readPoll } from '../poll/poll-helpers.js';
 import { query, tempDir } from './fills-oracle.js';
 
@@ -45,7 +45,7 @@ describe('pmlake catalogue files → market_definitions', () => {
     await poller.pollOnce();
 
     const polls = closedPolls(out).map((f) =>
-      readPoll(f).flatMap((l): PollLine[] => (l.kind === 'page' ? [{ endpoint: l.endpoint!, body: l.body!, at: String(l.received_at) }] : [])),
+      readPoll(f).flatMap((l): Page[] => (l.kind === 'page' ? [{ endpoint: l.endpoint!, body: l.body!, at: String(l.received_at) }] : [])),
     );
     expect(polls).toHaveLength(2);
     const lake = path.join(tmp.dir, 'lake');
