@@ -218,11 +218,11 @@ export class ChainIndexer {
     if (!file) return;
     this.file = null;
     const tail = this.tail ? [...timestampCheck(this.tail, this.lastTime), blockLine(this.tail)] : [];
-    if (tail.length > 1) await file.note(tail.slice(0, -1));
     if (this.tail) this.lastTime = this.tail;
     this.tail = null;
     let name: string | null;
     try {
+      if (tail.length > 1) await file.note(tail.slice(0, -1));
       name = await file.close(tail.at(-1) ?? null);
     } catch (err) {
       // Not in place: its blocks are written again from where the file began.
@@ -238,9 +238,17 @@ export class ChainIndexer {
   }
 
   private sleep(ms: number): Promise<void> {
+    const signal = this.abort.signal;
     return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      this.abort.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+      const onAbort = (): void => {
+        clearTimeout(t);
+        resolve();
+      };
+      const t = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 

@@ -15,6 +15,8 @@ export class RpcError extends Error {
 /** The node refused an eth_getLogs range (too many results, too wide, too slow): ask a smaller one. */
 export class RangeRefused extends Error {}
 
+class TimeoutError extends Error {}
+
 /** The indexer was stopped while a call waited or backed off. */
 export class RpcStopped extends Error {}
 
@@ -90,12 +92,17 @@ export class RpcClient {
       const body = calls.map((c, i) => ({ jsonrpc: '2.0', id: ids[i], method: c.method, params: c.params }));
       let retryAfterMs = 0;
       let why: string;
+      // One controller per request, its listener removed after: a long-running role must not pile listeners on `signal`.
+      const ctl = new AbortController();
+      const onStop = (): void => ctl.abort();
+      signal.addEventListener('abort', onStop, { once: true });
+      const timer = setTimeout(() => ctl.abort(new TimeoutError()), this.opts.timeoutMs ?? 30_000);
       try {
         const res = await fetch(this.opts.url, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify(asBatch ? body : body[0]),
-          signal: AbortSignal.any([signal, AbortSignal.timeout(this.opts.timeoutMs ?? 30_000)]),
+          signal: ctl.signal,
         });
         const text = await res.text();
         if (res.status === 413 && rangeQuery) throw new RangeRefused(`HTTP 413 ${text.slice(0, 200)}`);
@@ -115,8 +122,12 @@ export class RpcClient {
       } catch (err) {
         if (err instanceof RangeRefused || err instanceof RpcError) throw err;
         if (signal.aborted) throw new RpcStopped('stopped');
-        if (rangeQuery && (err as Error).name === 'TimeoutError') throw new RangeRefused('the node timed out');
-        why = (err as Error).message;
+        const timedOut = ctl.signal.reason instanceof TimeoutError;
+        if (rangeQuery && timedOut) throw new RangeRefused('the node timed out');
+        why = timedOut ? 'timed out' : (err as Error).message;
+      } finally {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onStop);
       }
       this.retries++;
       const ceiling = Math.min(this.opts.maxDelayMs ?? 30_000, (this.opts.baseDelayMs ?? 500) * 2 ** Math.min(attempt, 20));
