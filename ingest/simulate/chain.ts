@@ -20,7 +20,7 @@ export type SimulatedChainOptions = {
 };
 
 export type SimBlock = { number: number; hash: Hex; parentHash: Hex; timestamp: number; logs: SimLog[] };
-type Fault = { kind: 'status'; status: number; retryAfter?: number } | { kind: 'malformed-log' } | { kind: 'deny-block' };
+type Fault = { kind: 'status'; status: number; retryAfter?: number } | { kind: 'malformed-log' };
 type Req = { jsonrpc?: string; id?: unknown; method?: unknown; params?: unknown };
 
 const rpcError = (id: unknown, code: number, message: string): object => ({ jsonrpc: '2.0', id: id ?? null, error: { code, message } });
@@ -29,7 +29,7 @@ const rpcError = (id: unknown, code: number, message: string): object => ({ json
  * A Polygon JSON-RPC node for the simulated venue: its blocks (real-looking hashes chained by parent hash), the
  * exchange logs of every trade the venue prints (`trade`, the venue's `onTrade`), and the methods the chain indexer
  * calls, batches included, at `POST /rpc` on the venue's port (`route`). Test hooks: `mine`, `reorg`, `failNext`,
- * `malformNextLogs`, `denyNextBlock`.
+ * `malformNextLogs`, `denyBlock`.
  */
 export class SimulatedChain {
   readonly blocks: SimBlock[] = [];
@@ -38,6 +38,7 @@ export class SimulatedChain {
   readonly served = { requests: 0, faults: 0, refusals: 0, unsettled: 0 };
   private pending: SimLog[] = [];
   private faults: Fault[] = [];
+  private readonly denied = new Set<number>();
   private timer: NodeJS.Timeout | null = null;
   private salt = 0;
   private readonly rng: Rng;
@@ -106,9 +107,9 @@ export class SimulatedChain {
     this.faults.push({ kind: 'malformed-log' });
   }
 
-  /** The next eth_getBlockByNumber answers null, as a node that just dropped the block would. */
-  denyNextBlock(): void {
-    this.faults.push({ kind: 'deny-block' });
+  /** The next eth_getBlockByNumber of block `n` answers null, as a node that just dropped the block would. */
+  denyBlock(n: number): void {
+    this.denied.add(n);
   }
 
   private seal(number: number, parentHash: Hex, logs: SimLog[], timestamp: number): SimBlock {
@@ -157,8 +158,7 @@ export class SimulatedChain {
       case 'eth_getBlockByNumber': {
         const n = this.blockParam(params[0]);
         if (n === null) return rpcError(r.id, -32602, 'invalid block number');
-        if (this.faults[0]?.kind === 'deny-block') {
-          this.faults.shift();
+        if (this.denied.delete(n)) {
           this.served.faults++;
           return ok(null);
         }

@@ -138,8 +138,9 @@ export class ChainIndexer {
     if (this.held.length > 0) await this.checkHeld();
     await this.commit(safe);
     const from = (this.held.at(-1)?.last.number ?? this.written!.number) + 1;
-    // Behind the window, ranges stop at the confirmed block so they are written at once.
-    let maxTo = from <= safe ? safe : this.head;
+    // Behind the window, ranges stop at the confirmed block so they are written at once; inside it, one block per
+    // range, so each block is written as soon as it is confirmed and a reorg drops exactly the blocks it replaced.
+    let maxTo = from <= safe ? safe : from;
     if (end !== undefined) maxTo = Math.min(maxTo, end);
     if (from > maxTo) return false;
     const r = await fetchRange(this.rpc, this.sizer, from, maxTo, this.opts.log);
