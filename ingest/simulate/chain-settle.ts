@@ -44,8 +44,22 @@ export function tradeLogs(t: SimTrade, version: 1 | 2, negRisk: boolean, rng: Rn
     const [makerAsset, takerAsset] = t.takerBuys ? [token, 0n] : [0n, token];
     return [
       encode(V1_EVENTS, 'OrderFilled', { orderHash: makerHash, maker, taker }, [makerAsset, takerAsset, makerGives, makerGets, 0n], ex.address, tx),
-      encode(V1_EVENTS, 'OrderFilled', { orderHash: takerHash, maker: taker, taker: ex.address }, [takerAsset, makerAsset, makerGets, makerGives, 0n], ex.address, tx),
-      encode(V1_EVENTS, 'OrdersMatched', { takerOrderHash: takerHash, takerOrderMaker: taker }, [takerAsset, makerAsset, makerGets, makerGives], ex.address, tx),
+      encode(
+        V1_EVENTS,
+        'OrderFilled',
+        { orderHash: takerHash, maker: taker, taker: ex.address },
+        [takerAsset, makerAsset, makerGets, makerGives, 0n],
+        ex.address,
+        tx,
+      ),
+      encode(
+        V1_EVENTS,
+        'OrdersMatched',
+        { takerOrderHash: takerHash, takerOrderMaker: taker },
+        [takerAsset, makerAsset, makerGets, makerGives],
+        ex.address,
+        tx,
+      ),
     ];
   }
   const makerSide = t.takerBuys ? 1 : 0;
@@ -54,7 +68,14 @@ export function tradeLogs(t: SimTrade, version: 1 | 2, negRisk: boolean, rng: Rn
   return [
     encode(V2_EVENTS, 'OrderFilled', { orderHash: makerHash, maker, taker }, [makerSide, token, makerGives, makerGets, 0n, ZERO32, ZERO32], ex.address, tx),
     ...(fee > 0n ? [encode(V2_EVENTS, 'FeeCharged', { receiver: `0x${'fee'.padEnd(40, '0')}` }, [fee], ex.address, tx)] : []),
-    encode(V2_EVENTS, 'OrderFilled', { orderHash: takerHash, maker: taker, taker: ex.address }, [takerSide, token, makerGets, makerGives, fee, ZERO32, ZERO32], ex.address, tx),
+    encode(
+      V2_EVENTS,
+      'OrderFilled',
+      { orderHash: takerHash, maker: taker, taker: ex.address },
+      [takerSide, token, makerGets, makerGives, fee, ZERO32, ZERO32],
+      ex.address,
+      tx,
+    ),
     encode(V2_EVENTS, 'OrdersMatched', { takerOrderHash: takerHash, takerOrderMaker: taker }, [takerSide, token, makerGets, makerGives], ex.address, tx),
   ];
 }

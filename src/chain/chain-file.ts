@@ -127,7 +127,7 @@ export async function lastBlockOf(file: string): Promise<Header | null> {
   try {
     const { size } = await fh.stat();
     let tail = Buffer.alloc(0);
-    for (let pos = size; pos > 0; ) {
+    for (let pos = size; pos > 0;) {
       const n = Math.min(1 << 16, pos);
       pos -= n;
       const chunk = Buffer.alloc(n);

@@ -123,7 +123,10 @@ export async function fetchRange(rpc: RpcClient, sizer: RangeSizer, from: number
 }
 
 /** The lines a range adds to a file, given the previous block's timestamp: a block going back in time gets an error line. */
-export function rangeLines(r: FetchedRange, prevTimestamp: { number: number; timestamp: number } | null): { lines: string[]; last: { number: number; timestamp: number } | null } {
+export function rangeLines(
+  r: FetchedRange,
+  prevTimestamp: { number: number; timestamp: number } | null,
+): { lines: string[]; last: { number: number; timestamp: number } | null } {
   const lines = [...r.errors];
   let prev = prevTimestamp;
   for (const b of r.blocks) {

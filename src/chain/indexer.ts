@@ -175,7 +175,10 @@ export class ChainIndexer {
     });
     const at = changed < 0 ? this.held.length - 1 : changed;
     this.reorgs++;
-    this.opts.log.warn({ fromBlock: this.held[at]!.from, heldTo: top.number, dropped: this.held.length - at }, 'reorg inside the confirmation window; fetching again');
+    this.opts.log.warn(
+      { fromBlock: this.held[at]!.from, heldTo: top.number, dropped: this.held.length - at },
+      'reorg inside the confirmation window; fetching again',
+    );
     this.held = this.held.slice(0, at);
   }
 

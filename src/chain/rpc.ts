@@ -132,7 +132,10 @@ export class RpcClient {
       this.retries++;
       const ceiling = Math.min(this.opts.maxDelayMs ?? 30_000, (this.opts.baseDelayMs ?? 500) * 2 ** Math.min(attempt, 20));
       const wait = Math.max(retryAfterMs, Math.random() * ceiling);
-      this.opts.log.warn({ method: calls[0]?.method, calls: calls.length, attempt: attempt + 1, waitMs: Math.round(wait), why }, 'JSON-RPC call failed; backing off');
+      this.opts.log.warn(
+        { method: calls[0]?.method, calls: calls.length, attempt: attempt + 1, waitMs: Math.round(wait), why },
+        'JSON-RPC call failed; backing off',
+      );
       await sleep(wait, signal);
     }
   }

@@ -1,7 +1,20 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ChainIndexer, type ChainIndexerOptions } from '../../src/chain/indexer.js';
-import { ADDR, mulberry, randomEvent, readChainFiles, startNode, tempDir, txHash, unknownEvent, waitFor, type ChainFileRead, type Expected, type Line } from './node.js';
+import {
+  ADDR,
+  mulberry,
+  randomEvent,
+  readChainFiles,
+  startNode,
+  tempDir,
+  txHash,
+  unknownEvent,
+  waitFor,
+  type ChainFileRead,
+  type Expected,
+  type Line,
+} from './node.js';
 
 const log = pino({ level: process.env.CHAIN_TEST_LOG ?? 'silent' });
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -65,12 +78,36 @@ function expectLogs(written: Line[], expected: Expected[], node: Node, upTo: num
   const want = node.chain.blocks
     .filter((b) => b.number <= upTo)
     .flatMap((b) =>
-    b.logs.map((l, i) => {
-      const e = expected.find((x) => x.log === l)!;
-      return { block_number: b.number, block_hash: b.hash, log_index: i, transaction_hash: l.transactionHash, exchange: e.exchange, address: ADDR[e.exchange], event: e.event, args: e.args, topics: l.topics, data: l.data };
-    }),
-  );
-  expect(written.map((l) => ({ block_number: l.block_number, block_hash: l.block_hash, log_index: l.log_index, transaction_hash: l.transaction_hash, exchange: l.exchange, address: l.address, event: l.event, args: l.args, topics: l.topics, data: l.data }))).toEqual(want);
+      b.logs.map((l, i) => {
+        const e = expected.find((x) => x.log === l)!;
+        return {
+          block_number: b.number,
+          block_hash: b.hash,
+          log_index: i,
+          transaction_hash: l.transactionHash,
+          exchange: e.exchange,
+          address: ADDR[e.exchange],
+          event: e.event,
+          args: e.args,
+          topics: l.topics,
+          data: l.data,
+        };
+      }),
+    );
+  expect(
+    written.map((l) => ({
+      block_number: l.block_number,
+      block_hash: l.block_hash,
+      log_index: l.log_index,
+      transaction_hash: l.transaction_hash,
+      exchange: l.exchange,
+      address: l.address,
+      event: l.event,
+      args: l.args,
+      topics: l.topics,
+      data: l.data,
+    })),
+  ).toEqual(want);
 }
 
 describe('ChainIndexer against a JSON-RPC node serving test-encoded logs', () => {
@@ -92,7 +129,13 @@ describe('ChainIndexer against a JSON-RPC node serving test-encoded logs', () =>
       for (const l of f.lines) {
         if (l.kind === 'block') {
           current = l;
-          expect(l).toEqual({ kind: 'block', number: l.number, hash: blocks.get(l.number as number)!.hash, parent_hash: blocks.get(l.number as number)!.parentHash, timestamp: blocks.get(l.number as number)!.timestamp });
+          expect(l).toEqual({
+            kind: 'block',
+            number: l.number,
+            hash: blocks.get(l.number as number)!.hash,
+            parent_hash: blocks.get(l.number as number)!.parentHash,
+            timestamp: blocks.get(l.number as number)!.timestamp,
+          });
         }
         if (l.kind === 'log') expect(current?.number).toBe(l.block_number);
       }

@@ -78,7 +78,9 @@ describe('pmlake chain', () => {
     expectContiguous(files, 1000);
     expect(files.at(-1)!.to).toBe(toBlock);
     for (const f of files) expect(f.lines.at(-1)).toEqual({ kind: 'end', logs: f.lines.filter((l) => l.kind === 'log').length });
-    const written = files.flatMap((f) => f.lines.filter((l) => l.kind === 'log').map((l) => `${String(l.block_number)}:${String(l.log_index)}:${String(l.transaction_hash)}`));
+    const written = files.flatMap((f) =>
+      f.lines.filter((l) => l.kind === 'log').map((l) => `${String(l.block_number)}:${String(l.log_index)}:${String(l.transaction_hash)}`),
+    );
     const onChain = node.chain.blocks.filter((b) => b.number <= toBlock).flatMap((b) => b.logs.map((l, i) => `${b.number}:${i}:${l.transactionHash}`));
     expect(onChain.length).toBeGreaterThan(800);
     expect(written).toEqual(onChain);
@@ -87,7 +89,11 @@ describe('pmlake chain', () => {
   it('exits 2 with a clear message without PMLAKE_POLYGON_RPC_URL or with bad arguments', async () => {
     const env = { ...process.env };
     delete env.PMLAKE_POLYGON_RPC_URL;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'chain', '--out', tempDir('chain-nourl')], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'chain', '--out', tempDir('chain-nourl')], {
+      cwd: REPO,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));

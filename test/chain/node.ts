@@ -66,11 +66,31 @@ export function randomEvent(rand: () => number, tx: Hex): Expected {
   let args: Record<string, bigint | number | Hex>;
   if (kind === 0 && !v2) {
     item = ABI.v1OrderFilled;
-    args = { orderHash: h32(), maker: addr(), taker: addr(), makerAssetId: big(), takerAssetId: 0n, makerAmountFilled: big(), takerAmountFilled: big(), fee: big() };
+    args = {
+      orderHash: h32(),
+      maker: addr(),
+      taker: addr(),
+      makerAssetId: big(),
+      takerAssetId: 0n,
+      makerAmountFilled: big(),
+      takerAmountFilled: big(),
+      fee: big(),
+    };
   } else if (kind === 0) {
     item = ABI.v2OrderFilled;
     const side = Math.floor(rand() * 2);
-    args = { orderHash: h32(), maker: addr(), taker: addr(), side, tokenId: big(), makerAmountFilled: big(), takerAmountFilled: big(), fee: big(), builder: h32(), metadata: h32() };
+    args = {
+      orderHash: h32(),
+      maker: addr(),
+      taker: addr(),
+      side,
+      tokenId: big(),
+      makerAmountFilled: big(),
+      takerAmountFilled: big(),
+      fee: big(),
+      builder: h32(),
+      metadata: h32(),
+    };
   } else if (kind === 1 && !v2) {
     item = ABI.v1OrdersMatched;
     args = { takerOrderHash: h32(), takerOrderMaker: addr(), makerAssetId: 0n, takerAssetId: big(), makerAmountFilled: big(), takerAmountFilled: big() };
@@ -106,7 +126,9 @@ export function mulberry(seed: number): () => number {
 }
 
 /** The SimulatedChain as a JSON-RPC node on a loopback port; `delayMs` slows each answer (a remote node). */
-export async function startNode(opts: SimulatedChainOptions & { delayMs?: number } = {}): Promise<{ chain: SimulatedChain; url: string; close: () => Promise<void> }> {
+export async function startNode(
+  opts: SimulatedChainOptions & { delayMs?: number } = {},
+): Promise<{ chain: SimulatedChain; url: string; close: () => Promise<void> }> {
   const chain = new SimulatedChain(opts);
   const server = http.createServer((req, res) => {
     const go = (): void => {

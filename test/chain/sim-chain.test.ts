@@ -18,7 +18,10 @@ describe('SimulatedChain under the simulated venue, read by the real indexer', (
     const start = 79_000_000;
     const chain = new SimulatedChain({ blockMs: 250, startBlock: start, v2FromBlock: start + 10 });
     // Token ids the chain can carry (uint256), in place of the generator's longer ones.
-    const markets = syntheticMarkets(3, 8).map((m, i) => ({ ...m, tokens: [`${7100 + i}${'1'.repeat(70)}`, `${7200 + i}${'2'.repeat(70)}`] as [string, string] }));
+    const markets = syntheticMarkets(3, 8).map((m, i) => ({
+      ...m,
+      tokens: [`${7100 + i}${'1'.repeat(70)}`, `${7200 + i}${'2'.repeat(70)}`] as [string, string],
+    }));
     const venue = await SimulatedVenue.start({ markets, rate: 600, seed: 3, keepSent: true, onTrade: chain.trade, routes: [chain.route] });
     cleanups.push(() => venue.close());
     chain.start();
@@ -81,7 +84,12 @@ describe('SimulatedChain under the simulated venue, read by the real indexer', (
             : { makerAssetId: '0', takerAssetId: t.asset_id, makerAmountFilled: usdc, takerAmountFilled: shares },
         );
       } else {
-        expect(args).toMatchObject({ side: buy ? '1' : '0', tokenId: t.asset_id, makerAmountFilled: buy ? shares : usdc, takerAmountFilled: buy ? usdc : shares });
+        expect(args).toMatchObject({
+          side: buy ? '1' : '0',
+          tokenId: t.asset_id,
+          makerAmountFilled: buy ? shares : usdc,
+          takerAmountFilled: buy ? usdc : shares,
+        });
       }
     }
     // One maker fill per printed trade, beside its echo and OrdersMatched.
