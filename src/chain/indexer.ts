@@ -1,9 +1,12 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { ChainFile, holes, lastBlockOf, scanChainDir } from './chain-file.js';
-import { fetchRange, RangeSizer, rangeLines, timestampCheck, type FetchedRange } from './fetch-range.js';
-import { blockLine, errorLine, parseHeader, type Header } from './lines.js';
+import { holes, lastBlockOf, scanChainDir } from './chain-file.js';
+import { fetchRange, RangeSizer, type FetchedRange } from './fetch-range.js';
+import { errorLine, parseHeader, type Header } from './lines.js';
 import { hexBlock, quantity, RpcClient, RpcStopped, type RpcClientOptions } from './rpc.js';
+import { RangeWriter, type WrittenFile } from './writer.js';
+
+export type { WrittenFile } from './writer.js';
 
 export type ChainIndexerOptions = {
   rpcUrl: string;
@@ -23,7 +26,6 @@ export type ChainIndexerOptions = {
   log: Logger;
 };
 
-export type WrittenFile = { name: string; from: number; to: number; blocks: number; logs: number; head: number };
 export type IndexerEnd = 'complete' | 'halted' | 'stopped';
 type Segment = { next: number; end: number | undefined; prev: Header | null };
 
@@ -40,13 +42,8 @@ export class ChainIndexer {
   private readonly abort = new AbortController();
   private readonly rpc: RpcClient;
   private readonly sizer: RangeSizer;
-  private file: ChainFile | null = null;
-  /** The last block written into a file (closed or open) and the last block line written, for the checks. */
-  private written: Header | null = null;
-  private tail: Header | null = null;
-  private lastTime: { number: number; timestamp: number } | null = null;
+  private writer!: RangeWriter;
   private held: FetchedRange[] = [];
-  private atOpen: { written: Header | null; lastTime: { number: number; timestamp: number } | null } = { written: null, lastTime: null };
   private head = 0;
   private chainId = 137;
   private running: Promise<void> | null = null;
@@ -67,6 +64,10 @@ export class ChainIndexer {
     const files = await scanChainDir(opts.outDir);
     ix.chainId = quantity(await ix.rpc.request('eth_chainId', []), 'eth_chainId');
     ix.head = quantity(await ix.rpc.request('eth_blockNumber', []), 'eth_blockNumber');
+    ix.writer = new RangeWriter(opts.outDir, ix.chainId, opts.confirmations, (f) => {
+      ix.files.push(f);
+      ix.onFile?.(f);
+    });
     const plan: Segment[] = [];
     for (const [from, to] of holes(files, opts.fromBlock)) {
       const before = files.find((f) => f.to === from - 1);
@@ -99,31 +100,31 @@ export class ChainIndexer {
     } catch (err) {
       if (!(err instanceof RpcStopped)) this.opts.log.error({ err }, 'chain indexer failed');
     }
-    await this.closeFile().catch((err: unknown) => this.opts.log.error({ err }, 'chain file could not be put into place'));
+    await this.writer.close(this.head).catch((err: unknown) => this.opts.log.error({ err }, 'chain file could not be put into place'));
     this.resolveDone(end);
   }
 
   /** Writes one contiguous stretch of blocks: a hole before or between files, or the tail that follows the head. */
   private async segment(seg: Segment): Promise<IndexerEnd> {
-    await this.closeFile();
-    this.written = seg.prev ?? { number: seg.next - 1, hash: '0x', parentHash: '0x', timestamp: 0 };
-    this.tail = null;
-    this.lastTime = seg.prev;
+    await this.writer.close(this.head);
+    this.writer.restart(seg.next, seg.prev);
     this.held = [];
     const end = seg.end ?? this.opts.toBlock;
     while (!this.abort.signal.aborted) {
-      if (end !== undefined && this.written.number >= end) return 'complete';
+      if (end !== undefined && this.writer.written.number >= end) return 'complete';
       let progressed: boolean | 'halted';
       try {
         progressed = await this.step(end);
-        const f = this.file;
-        if (f && (Date.now() - f.openedAt >= this.opts.rotateSeconds * 1000 || f.bytes >= (this.opts.maxFileBytes ?? 128 << 20))) await this.closeFile();
+        const f = this.writer.open;
+        if (f && (Date.now() - f.openedAt >= this.opts.rotateSeconds * 1000 || f.bytes >= (this.opts.maxFileBytes ?? 128 << 20)))
+          await this.writer.close(this.head);
       } catch (err) {
         if (err instanceof RpcStopped || this.abort.signal.aborted) return 'stopped';
         // Anything unexpected (a disk error, an answer that breaks an assumption): what is held is dropped and
         // fetched again, the open file is put into place up to its last whole range.
         this.opts.log.error({ err }, 'chain indexer step failed; retrying');
-        await this.abandonFile();
+        this.held = [];
+        await this.writer.abandon();
         progressed = false;
       }
       if (progressed === 'halted') return 'halted';
@@ -137,10 +138,11 @@ export class ChainIndexer {
     const safe = this.head - this.opts.confirmations;
     if (this.held.length > 0) await this.checkHeld();
     await this.commit(safe);
-    const from = (this.held.at(-1)?.last.number ?? this.written!.number) + 1;
+    const from = (this.held.at(-1)?.last.number ?? this.writer.written.number) + 1;
     // Behind the window, ranges stop at the confirmed block so they are written at once; inside it, one block per
     // range, so each block is written as soon as it is confirmed and a reorg drops exactly the blocks it replaced.
-    let maxTo = from <= safe ? safe : from;
+    // Never past the head: a node may answer an empty log list for a block it is about to have.
+    let maxTo = from <= safe ? safe : Math.min(from, this.head);
     if (end !== undefined) maxTo = Math.min(maxTo, end);
     if (from > maxTo) return false;
     const r = await fetchRange(this.rpc, this.sizer, from, maxTo, this.opts.log);
@@ -148,11 +150,17 @@ export class ChainIndexer {
       this.opts.log.warn({ from, why: r.unsettled }, 'the node answers disagree (a reorg under way?); asking again');
       return false;
     }
-    const prev = this.held.at(-1)?.last ?? this.written!;
+    const prev = this.held.at(-1)?.last ?? this.writer.written;
     if (prev.hash !== '0x' && r.first.parentHash !== prev.hash) {
       if (this.held.length > 0) {
         await this.checkHeld(true);
         return true;
+      }
+      // The written block itself must be gone from the node's chain, not merely one answer out of step with it.
+      const now = parseHeader(await this.rpc.request('eth_getBlockByNumber', [hexBlock(prev.number), false]));
+      if (typeof now !== 'string' && now.hash === prev.hash) {
+        this.opts.log.warn({ block: r.first.number }, 'a range does not chain onto the written block the node still has; asking again');
+        return false;
       }
       return this.deepReorg(r, prev);
     }
@@ -185,60 +193,13 @@ export class ChainIndexer {
   private async deepReorg(r: FetchedRange, prev: Header): Promise<'halted'> {
     const message = `block ${r.first.number} has parent ${r.first.parentHash}, the written block ${prev.number} is ${prev.hash}: a reorg deeper than ${this.opts.confirmations} confirmations; not advancing`;
     this.opts.log.error({ block: r.first.number, written: prev.number }, message);
-    if (this.file && this.file.blocks > 0) await this.file.note([errorLine(r.first.number, message, r.first)]);
+    await this.writer.note([errorLine(r.first.number, message, r.first)]);
     return 'halted';
   }
 
   /** Writes the held ranges whose last block is confirmed. */
   private async commit(safe: number): Promise<void> {
-    while (this.held.length > 0 && this.held[0]!.last.number <= safe) {
-      const r = this.held.shift()!;
-      if (!this.file) {
-        this.atOpen = { written: this.written, lastTime: this.lastTime };
-        this.file = await ChainFile.open(this.opts.outDir, r.from, this.chainId, this.opts.confirmations);
-      }
-      const { lines, last } = rangeLines(r, this.lastTime);
-      await this.file.append(lines, r.to, r.logs);
-      this.lastTime = last;
-      this.written = r.last;
-      const lastWithLogs = r.blocks.at(-1)?.header.number;
-      this.tail = lastWithLogs === r.to ? null : r.last;
-    }
-  }
-
-  /** Drops the open file (a write may have failed half-way) and what is held: both are fetched and written again. */
-  private async abandonFile(): Promise<void> {
-    this.held = [];
-    const file = this.file;
-    if (!file) return;
-    this.file = null;
-    this.tail = null;
-    ({ written: this.written, lastTime: this.lastTime } = this.atOpen);
-    await file.discard();
-  }
-
-  private async closeFile(): Promise<void> {
-    const file = this.file;
-    if (!file) return;
-    this.file = null;
-    const tail = this.tail ? [...timestampCheck(this.tail, this.lastTime), blockLine(this.tail)] : [];
-    if (this.tail) this.lastTime = this.tail;
-    this.tail = null;
-    let name: string | null;
-    try {
-      if (tail.length > 1) await file.note(tail.slice(0, -1));
-      name = await file.close(tail.at(-1) ?? null);
-    } catch (err) {
-      // Not in place: its blocks are written again from where the file began.
-      ({ written: this.written, lastTime: this.lastTime } = this.atOpen);
-      this.held = [];
-      await file.discard();
-      throw err;
-    }
-    if (!name) return;
-    const f: WrittenFile = { name, from: file.from, to: file.to, blocks: file.blocks, logs: file.logs, head: this.head };
-    this.files.push(f);
-    this.onFile?.(f);
+    while (this.held.length > 0 && this.held[0]!.last.number <= safe) await this.writer.write(this.held.shift()!);
   }
 
   private sleep(ms: number): Promise<void> {
@@ -256,10 +217,10 @@ export class ChainIndexer {
     });
   }
 
-  stats(): { head: number; written: number | null; held: number; reorgs: number; rangeSize: number; rangeRefusals: number; retries: number } {
+  stats(): { head: number; written: number; held: number; reorgs: number; rangeSize: number; rangeRefusals: number; retries: number } {
     return {
       head: this.head,
-      written: this.written?.number ?? null,
+      written: this.writer.written.number,
       held: this.held.length,
       reorgs: this.reorgs,
       rangeSize: this.sizer.size,

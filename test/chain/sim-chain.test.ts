@@ -55,7 +55,8 @@ describe('SimulatedChain under the simulated venue, read by the real indexer', (
     const written = files.at(-1)!.to;
     // Every log of every block written is there once, in chain order.
     const onChain = chain.blocks.filter((b) => b.number <= written).flatMap((b) => b.logs.map((l, i) => `${b.number}:${i}:${l.transactionHash}`));
-    expect(logs.map((l) => `${String(l.block_number)}:${String(l.log_index)}:${String(l.transaction_hash)}`)).toEqual(onChain);
+    const got = logs.map((l) => `${String(l.block_number)}:${String(l.log_index)}:${String(l.transaction_hash)}`);
+    expect(got).toEqual(onChain);
     // V1 before the switch block, V2 from it.
     for (const l of logs) expect(String(l.exchange).endsWith((l.block_number as number) < start + 10 ? 'v1' : 'v2')).toBe(true);
 
