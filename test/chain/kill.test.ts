@@ -40,7 +40,7 @@ function expectContiguous(files: ChainFileRead[], from: number): void {
 }
 
 describe('pmlake chain', () => {
-  it('killed with SIGKILL at random points, then run to --to-block: every block once, no gap, no duplicate log', async () => {
+  it('killed with SIGKILL at random points (then stopped by SIGTERM), then run to --to-block: every block once, no gap, no duplicate log', async () => {
     // A slow node (a few ms an answer) and 4-block ranges, so each run is cut somewhere in the middle of its work.
     const node = await startNode({ startBlock: 1000, delayMs: 15 });
     cleanups.push(node.close);
@@ -61,8 +61,13 @@ describe('pmlake chain', () => {
       const before = readChainFiles(dir).length;
       await waitFor('a file written by this run', () => readChainFiles(dir).length > before, 30_000);
       await new Promise((r) => setTimeout(r, Math.floor(rand() * 700)));
-      run.child.kill('SIGKILL');
-      await run.exited;
+      // The last stop is a clean one: SIGTERM puts the open file into place and exits 0.
+      run.child.kill(k === 3 ? 'SIGTERM' : 'SIGKILL');
+      const code = await run.exited;
+      if (k === 3) {
+        expect(code).toBe(0);
+        expect(fs.existsSync(path.join(dir, '.open-chain.jsonl'))).toBe(false);
+      }
       if (fs.existsSync(path.join(dir, '.open-chain.jsonl'))) killedWithOpenFile++;
       const files = readChainFiles(dir);
       expectContiguous(files, 1000);
