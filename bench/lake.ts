@@ -77,7 +77,7 @@ export type BenchLake = {
 
 const MARKER = '.bench-marker.json';
 /** Bump when the way the lake is built changes, so cached lakes are rebuilt. */
-const BUILD_VERSION = 1;
+const BUILD_VERSION = 2;
 /** Bump when LakeFacts change shape: facts are recomputed, the lake is kept. */
 const FACTS_VERSION = 3;
 

@@ -20,9 +20,9 @@ commands:
                                 record the venue's market channel ($PMLAKE_VENUE_WS_URL) into rotating capture
                                 files (docs/capture-format.md); every live token of the lake's catalogue unless
                                 --assets pins a list
-  catalogue --out DIR           poll the venue's catalogue (Gamma markets and events, CLOB markets) every
+  catalogue --out DIR [--once]  poll the venue's catalogue (Gamma markets and events, CLOB markets) every
                                 $PMLAKE_CATALOGUE_SECONDS into poll files (docs/catalogue-format.md)
-  chain --out DIR [--from-block N]
+  chain --out DIR [--from-block N] [--to-block N]
                                 index the exchange contracts' logs (V1 and V2) from $PMLAKE_POLYGON_RPC_URL into
                                 confirmed block-range files (docs/chain-format.md)
   lake versions [--json]        the lake's published versions and the current one

@@ -23,6 +23,8 @@ export type GenerateReport = {
 
 export type ProgressFn = (r: DayResult, done: number, total: number) => void;
 
+/** Names the generator's output in its manifest: bumped when the same options give other data (2: token ids are uint256). */
+export const GENERATOR = 'pmlake-generate/2';
 /**
  * Writes a synthetic venue data set to `opts.out` (see lake/README.md "Generator"): Gamma markets JSON,
  * one websocket JSONL and one OrderFilled JSONL per day, optionally options trades, and manifest.json.
@@ -142,7 +144,7 @@ export async function generate(o: GenerateOptions, onProgress?: ProgressFn): Pro
   fs.writeFileSync(
     path.join(out, 'manifest.json'),
     `${JSON.stringify(
-      { generator: 'pmlake-generate/1', price_change_shape: { old_before: NEW_SHAPE_FROM, new_from: NEW_SHAPE_FROM }, ...report, out: undefined },
+      { generator: GENERATOR, price_change_shape: { old_before: NEW_SHAPE_FROM, new_from: NEW_SHAPE_FROM }, ...report, out: undefined },
       null,
       2,
     )}\n`,

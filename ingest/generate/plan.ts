@@ -251,10 +251,15 @@ const CRYPTO = [
   { sym: 'eth', name: 'Ethereum', price: 4_300, step: 50 },
 ];
 
-/** Token id: 76–78 random decimal digits, first non-zero (the venue's ids are uint256 in decimal). */
-function tokenId(rng: Rng): string {
+const UINT256 = 2n ** 256n;
+
+/**
+ * Token id: a uint256 in decimal (the venue's ids are ERC-1155 ids, so they must ABI-encode on chain), drawn as
+ * 76–78 random digits, first non-zero, taken modulo 2^256 (most 78-digit numbers exceed it).
+ */
+export function tokenId(rng: Rng): string {
   const r = rng.float();
-  return rng.digits(r < 0.1 ? 76 : r < 0.3 ? 77 : 78);
+  return (BigInt(rng.digits(r < 0.1 ? 76 : r < 0.3 ? 77 : 78)) % UINT256).toString();
 }
 
 function logit(p: number): number {

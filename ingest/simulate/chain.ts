@@ -70,7 +70,7 @@ export class SimulatedChain {
 
   /**
    * The venue's `onTrade`: the trade's logs go into the next block. A token id that is no uint256 cannot be on
-   * chain: the trade is counted in `served.unsettled` and left out (the generator's 78-digit ids can exceed 2^256).
+   * chain: the trade is counted in `served.unsettled` and left out (a market given with a made-up id).
    */
   readonly trade = (t: SimTrade): void => {
     if (!/^\d{1,78}$/.test(t.tokenId) || BigInt(t.tokenId) >= 2n ** 256n) {

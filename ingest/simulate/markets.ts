@@ -1,4 +1,4 @@
-import { buildPlan } from '../generate/plan.js';
+import { buildPlan, tokenId } from '../generate/plan.js';
 import { PRICE_STR } from '../generate/format.js';
 import type { Rng } from '../generate/prng.js';
 
@@ -56,10 +56,4 @@ export function newSimMarket(rng: Rng, given: Partial<SimMarket> = {}): SimMarke
     question,
     slug,
   };
-}
-
-/** Token id: 76–78 random decimal digits, first non-zero (the venue's ids are uint256 in decimal). */
-function tokenId(rng: Rng): string {
-  const r = rng.float();
-  return rng.digits(r < 0.1 ? 76 : r < 0.3 ? 77 : 78);
 }

@@ -8,7 +8,7 @@ import { createLogger, type Logger } from '../log.js';
 import { startServer } from '../server.js';
 import { runIngest } from '../../ingest/run.js';
 import { ingestSummaryText } from '../../ingest/issues.js';
-import { generate } from '../../ingest/generate/index.js';
+import { GENERATOR, generate } from '../../ingest/generate/index.js';
 import { runUntilStopped } from './until-stopped.js';
 import { startDemoLive } from './demo-live.js';
 
@@ -99,7 +99,9 @@ export async function demoCommand(_args: string[]): Promise<number> {
  */
 export async function buildDemoLake(config: Pick<Config, 'lakeDir' | 'snapshotSeconds'>, log: Logger, out: NodeJS.WritableStream): Promise<void> {
   const dataDir = path.join(ROOT, 'demo-data');
-  if (!fs.existsSync(path.join(dataDir, 'manifest.json'))) {
+  if (generatedBy(path.join(dataDir, 'manifest.json')) !== GENERATOR) {
+    // Data of an older generator (or none) is generated again (demo-data/ is the demo's own directory).
+    fs.rmSync(dataDir, { recursive: true, force: true });
     out.write(`generating demo history into ${dataDir} ...\n`);
     await generate({ ...DEMO_GENERATOR, out: dataDir });
   }
@@ -111,6 +113,14 @@ export async function buildDemoLake(config: Pick<Config, 'lakeDir' | 'snapshotSe
     progress: true,
   });
   out.write(ingestSummaryText('ingest', report));
+}
+
+function generatedBy(manifest: string): string | null {
+  try {
+    return String((JSON.parse(fs.readFileSync(manifest, 'utf8')) as { generator?: unknown }).generator);
+  } catch {
+    return null;
+  }
 }
 
 /** The market with the most trades, so the printed curl line returns candles. */
