@@ -26,7 +26,7 @@ export type SimulatedVenueOptions = {
   keepSent?: boolean;
   /** A connection whose unsent bytes exceed this is dropped as a slow consumer (default 16 MiB). */
   maxBufferedBytes?: number;
-  /** Every trade printed (as `last_trade_price`), for a stand-in of its settlement on chain (./settlement.ts). */
+  /** Every trade printed (as `last_trade_price`): the simulated chain (./chain.ts) settles it as exchange logs. */
   onTrade?: (t: SimTrade) => void;
   /**
    * Plain HTTP served on the same port (the venue's REST side: catalogue pages, a JSON-RPC node), tried in order;

@@ -32,10 +32,11 @@ const DEMO_GENERATOR = {
 };
 
 /**
- * The demo's own defaults under the environment's: its live input cuts and lands every 5 s, so a visitor does not
- * wait a production minute (PMLAKE_RECORD_ROTATE_SECONDS=60) for the first live candle.
+ * The demo's own defaults under the environment's: its live input cuts and lands every 5 s and polls the catalogue
+ * every minute, so a visitor does not wait a production minute (PMLAKE_RECORD_ROTATE_SECONDS=60) for the first live
+ * candle, nor five (PMLAKE_CATALOGUE_SECONDS=300) for the second poll.
  */
-const DEMO_LIVE_ENV = { PMLAKE_RECORD_ROTATE_SECONDS: '5', PMLAKE_FOLLOW_SECONDS: '5' };
+const DEMO_LIVE_ENV = { PMLAKE_RECORD_ROTATE_SECONDS: '5', PMLAKE_FOLLOW_SECONDS: '5', PMLAKE_CATALOGUE_SECONDS: '60' };
 
 /**
  * `make demo`: builds the demo lake (the real venue captures in test/fixtures/venue plus generated history),
@@ -82,10 +83,14 @@ export async function demoCommand(_args: string[]): Promise<number> {
   }
   const live = await startDemoLive({ config, log, lake: running.ctx.lakeSession(), root: ROOT });
   if (live) {
+    const rel = (d: string): string => `${path.relative(ROOT, d)}/`;
     out.write(
-      `  live input:       a simulated venue (${live.venueUrl}, ${live.markets} markets) → pmlake record → ${path.relative(ROOT, live.captureDir)}/ → ingest --follow every ${live.followSeconds} s\n`,
+      `  live input:       a simulated venue (${live.venueUrl}, ${live.markets} markets: market channel, catalogue pages, JSON-RPC node)\n` +
+        `                    → pmlake record → ${rel(live.captureDir)}, pmlake catalogue every ${live.catalogueSeconds} s → ${rel(live.catalogueDir)},\n` +
+        `                      pmlake chain → ${rel(live.chainDir)} → ingest --follow every ${live.followSeconds} s\n`,
     );
-    out.write(`  freshness:        curl -s '${running.url}/v1/status'   (the tape's newest landed time and lag)\n`);
+    out.write(`  freshness:        curl -s '${running.url}/v1/status'   (each source's newest landed time and lag: tape, catalogue, chain)\n`);
+    if (market) out.write(`  definitions:      curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/markets/${market}/changes'\n`);
   }
   return runUntilStopped(async () => {
     await live?.close();

@@ -2,6 +2,9 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
+import { blockAt } from '../../ingest/generate/format.js';
+import { SimulatedCatalogue } from '../../ingest/simulate/catalogue.js';
+import { SimulatedChain } from '../../ingest/simulate/chain.js';
 import { SimulatedVenue, syntheticMarkets } from '../../ingest/simulate/venue.js';
 import { runUntilStopped } from './until-stopped.js';
 
@@ -23,8 +26,10 @@ const Args = z.object({
 const STATS_EVERY_MS = 10_000;
 
 /**
- * `pmlake simulate --port P`: the simulated venue's market channel on ws://HOST:P/ws/market (ingest/README.md,
- * "Simulated venue") until SIGINT/SIGTERM, logging its counters every 10 s.
+ * `pmlake simulate --port P`: the simulated venue (ingest/README.md, "Simulated venue") until SIGINT/SIGTERM, logging
+ * its counters every 10 s: the market channel on ws://HOST:P/ws/market, the catalogue pages under http://HOST:P/gamma
+ * and /clob, and a JSON-RPC node at http://HOST:P/rpc whose blocks (one every 2 s, numbered from the wall clock)
+ * settle the printed trades as exchange logs — V2 from the start, as the venue is since 2026-04-28.
  */
 export async function simulateCommand(args: string[]): Promise<number> {
   let values: Record<string, string | boolean | undefined>;
@@ -45,22 +50,36 @@ export async function simulateCommand(args: string[]): Promise<number> {
   }
   const { port, host, markets, rate, seed } = parsed.data;
   const log = createLogger(loadConfig().logLevel);
-  const venue = await SimulatedVenue.start({ host, port, markets: syntheticMarkets(markets, seed), rate, seed });
-  log.info({ url: venue.url, markets, rate, seed }, 'simulated venue listening');
+  const list = syntheticMarkets(markets, seed);
+  const catalogue = new SimulatedCatalogue({ markets: list, seed });
+  const chain = new SimulatedChain({ startBlock: blockAt(Math.floor(Date.now() / 1000)), seed });
+  const venue = await SimulatedVenue.start({ host, port, markets: list, rate, seed, onTrade: chain.trade, routes: [...catalogue.routes, chain.route] });
+  chain.start();
+  const urls = { gamma: `${venue.httpUrl}/gamma`, clob: `${venue.httpUrl}/clob`, rpc: `${venue.httpUrl}/rpc` };
+  log.info({ url: venue.url, ...urls, markets, rate, seed }, 'simulated venue listening');
+  // Readiness lines: the market channel first (what scripts wait for), then what to point the other roles at.
   process.stdout.write(`pmlake simulate: ${venue.url} (${markets} markets, ${rate} level updates/s on subscribed assets)\n`);
+  process.stdout.write(`pmlake simulate: PMLAKE_GAMMA_URL=${urls.gamma} PMLAKE_CLOB_URL=${urls.clob} PMLAKE_POLYGON_RPC_URL=${urls.rpc}\n`);
   let prev = venue.stats();
   const timer = setInterval(() => {
     const now = venue.stats();
     const perSecond = (now.levelUpdates - prev.levelUpdates) / (STATS_EVERY_MS / 1000);
     const mem = process.memoryUsage();
     log.info(
-      { ...now, levelUpdatesPerSecond: Math.round(perSecond), rssMB: Math.round(mem.rss / 2 ** 20), heapMB: Math.round(mem.heapUsed / 2 ** 20) },
+      {
+        ...now,
+        block: chain.head,
+        levelUpdatesPerSecond: Math.round(perSecond),
+        rssMB: Math.round(mem.rss / 2 ** 20),
+        heapMB: Math.round(mem.heapUsed / 2 ** 20),
+      },
       'simulated venue',
     );
     prev = now;
   }, STATS_EVERY_MS);
   return runUntilStopped(async () => {
     clearInterval(timer);
+    chain.stop();
     await venue.close();
     log.info(venue.stats(), 'simulated venue stopped');
   });

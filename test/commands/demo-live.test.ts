@@ -9,8 +9,10 @@ import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
 
 /**
  * `make demo`'s live input: over a served lake of generated history, the simulated venue trades the lake's live
- * markets, the recorder captures it and the follower lands it, so the served version moves on: its tape time,
- * the live markets' data_to and their newest 1m candle, all read over HTTP from the running server.
+ * markets, serves their catalogue and settles their trades on its chain; the recorder, the catalogue poller and the
+ * chain indexer write their files and the follower lands them, so the served version moves on: its tape time, the
+ * live markets' data_to and their newest 1m candle, trades from the chain, each source in /v1/status, a polled
+ * definition per live market — read from the running server.
  */
 describe('demo live input', () => {
   const tmp = tempDir('pmlake-demo-live-');
@@ -29,6 +31,7 @@ describe('demo live input', () => {
       PMLAKE_STATE: path.join(tmp.dir, 'state'),
       PMLAKE_RECORD_ROTATE_SECONDS: '2',
       PMLAKE_FOLLOW_SECONDS: '2',
+      PMLAKE_CATALOGUE_SECONDS: '3',
     });
     srv = await startTestServer(config);
     live = await startDemoLive({ config, log: createLogger('silent'), lake: srv.ctx.lakeSession(), root: tmp.dir });
@@ -63,7 +66,16 @@ describe('demo live input', () => {
     }
     expect(second).toBeGreaterThan(first);
 
-    // The live markets' catalogue rows and candles reach into the live period.
+    // The chain's fills are the live trades; the catalogue's polls are the live markets' definitions.
+    while (Date.now() < deadline) {
+      const names = ((await status()).sources ?? []).filter((s) => s.newest_landed_at !== null && Date.parse(s.newest_landed_at) >= started - 5000);
+      if (names.length === 3) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const sources = (await status()).sources ?? [];
+    expect(sources.map((s) => s.name)).toEqual(['tape', 'catalogue', 'chain']);
+    for (const s of sources) expect(Date.parse(s.newest_landed_at ?? ''), s.name).toBeGreaterThanOrEqual(started - 5000);
+    // The live markets' catalogue rows and candles (from the chain's fills) reach into the live period.
     const lake = srv.ctx.lakeSession();
     const rows = await lake.rows({
       sql: `SELECT max(data_to) AS data_to FROM ${lake.sources.from('markets')} WHERE NOT coalesce(closed, false)`,
@@ -72,5 +84,14 @@ describe('demo live input', () => {
     expect(new Date(String(rows[0]!.data_to)).getTime()).toBeGreaterThanOrEqual(started - 1000);
     const candles = await lake.rows({ sql: `SELECT max(bucket) AS b FROM ${lake.sources.from('candles_1m')}`, params: {} });
     expect(new Date(String(candles[0]!.b)).getTime()).toBeGreaterThanOrEqual(Math.floor(started / 60_000) * 60_000);
-  }, 120_000);
+
+    const now = srv.ctx.lakeSession();
+    const trades = await now.rows({
+      sql: `SELECT count(*) AS n, count(DISTINCT token_id) AS tokens FROM ${now.sources.from('trades')} WHERE ts >= make_timestamp($t::BIGINT * 1000)`,
+      params: { t: started - 5000 },
+    });
+    expect(Number(trades[0]!.n)).toBeGreaterThan(0);
+    const defs = await now.rows({ sql: `SELECT count(DISTINCT condition_id) AS n FROM ${now.sources.from('market_definitions')}`, params: {} });
+    expect(Number(defs[0]!.n)).toBe(live!.markets);
+  }, 150_000);
 });

@@ -7,7 +7,7 @@ import { syntheticMarkets } from '../../ingest/simulate/venue.js';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 describe('pmlake simulate', () => {
-  it('serves the market channel on the port it was given until SIGTERM, then exits 0', async () => {
+  it('serves the market channel, the catalogue pages and a JSON-RPC node on the port it was given until SIGTERM, then exits 0', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'simulate', '--port', '0', '--markets', '3', '--rate', '500', '--seed', '4'], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -36,6 +36,26 @@ describe('pmlake simulate', () => {
       expect(books.map((b) => b.asset_id).sort()).toEqual([...markets[2]!.tokens].sort());
       expect(frames.length).toBeGreaterThanOrEqual(5);
       ws.terminate();
+
+      // The second readiness line names the catalogue and the node; both answer as the venue's would.
+      while (!/PMLAKE_POLYGON_RPC_URL=\S+\n/.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      const env = Object.fromEntries([...out.matchAll(/(PMLAKE_[A-Z_]+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]));
+      const page = (await (await fetch(`${env.PMLAKE_GAMMA_URL}/markets/keyset?limit=100`)).json()) as { markets: { conditionId: string }[] };
+      expect(page.markets.map((m) => m.conditionId).sort()).toEqual(markets.map((m) => m.conditionId).sort());
+      const clob = (await (await fetch(`${env.PMLAKE_CLOB_URL}/markets`)).json()) as { data: { condition_id: string }[] };
+      expect(clob.data).toHaveLength(3);
+      const rpc = async (method: string, params: unknown[]) =>
+        (
+          (await (
+            await fetch(env.PMLAKE_POLYGON_RPC_URL!, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+            })
+          ).json()) as { result: string }
+        ).result;
+      expect(await rpc('eth_chainId', [])).toBe('0x89');
+      expect(Number(await rpc('eth_blockNumber', []))).toBeGreaterThan(65_000_000);
     } finally {
       child.kill('SIGTERM');
     }
