@@ -12,7 +12,6 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { startLocalS3 } from '../src/s3/local.js';
 import { StateStore } from '../src/state/store.js';
-import { syntheticMarkets } from '../ingest/simulate/venue.js';
 
 /**
  * `make cluster`: pmlake as several machines would run it, on this one, with one command — PostgreSQL (state,
@@ -83,39 +82,52 @@ async function main(): Promise<void> {
   const workerEnv = { ...process.env, ...shared, PMLAKE_STATE: path.join(dir, 'worker-1') };
   const worker = await spawnUntil(path.join(REPO, 'src/cli.ts'), ['worker'], workerEnv, /building exports/, path.join(dir, 'worker-1.log'));
   children.push(worker.child);
-  // The input side as three more processes: a simulated venue, a recorder of it and a following ingest into the
-  // lake the replicas serve (its lock in PostgreSQL, as across machines). The simulated venue trades its own
-  // synthetic markets, so the recorder is given their tokens rather than the demo catalogue's.
+  // The input side as five more processes: a simulated venue (market channel, catalogue pages, JSON-RPC node), a
+  // recorder, a catalogue poller and a chain indexer of it, and a following ingest of their three directories into
+  // the lake the replicas serve (its lock in PostgreSQL, as across machines). The simulated venue trades its own
+  // synthetic markets: the poller lists them in the lake's catalogue, where the recorder finds their tokens.
   const sim = await spawnUntil(
     path.join(REPO, 'src/cli.ts'),
     ['simulate', '--port', '0', '--markets', String(LIVE.markets), '--rate', String(LIVE.rate), '--seed', String(LIVE.seed)],
     { ...process.env, ...shared },
-    /(ws:\/\/[^\s"]+)/,
+    /(ws:\/\/[^\s"]+)[^]*PMLAKE_GAMMA_URL=(\S+) PMLAKE_CLOB_URL=(\S+) PMLAKE_POLYGON_RPC_URL=(\S+)/,
     path.join(dir, 'simulate.log'),
   );
   children.push(sim.child);
   const captureDir = path.join(dir, 'capture');
+  const catalogueDir = path.join(dir, 'catalogue');
+  // A new simulated chain each run (block numbers from the wall clock): the last run's files are another chain's cursor.
+  const chainDir = path.join(dir, 'chain');
+  fs.rmSync(chainDir, { recursive: true, force: true });
   const liveEnv = {
     ...process.env,
     ...shared,
     PMLAKE_STATE: path.join(dir, 'live'),
     PMLAKE_VENUE_WS_URL: sim.match[1]!,
+    PMLAKE_GAMMA_URL: sim.match[2]!,
+    PMLAKE_CLOB_URL: sim.match[3]!,
+    PMLAKE_POLYGON_RPC_URL: sim.match[4]!,
+    PMLAKE_CATALOGUE_SECONDS: process.env.PMLAKE_CATALOGUE_SECONDS ?? '20',
+    PMLAKE_CHAIN_CONFIRMATIONS: process.env.PMLAKE_CHAIN_CONFIRMATIONS ?? '2',
     PMLAKE_RECORD_ROTATE_SECONDS: process.env.PMLAKE_RECORD_ROTATE_SECONDS ?? '10',
     PMLAKE_FOLLOW_SECONDS: process.env.PMLAKE_FOLLOW_SECONDS ?? '10',
     PMLAKE_RECORDER_ID: 'cluster-1',
   };
-  const tokens = syntheticMarkets(LIVE.markets, LIVE.seed).flatMap((m) => m.tokens);
-  const recorder = await spawnUntil(
-    path.join(REPO, 'src/cli.ts'),
-    ['record', '--out', captureDir, '--assets', tokens.join(',')],
-    liveEnv,
-    /pmlake record /,
-    path.join(dir, 'record.log'),
-  );
+  const recorder = await spawnUntil(path.join(REPO, 'src/cli.ts'), ['record', '--out', captureDir], liveEnv, /pmlake record /, path.join(dir, 'record.log'));
   children.push(recorder.child);
+  const poller = await spawnUntil(
+    path.join(REPO, 'src/cli.ts'),
+    ['catalogue', '--out', catalogueDir],
+    liveEnv,
+    /pmlake catalogue: /,
+    path.join(dir, 'catalogue.log'),
+  );
+  children.push(poller.child);
+  const indexer = await spawnUntil(path.join(REPO, 'src/cli.ts'), ['chain', '--out', chainDir], liveEnv, /pmlake chain: /, path.join(dir, 'chain.log'));
+  children.push(indexer.child);
   const follow = await spawnUntil(
     path.join(REPO, 'src/cli.ts'),
-    ['ingest', '--follow', captureDir],
+    ['ingest', '--follow', captureDir, catalogueDir, chainDir],
     liveEnv,
     /pmlake ingest --follow/,
     path.join(dir, 'follow.log'),
@@ -129,8 +141,12 @@ async function main(): Promise<void> {
   const market = (await busiestMarket(new LakeSession(duck, base.lakeDir))) ?? '<market id>';
   duck.closeSync();
   out.write(`\npmlake cluster: front ${url} → replicas ${replicas.join(', ')}; one export worker; logs in ${dir}/\n`);
-  out.write(`  live input:     pmlake simulate (${sim.match[1]}) → pmlake record → ${path.relative(REPO, captureDir)}/ → pmlake ingest --follow\n`);
-  out.write(`  freshness:      curl -s ${url}/v1/status\n`);
+  const rel = (d: string): string => `${path.relative(REPO, d)}/`;
+  out.write(
+    `  live input:     pmlake simulate (${sim.match[1]}) → pmlake record → ${rel(captureDir)}, pmlake catalogue → ${rel(catalogueDir)},\n` +
+      `                  pmlake chain → ${rel(chainDir)} → pmlake ingest --follow\n`,
+  );
+  out.write(`  freshness:      curl -s ${url}/v1/status   (tape, catalogue, chain)\n`);
   out.write(`  PMLAKE_DATABASE_URL=${databaseUrl.replace(/:[^:@/]+@/, ':***@')}\n  PMLAKE_REDIS_URL=${redisUrl}\n  PMLAKE_S3_ENDPOINT=${s3.endpoint}\n`);
   out.write(`  key:            ${proKey}\n`);
   out.write(`  which replica:  curl -s -D - -o /dev/null -H 'X-API-Key: ${proKey}' ${url}/v1/markets?limit=1 | grep -i x-pmlake-replica\n`);

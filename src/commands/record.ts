@@ -31,7 +31,7 @@ export function parseRecordArgs(args: string[]): RecordArgs | string {
 /**
  * `pmlake record --out DIR [--assets …]`: records the venue's market channel into capture files in DIR
  * (docs/capture-format.md) until SIGINT/SIGTERM, which writes `stop` and puts the open file into place.
- * Without `--assets` it records every live token of the lake's catalogue, refreshed every few minutes.
+ * Without `--assets` it records every live token of the lake's catalogue, asked again every PMLAKE_CATALOGUE_SECONDS.
  */
 export async function recordCommand(args: string[]): Promise<number> {
   if (args.includes('--help') || args.includes('-h')) {
@@ -54,6 +54,10 @@ export async function recordCommand(args: string[]): Promise<number> {
     rotateSeconds: config.live.recordRotateSeconds,
     ...(parsed.assets ? { assets: parsed.assets } : {}),
     ...(db ? { discoverAssets: catalogueAssets(db, config.lakeDir) } : {}),
+    // The catalogue the lake holds is the poller's (`pmlake catalogue`, landed by the follower): asked as often as
+    // the poller polls, a new market is recorded about one poll after it is listed (at once when the channel
+    // announces it).
+    refreshSeconds: config.live.catalogueSeconds,
     log,
   }).catch((err: unknown) => {
     db?.closeSync();
