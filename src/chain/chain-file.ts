@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Hex } from 'viem';
 import type { Header } from './lines.js';
+import { syncDir } from '../sync-dir.js';
 
 /** The file being written; never read by the ingest (a dot file), removed by the next start after a kill. */
 export const OPEN_NAME = '.open-chain.jsonl';
@@ -12,15 +13,6 @@ export const closedName = (from: number, to: number): string => `chain-${String(
 const TO_WIDTH = 12;
 const headerLine = (from: number, to: number, chainId: number, confirmations: number): string =>
   `{"kind":"chain_range","format":1,"chain_id":${chainId},"from_block":${from},"to_block":${String(to).padEnd(TO_WIDTH)},"confirmations":${confirmations}}`;
-
-export async function syncDir(dir: string): Promise<void> {
-  const fh = await fs.promises.open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
 
 /**
  * One chain file being written: the first line opens it (its `to_block` padded with JSON whitespace, so the final

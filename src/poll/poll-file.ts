@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { EndpointName } from './endpoints.js';
+import { syncDir } from '../sync-dir.js';
 
 /**
  * A catalogue poll file (docs/catalogue-format.md): written as the dot file `.open-catalogue-<poller>.jsonl`, then
@@ -34,16 +35,6 @@ export function errorLine(endpoint: EndpointName, url: string, receivedMs: numbe
 
 export function endLine(finishedMs: number, complete: Record<EndpointName, boolean>, pages: number): string {
   return JSON.stringify({ kind: 'end', finished_at: iso(finishedMs), complete, pages });
-}
-
-/** Opens, fsyncs and closes a directory, so a rename inside it survives a crash of the machine. */
-export async function syncDir(dir: string): Promise<void> {
-  const fh = await fs.promises.open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
 }
 
 /**

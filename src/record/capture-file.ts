@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { closedFileName, openFileName, periodStart, startLine } from './capture-lines.js';
-import { syncDir } from './capture-recovery.js';
+import { syncDir } from '../sync-dir.js';
 
 /** What the writer needs of an open file (a FileHandle); a test's slow disk wraps one. */
 export type CaptureSink = Pick<fs.promises.FileHandle, 'write' | 'sync' | 'close'>;

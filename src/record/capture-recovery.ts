@@ -2,19 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { CAPTURE_SUFFIX, CLOSED_PREFIX, OPEN_PREFIX, closedFileName, periodStart } from './capture-lines.js';
+import { syncDir } from '../sync-dir.js';
 
 const CHUNK = 64 * 1024;
 const NL = 0x0a;
-
-/** Opens, fsyncs and closes a directory, so a rename inside it survives a crash of the machine. */
-export async function syncDir(dir: string): Promise<void> {
-  const fh = await fs.promises.open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
 
 /** The offset just past the last `\n` in the first `size` bytes (0 when there is none), read from the end. */
 async function endOfLastLine(fh: fs.promises.FileHandle, size: number): Promise<number> {

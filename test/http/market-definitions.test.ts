@@ -4,6 +4,7 @@ import { runIngest } from '../../ingest/run.js';
 import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/server.js';
 import { expectedDefinitions, gid, POLL_STARTS, scenarioPoll, writePoll, type Definition } from '../helpers/catalogue-polls.js';
 import type { RunningServer } from '../../src/server.js';
+import { DEFINITION_FIELDS } from '../../src/query/market-definitions.js';
 
 /**
  * GET /v1/markets/{id}?as_of= and GET /v1/markets/{id}/changes over a lake ingested from three catalogue polls, on a
@@ -12,22 +13,8 @@ import type { RunningServer } from '../../src/server.js';
  */
 const polls = [0, 1, 2].map(scenarioPoll);
 const defs = expectedDefinitions(polls);
-const FIELDS = [
-  'market_id',
-  'question',
-  'slug',
-  'outcomes',
-  'outcome_token_ids',
-  'tick_size',
-  'min_order_size',
-  'active',
-  'closed',
-  'accepting_orders',
-  'neg_risk',
-  'end_date',
-  'resolved',
-  'winning_outcome',
-] as const;
+/** The field names are the data set's contract; the values are checked against the oracle. */
+const FIELDS = DEFINITION_FIELDS;
 /** The runner's ISO form: no sub-second digits when there are none. */
 const iso = (s: string): string => s.replace('.000Z', 'Z');
 const norm = (v: unknown): unknown => (typeof v === 'string' && /^\d{4}-\d\d-\d\dT/.test(v) ? iso(v) : v);
