@@ -20,8 +20,8 @@ import { KIND_IDS } from '../src/catalogue/kinds.js';
  *   (h) in src/http/, a route's handler is a named function (`handler: listMarkets`, made with defineRoute) and
  *       reads its query, path and body from its typed input, never from res.locals.
  *   (i) nothing in src/http/ builds lake sources: a handler reads through its request's lake session (`ctx.lake`);
- *   (j) within src/ and ingest/, only the recorder (src/record/) and the simulated venue (ingest/simulate/) import
- *       `ws`: the venue's socket is theirs, so reconnects, pings and back-pressure live in one place;
+ *   (j) within src/ and ingest/, only the recorder (src/record/), the simulated venue (ingest/simulate/) and the
+ *       replay server (src/http/replay/) import `ws`: sockets are theirs, so pings and back-pressure live in few places;
  *   (k) within src/ and ingest/, only the chain indexer (src/chain/), the chain files' ingest (ingest/chain/) and the
  *       simulated venue import `viem`: ABIs and decoding live in one place.
  * Imports are read with TypeScript's own scanner (`import … from`, `export … from`, `import type`, side-effect
@@ -55,12 +55,12 @@ export const RULES: Record<Rule, string> = {
   'kind-lists': '(g) data kinds are listed only in src/catalogue/ (derive the list from it)',
   'named-handlers': '(h) src/http/ route handlers are named functions reading a typed input, not res.locals.query/params/body',
   'http-sources': '(i) nothing in src/http/ builds lake sources (lakeSources, datasetSource, partitionSource, versionSources): use ctx.lake',
-  'venue-socket': '(j) within src/ and ingest/, only src/record/ and ingest/simulate/ import ws',
+  'venue-socket': '(j) within src/ and ingest/, only src/record/, ingest/simulate/ and src/http/replay/ import ws',
   'chain-library': '(k) within src/ and ingest/, only src/chain/, ingest/chain/ and ingest/simulate/ import viem',
 };
 
 /** The folders that may open the venue's socket (rule j). */
-export const VENUE_SOCKET_OWNERS = ['src/record/', 'ingest/simulate/'];
+export const VENUE_SOCKET_OWNERS = ['src/record/', 'ingest/simulate/', 'src/http/replay/'];
 export const CHAIN_LIBRARY_OWNERS = ['src/chain/', 'ingest/chain/', 'ingest/simulate/'];
 
 /** Pairs [lower, upper] of directories: nothing under the first imports anything under the second. */

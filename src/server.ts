@@ -4,6 +4,7 @@ import { accountAuthenticator } from './accounts/auth.js';
 import { buildCore, type Core } from './compose.js';
 import type { Config } from './config.js';
 import { createApp } from './http/app.js';
+import { createUpgradeHandler, type UpgradeHandler } from './http/upgrade.js';
 import type { AppContext } from './http/context.js';
 import type { Logger } from './log.js';
 import { StartupError } from './errors.js';
@@ -60,6 +61,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (app) return void app(req, res);
     res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"detail":"Server starting; retry shortly"}');
   });
+  // WebSocket handshakes (the replay endpoints) arrive as upgrades, not requests: the same gate before the app is up.
+  let upgrade: UpgradeHandler | null = null;
+  server.on('upgrade', (req, socket, head) => {
+    if (upgrade) return void upgrade(req, socket, head);
+    socket.end(
+      'HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{"detail":"Server starting; retry shortly"}',
+    );
+  });
   await listen(server, config.port, config.host);
   let built: Awaited<ReturnType<typeof buildServe>>;
   try {
@@ -70,6 +79,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   const { core, ctx } = built;
   app = createApp(ctx);
+  upgrade = createUpgradeHandler(ctx);
   const { port } = server.address() as AddressInfo;
   const url = `http://${hostPort(config.host, port)}`;
   return {

@@ -134,7 +134,7 @@ describe('architecture of src/ and ingest/', () => {
     expect(SOURCE_BUILDERS.test('const lake = ctx.lake.sources;')).toBe(false);
   });
 
-  it('(j) only the recorder and the simulated venue import ws', () => {
+  it('(j) only the recorder, the simulated venue and the replay server import ws', () => {
     expect(offenders['venue-socket']).toEqual([]);
     expect(packageOf('ws')).toBe('ws');
   });
