@@ -36,6 +36,7 @@ import { historyRoutes } from './charts/history.js';
 import { replayRoutes } from './charts/replay.js';
 import { publicMarketRoutes } from './public/markets.js';
 import { statusRoutes } from './public/status.js';
+import { replayNormalizedRoutes } from './replay-normalized.js';
 
 /**
  * Every route of the service, in one table. Each endpoint family lives in its own file under src/http/, or in a
@@ -60,6 +61,8 @@ export const routes: Route[] = [
   // /v1/orderbook
   ...orderbookSnapshotRoutes,
   ...topOfBookRoutes,
+  // /v1/replay/normalized: the normalized and computed streams as NDJSON
+  ...replayNormalizedRoutes,
   // The document describes this very table; read when first asked for, once the table is complete.
   ...openapiRoutes(() => routes),
   ...docsRoutes,

@@ -14,6 +14,8 @@ export type NormalizedOptions = {
   assets: readonly ReplayAsset[];
   dataTypes: readonly DataType[];
   signal?: AbortSignal | undefined;
+  /** Rows per page of each stream; by default as many as keep all pages together near ALL_PAGES_ROWS. */
+  pageRows?: number | undefined;
 };
 
 /** Rows held per stream page at most, and in all pages together (the merge holds one page per stream). */
@@ -31,7 +33,7 @@ export function normalizedMessages(lake: LakeSession, o: NormalizedOptions): Asy
   const types = dedupe(o.dataTypes);
   const perAsset = types.reduce((n, t) => n + (t.kind === 'trade' ? 2 : 1), 0);
   const streams = Math.max(1, perAsset * o.assets.length);
-  const pageRows = Math.max(MIN_PAGE_ROWS, Math.min(MAX_PAGE_ROWS, Math.floor(ALL_PAGES_ROWS / streams)));
+  const pageRows = o.pageRows ?? Math.max(MIN_PAGE_ROWS, Math.min(MAX_PAGE_ROWS, Math.floor(ALL_PAGES_ROWS / streams)));
   const c: StreamContext = { session: lake, window: { start: o.from, end: o.to }, pageRows, signal: o.signal };
   const list: AsyncIterable<Keyed<NormalizedMessage>>[] = [];
   if (o.to <= o.from) return mergeByTime(list, o.signal);
