@@ -63,6 +63,7 @@ const ALLOWED: Rule[] = [
   },
   { match: /^\+ operation GET \/v1\/(coverage|markets\/\{market_id\}\/coverage)$/, why: 'tape coverage and incidents (issue 15)' },
   { match: /^\+ operation GET \/v1\/markets\/\{market_id\}\/changes$/, why: 'point-in-time market definitions: their changes (issue 25)' },
+  { match: /^\+ operation GET \/v1\/replay\/normalized$/, why: 'the normalized and computed streams as NDJSON (issue 26)' },
   { match: /^\+ GET \/v1\/markets\/\{market_id\} parameter query as_of$/, why: 'extra: the market as it stood at an instant (issue 25)' },
 
   // Response codes: the anchor's FastAPI document lists only 200/422; pmlake also documents the answers it
