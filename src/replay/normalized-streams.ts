@@ -3,7 +3,14 @@ import type { LakeSession } from '../lake/session.js';
 import { isoFromMicros, type Row } from '../lake/values.js';
 import { chainTradesPageQuery, incidentsPageQuery, l2PageQuery, quotesPageQuery, venueTradesPageQuery, type PageWindow } from '../query/replay.js';
 import type { Keyed } from './merge.js';
-import { DISCONNECT_KINDS, type BookChangeMessage, type DisconnectMessage, type QuoteMessage, type ReplayAsset, type TradeMessage } from './normalized-types.js';
+import {
+  DISCONNECT_KINDS,
+  type BookChangeMessage,
+  type DisconnectMessage,
+  type QuoteMessage,
+  type ReplayAsset,
+  type TradeMessage,
+} from './normalized-types.js';
 
 /**
  * One time-ordered stream per token and data set, read page by page (src/query/replay.ts), each item keyed for
@@ -45,9 +52,7 @@ export function head(a: ReplayAsset, type: string, us: bigint) {
 
 /** The raw l2 rows of a token in arrival order (also the book replay's input, ./book-snapshots.ts). */
 export function l2Rows(c: StreamContext, asset: string): AsyncGenerator<Row> {
-  return pagedRows(c, (after) =>
-    l2PageQuery(c.session.sources, asset, c.window, after && { seq: big(after.seq), idx: Number(after.level_idx) }, c.pageRows),
-  );
+  return pagedRows(c, (after) => l2PageQuery(c.session.sources, asset, c.window, after && { seq: big(after.seq), idx: Number(after.level_idx) }, c.pageRows));
 }
 
 export async function* bookChanges(c: StreamContext, a: ReplayAsset): AsyncGenerator<Keyed<BookChangeMessage>> {

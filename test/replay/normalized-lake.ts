@@ -67,7 +67,11 @@ export async function buildReplayLake(): Promise<ReplayLake> {
 }
 
 /** A GET of NDJSON: status, the parsed lines (or the JSON error body), the content type. */
-export async function getNdjson(L: ReplayLake, p: string, key: string | null = L.key()): Promise<{ status: number; lines: any[]; body: any; type: string | null }> {
+export async function getNdjson(
+  L: ReplayLake,
+  p: string,
+  key: string | null = L.key(),
+): Promise<{ status: number; lines: any[]; body: any; type: string | null }> {
   const res = await fetch(`${L.srv.url}${p}`, { headers: key === null ? {} : { 'x-api-key': key } });
   const text = await res.text();
   const type = res.headers.get('content-type');

@@ -64,9 +64,9 @@ describe('GET /v1/replay/normalized', () => {
         `SELECT epoch_us(recv_ts) AS r, side, price::DOUBLE AS price, size::DOUBLE AS size, transaction_hash FROM read_parquet(${L.files('last_trades')})
          WHERE asset_id = '${t}' AND ${win('recv_ts')} ORDER BY seq`,
       );
-      expect(msgs.filter((x) => x.type === 'trade' && x.source === 'venue' && x.asset_id === t).map((x) => [x.recv_ts, x.side, x.price, x.size, x.transaction_hash])).toEqual(
-        venue.map((x) => [iso(BigInt(x.r as bigint)), x.side, x.price, x.size, x.transaction_hash]),
-      );
+      expect(
+        msgs.filter((x) => x.type === 'trade' && x.source === 'venue' && x.asset_id === t).map((x) => [x.recv_ts, x.side, x.price, x.size, x.transaction_hash]),
+      ).toEqual(venue.map((x) => [iso(BigInt(x.r as bigint)), x.side, x.price, x.size, x.transaction_hash]));
       const chain = await L.rows(
         `SELECT id, epoch_us(ts) AS t, price::DOUBLE AS price, size::DOUBLE AS size FROM read_parquet(${L.files('trades')})
          WHERE token_id = '${t}' AND ${win('ts')} ORDER BY ts, block_number, log_index, id`,
@@ -127,7 +127,9 @@ describe('GET /v1/replay/normalized', () => {
       expect(ohlcv.status).toBe(200);
       const want = (ohlcv.body as any[]).reverse().map((c) => ({ ...c }));
       expect(want.length, tf).toBeGreaterThan(2);
-      expect(r.lines.map((b) => ({ timestamp: b.open_ts, open: b.open, high: b.high, low: b.low, close: b.close, volume: b.volume, trade_count: b.trade_count }))).toEqual(
+      expect(
+        r.lines.map((b) => ({ timestamp: b.open_ts, open: b.open, high: b.high, low: b.low, close: b.close, volume: b.volume, trade_count: b.trade_count })),
+      ).toEqual(
         want.map((c) => ({ timestamp: c.timestamp, open: c.open, high: c.high, low: c.low, close: c.close, volume: c.volume, trade_count: c.trade_count })),
       );
       for (const b of r.lines) {
