@@ -18,6 +18,8 @@ export const SILENCE_FROM = Date.parse(`${DAY0}T12:00:00Z`);
 export type ReplayLake = {
   lakeDir: string;
   srv: RunningServer;
+  /** A DuckDB of the test's own (for a LakeSession over the lake, or plain reads). */
+  db: DuckDBInstance;
   freeKey: string;
   key(): string;
   rows(sql: string): Promise<Record<string, unknown>[]>;
@@ -51,6 +53,7 @@ export async function buildReplayLake(): Promise<ReplayLake> {
   return {
     lakeDir,
     srv,
+    db,
     freeKey,
     key: () => pool[next++ % pool.length]!,
     async rows(sql) {
