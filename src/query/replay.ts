@@ -7,7 +7,8 @@ import { seqReceiveMicros } from './orderbook.js';
  * Pages of one token's rows in time order, for the normalized replay (src/replay/): each builder returns the rows
  * of [start, end) after a keyset cursor (the last row of the previous page, compared as a tuple on the page's own
  * ORDER BY, so rows that share a time are neither skipped nor repeated), at most `limit` of them. The time column
- * comes back as epoch microseconds (`*_us`), decimals as the runner converts them.
+ * comes back as epoch microseconds (`*_us`) and decimals as DOUBLE: the nearest double to the exact decimal, the
+ * number the runner would make of it, without building a decimal value per cell (the replay's hot path).
  */
 
 export type PageWindow = { start: bigint; end: bigint };
@@ -28,7 +29,7 @@ export function l2PageQuery(lake: Lake, asset: string, w: PageWindow, after: { s
     where.push('seq >= $seq', '(seq, level_idx) > ($seq, $idx)');
   }
   return query(
-    `SELECT epoch_us(recv_ts) AS recv_us, epoch_us(ts) AS ts_us, condition_id, ${SIDE} AS side, price, size, is_snapshot, seq, level_idx
+    `SELECT epoch_us(recv_ts) AS recv_us, epoch_us(ts) AS ts_us, ${SIDE} AS side, price::DOUBLE AS price, size::DOUBLE AS size, is_snapshot, seq, level_idx
 FROM ${lake.from('l2')}
 WHERE ${where.join(' AND ')}
 ORDER BY seq, level_idx
@@ -49,7 +50,7 @@ export function venueTradesPageQuery(lake: Lake, asset: string, w: PageWindow, a
     where.push('seq >= $seq', `(${VENUE_KEY}) > ($seq, $ts, $price, $size, $side)`);
   }
   return query(
-    `SELECT epoch_us(recv_ts) AS recv_us, epoch_us(ts) AS ts_us, condition_id, side, price, size, price::VARCHAR AS price_text,
+    `SELECT epoch_us(recv_ts) AS recv_us, epoch_us(ts) AS ts_us, side, price::DOUBLE AS price, size::DOUBLE AS size, price::VARCHAR AS price_text,
   size::VARCHAR AS size_text, coalesce(side, '') AS side_text, fee_rate_bps, transaction_hash, seq
 FROM ${lake.from('last_trades')}
 WHERE ${where.join(' AND ')}
@@ -73,7 +74,7 @@ export function chainTradesPageQuery(lake: Lake, token: string, w: PageWindow, a
     where.push('ts >= $ts', '(ts, coalesce(block_number, -1), coalesce(log_index, -1), id) > ($ts, $block, $log, $id)');
   }
   return query(
-    `SELECT epoch_us(ts) AS ts_us, condition_id, id, side, price, size, transaction_hash, coalesce(block_number, -1) AS block,
+    `SELECT epoch_us(ts) AS ts_us, id, side, price::DOUBLE AS price, size::DOUBLE AS size, transaction_hash, coalesce(block_number, -1) AS block,
   coalesce(log_index, -1) AS log_index
 FROM ${lake.from('trades')}
 WHERE ${where.join(' AND ')}
@@ -94,7 +95,8 @@ export function quotesPageQuery(lake: Lake, asset: string, w: PageWindow, afterS
     where.push('seq > $seq');
   }
   return query(
-    `SELECT epoch_us(ts) AS ts_us, condition_id, seq, best_bid, best_bid_size, best_ask, best_ask_size
+    `SELECT epoch_us(ts) AS ts_us, seq, best_bid::DOUBLE AS best_bid, best_bid_size::DOUBLE AS best_bid_size, best_ask::DOUBLE AS best_ask,
+  best_ask_size::DOUBLE AS best_ask_size
 FROM ${lake.from('top_of_book')}
 WHERE ${where.join(' AND ')}
 ORDER BY seq
@@ -126,7 +128,7 @@ export function incidentsPageQuery(
     where.push('(from_ts, coalesce(seq, -1), kind) > ($f, $seq, $k)');
   }
   return query(
-    `SELECT epoch_us(from_ts) AS from_us, epoch_us(to_ts) AS to_us, condition_id, kind, coalesce(seq, -1) AS seq, detail
+    `SELECT epoch_us(from_ts) AS from_us, epoch_us(to_ts) AS to_us, kind, coalesce(seq, -1) AS seq, detail
 FROM ${lake.from('incidents')}
 WHERE ${where.join(' AND ')}
 ORDER BY from_ts, coalesce(seq, -1), kind

@@ -33,19 +33,18 @@ export async function* bookSnapshots(c: StreamContext, a: ReplayAsset, t: Snapsh
     // No book yet at `from`: snapshots start with the token's first message.
     if (!(err instanceof NotFound)) throw err;
   }
-  const emit = (b: bigint): Keyed<BookSnapshotMessage> => ({
-    us: b,
-    rank: RANK.snapshot,
-    seq: 0n,
-    sub: 0,
-    value: {
-      ...head(a, t.name, b),
-      depth: t.depth,
-      interval: t.name.slice(t.name.lastIndexOf('_') + 1),
-      bids: top(bids, t.depth, true),
-      asks: top(asks, t.depth, false),
-    },
-  });
+  // The sorted sides are kept until the book changes: at short intervals most boundaries see the same book.
+  let sides: { bids: Level[]; asks: Level[] } | null = null;
+  const emit = (b: bigint): Keyed<BookSnapshotMessage> => {
+    sides ??= { bids: top(bids, t.depth, true), asks: top(asks, t.depth, false) };
+    return {
+      us: b,
+      rank: RANK.snapshot,
+      seq: 0n,
+      sub: 0,
+      value: { ...head(a, t.name, b), depth: t.depth, interval: t.name.slice(t.name.lastIndexOf('_') + 1), bids: sides.bids, asks: sides.asks },
+    };
+  };
   // The tape strictly after `from` (the book at `from` holds what came at it) up to the last boundary.
   const tape = l2Rows({ ...c, window: { start: start + 1n, end: last + 1n } }, a.asset_id);
   let snapSeq: string | null = null;
@@ -61,6 +60,7 @@ export async function* bookSnapshots(c: StreamContext, a: ReplayAsset, t: Snapsh
 
   function apply(r: Row): void {
     known = true;
+    sides = null;
     if (r.is_snapshot === true) {
       const seq = String(r.seq);
       if (seq !== snapSeq) {
