@@ -1,9 +1,8 @@
 import type { Response } from 'express';
 import { z } from 'zod';
-import { BadRequest } from '../errors.js';
 import type { PullRequest } from '../accounts/meter.js';
 import { isoFromMicros } from '../lake/values.js';
-import { MAX_REPLAY_ASSETS, normalizedMessages, resolveReplayAssets } from '../replay/normalized.js';
+import { normalizedMessages, resolveReplayAssets } from '../replay/normalized.js';
 import { FIXED_TYPES, parseDataType, planKeyOfType, type DataType, type NormalizedMessage } from '../replay/normalized-types.js';
 import type { RequestContext } from './context.js';
 import { instantParam } from './params.js';
@@ -83,7 +82,6 @@ const WRITE_BYTES = 64 * 1024;
 
 async function getNormalizedReplay({ query: q, req, res }: RouteInput<{ query: typeof ReplayQuery }>, ctx: RequestContext): Promise<undefined> {
   const assets = await resolveReplayAssets(ctx.lake, ctx.markets, { assets: q.assets, marketIds: q.market_id });
-  if (assets.length > MAX_REPLAY_ASSETS) throw new BadRequest(`At most ${MAX_REPLAY_ASSETS} outcome tokens per replay (got ${assets.length})`);
   // A delayed plan sees books and quotes no later than its delay, as on GET /v1/orderbook/*.
   const cap = delayCap(req.principal);
   const to = cap !== null && q.to > cap ? cap : q.to;

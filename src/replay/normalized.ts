@@ -1,6 +1,6 @@
 import type { LakeSession } from '../lake/session.js';
 import type { MarketResolver } from '../markets/resolver.js';
-import { NotFound } from '../errors.js';
+import { BadRequest, NotFound } from '../errors.js';
 import { bookSnapshots } from './book-snapshots.js';
 import { mergeByTime, type Keyed } from './merge.js';
 import { bookChanges, chainTrades, disconnects, quotes, venueTrades, type StreamContext } from './normalized-streams.js';
@@ -74,7 +74,8 @@ export const MAX_REPLAY_ASSETS = 100;
 
 /**
  * The tokens named by `assets` (token ids) and `marketIds` (numeric market ids, or token ids: every outcome of the
- * market, or that one), each once, in the order named. An unknown one is NotFound naming it.
+ * market, or that one), each once, in the order named. An unknown one is NotFound naming it; more than
+ * MAX_REPLAY_ASSETS tokens (or names) is a BadRequest, checked before anything is looked up where it can be.
  */
 export async function resolveReplayAssets(
   lake: LakeSession,
@@ -103,7 +104,14 @@ export async function resolveReplayAssets(
       });
     }
   };
+  const named = (names.assets?.length ?? 0) + (names.marketIds?.length ?? 0);
+  if (named > MAX_REPLAY_ASSETS) throw tooMany(named);
   for (const id of names.assets ?? []) await add(id, false);
   for (const id of names.marketIds ?? []) await add(id, true);
+  if (out.size > MAX_REPLAY_ASSETS) throw tooMany(out.size);
   return [...out.values()];
+}
+
+function tooMany(n: number): BadRequest {
+  return new BadRequest(`At most ${MAX_REPLAY_ASSETS} outcome tokens per replay (got ${n})`);
 }

@@ -193,6 +193,11 @@ describe('GET /v1/replay/normalized', () => {
       [`/v1/replay/normalized?from=${W_FROM}&to=${W_TO}&data_types=trade`, 422, /assets/],
       [`/v1/replay/normalized?assets=${'9'.repeat(77)}&from=${W_FROM}&to=${W_TO}&data_types=trade`, 404, /Unknown asset/],
       [`/v1/replay/normalized?market_id=99999999&from=${W_FROM}&to=${W_TO}&data_types=trade`, 404, /Unknown market/],
+      [
+        `/v1/replay/normalized?market_id=${Array.from({ length: 101 }, (_, i) => 500000 + i).join(',')}&from=${W_FROM}&to=${W_TO}&data_types=trade`,
+        400,
+        /At most 100/,
+      ],
     ];
     for (const [p, status, detail] of cases) {
       const r = await getNdjson(L, p);
