@@ -122,6 +122,24 @@ export const CATALOGUE = catalogue({
     tape: true,
     builder: 'rawFramesDownload, l2LevelsDownload, tapeTradesDownload in src/query/downloads.ts',
   },
+  // Computed from the tape at read time (src/query/computed.ts): covered by the raw tape's key, as they are
+  // built from its level-2 changes and trade prints.
+  book_snapshot_interval: {
+    title: 'The order book at every interval boundary of a window, to a depth',
+    lake: ['book_snapshots', 'l2'],
+    serves: ['download', 'estimate', 'export'],
+    plan: { as: 'raw' },
+    tape: true,
+    builder: 'intervalBookDownload in src/query/computed.ts',
+  },
+  tbbo: {
+    title: 'Every venue trade print with the best bid and ask just before it',
+    lake: ['last_trades', 'top_of_book'],
+    serves: ['download', 'estimate', 'export'],
+    plan: { as: 'raw' },
+    tape: true,
+    builder: 'tbboDownload in src/query/computed.ts',
+  },
   options: {
     title: 'Crypto-options trades',
     lake: ['options'],
@@ -229,7 +247,7 @@ export const REFERENCE_RATE_PER_MB: Readonly<Record<string, number>> = Object.fr
 );
 
 /** The data set whose stored bytes per row size an estimate of this kind. */
-export function sizingDataset(id: SeriesEstimateKind): DatasetName {
+export function sizingDataset(id: SeriesEstimateKind | EstimateKind): DatasetName {
   return ENTRIES[id].lake[0]!;
 }
 

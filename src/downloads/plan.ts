@@ -3,6 +3,7 @@ import { BadRequest, NotFound, Unprocessable } from '../errors.js';
 import type { Query } from '../lake/duckdb.js';
 import type { CopyFormat } from '../lake/stream.js';
 import { planOf } from '../accounts/plans.js';
+import { planKeyOf } from '../catalogue/kinds.js';
 import type { MarketResolver } from '../markets/resolver.js';
 import type { Window } from '../query/common.js';
 import type { CoverageScope } from '../query/coverage.js';
@@ -20,6 +21,7 @@ import {
   topOfBookDownload,
   tradesDownload,
 } from '../query/downloads.js';
+import { boundaries, intervalBookDownload, tbboDownload } from '../query/computed.js';
 import { timeframeOf } from '../timeframe.js';
 import { findRawDataset, parseOptionsSeries } from './catalog.js';
 import type { PullSpec } from './spec.js';
@@ -64,6 +66,11 @@ function safeName(s: string): string {
 }
 
 const NO_LIMIT = 2 ** 62;
+
+/** book_snapshot_interval: levels a side when the pull names none. */
+export const DEFAULT_BOOK_DEPTH = 10;
+/** book_snapshot_interval: boundaries a pull may span (every boundary is a row per outcome). */
+export const MAX_BOUNDARIES = 1_000_000;
 
 export async function planDownload(deps: PlanDeps, principal: Principal | undefined, spec: PullSpec, itemIndex?: number): Promise<DownloadPlan> {
   const lake: Lake = deps.lake.sources;
@@ -139,6 +146,39 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
         marketId: spec.market_id,
         emptyMessage: 'No priced top-of-book rows for this market in this range',
         coverage: { scope: sel, window: { start: spec.start, end } },
+      };
+    }
+    case 'book_snapshot_interval':
+    case 'tbbo': {
+      if (spec.start === undefined || spec.end === undefined) {
+        throw wrongDataType('missing_window', `a ${spec.kind} pull needs start and end (its rows are computed over the window)`, itemIndex);
+      }
+      const m = await needMarket();
+      const bw = { start: spec.start, end: spec.end };
+      const sel = { tokens: m.tokenIds };
+      const common = { ...base, marketId: spec.market_id, dataset: planKeyOf(spec.kind), coverage: { scope: sel, window: w } };
+      if (spec.kind === 'tbbo') {
+        return {
+          ...common,
+          query: tbboDownload(lake, m.tokenIds, bw, limit, spec.format),
+          fileName: `tbbo_${safeName(spec.market_id!)}.${ext}`,
+          description: `tbbo market_id=${spec.market_id}`,
+          emptyMessage: 'No trades found for this market in this range',
+        };
+      }
+      const tf = spec.timeframe ?? timeframeOf(60);
+      const depth = spec.depth ?? DEFAULT_BOOK_DEPTH;
+      const n = boundaries(tf, bw).count;
+      if (n > BigInt(MAX_BOUNDARIES)) {
+        throw wrongDataType('too_many_boundaries', `the window holds ${n} boundaries of ${tf.label}; at most ${MAX_BOUNDARIES} a pull (a wider interval or a shorter window)`, itemIndex);
+      }
+      return {
+        ...common,
+        query: intervalBookDownload(lake, m.tokenIds, tf, bw, depth, limit, spec.format),
+        fileName: `book_snapshot_${depth}_${tf.label}_${safeName(spec.market_id!)}.${ext}`,
+        description: `book_snapshot_interval market_id=${spec.market_id} interval=${tf.label} depth=${depth}`,
+        timeframe: tf.label,
+        emptyMessage: 'No orderbook data for this market in this range',
       };
     }
     case 'raw': {

@@ -14,7 +14,10 @@ export type PullSpec = {
   market_id?: string | undefined;
   series_id?: string | undefined;
   data_type?: string | undefined;
+  /** OHLCV: the bar width; book_snapshot_interval: the interval between boundaries. */
   timeframe?: Timeframe | undefined;
+  /** book_snapshot_interval: levels a side. */
+  depth?: number | undefined;
   instrument_prefix?: string | undefined;
   shape?: 'raw' | 'normalized' | undefined;
   /** Microseconds since the epoch (UTC), inclusive. */
@@ -62,6 +65,7 @@ const StoredV1 = z.strictObject({
   series_id: text.optional(),
   data_type: text.optional(),
   timeframe: timeframe.optional(),
+  depth: z.number().int().min(1).max(1000).optional(),
   instrument_prefix: text.optional(),
   shape: z.enum(SHAPES).optional(),
   start_us: micros.optional(),
@@ -112,6 +116,7 @@ export function storeSpec(spec: PullSpec): string {
     series_id: spec.series_id,
     data_type: spec.data_type,
     timeframe: spec.timeframe?.label,
+    depth: spec.depth,
     instrument_prefix: spec.instrument_prefix,
     shape: spec.shape,
     start_us: spec.start?.toString(),

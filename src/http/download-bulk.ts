@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BULK_KINDS } from '../catalogue/kinds.js';
 import { sendBulk, type BulkItem } from '../downloads/bulk.js';
 import { planDeps } from './download-send.js';
+import { depthParam, intervalParam } from './download-files.js';
 import { contentDisposition } from '../downloads/disposition.js';
 import { checkWindow, isoDateTime, timeframeParam } from './params.js';
 import { defineRoute, type Route, type RouteInput } from './route.js';
@@ -19,6 +20,8 @@ const BulkLine = z
     series_id: z.string().min(1).max(128).nullish(),
     data_type: z.string().min(1).max(64).nullish(),
     timeframe: timeframeParam.nullish(),
+    interval: intervalParam.nullish(),
+    depth: depthParam.nullish(),
     instrument_prefix: z.string().min(1).max(64).nullish(),
     shape: z.enum(['raw', 'normalized']).default('raw'),
     start: isoDateTime.nullish(),
@@ -43,7 +46,8 @@ export function bulkItem(it: z.infer<typeof BulkLine>): BulkItem {
       market_id: it.market_id ?? undefined,
       series_id: it.series_id ?? undefined,
       data_type: it.data_type ?? undefined,
-      timeframe: it.timeframe ?? undefined,
+      timeframe: (it.kind === 'book_snapshot_interval' ? it.interval : it.timeframe) ?? undefined,
+      depth: it.depth ?? undefined,
       instrument_prefix: it.instrument_prefix ?? undefined,
       shape: it.shape,
       start: it.start,

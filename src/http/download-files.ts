@@ -58,6 +58,34 @@ const TopOfBookQuery = z
   })
   .superRefine((v, ctx) => checkWindow(v, ctx));
 
+/** The computed kinds' parameters (src/query/computed.ts), shared by their GET routes, bulk items and exports. */
+export const intervalParam = timeframeParam.describe(
+  'Interval between book snapshots, in the OHLCV timeframe vocabulary (1s, 10s, 1m, 5m, 1h, …; 1s to 4w); boundaries are aligned to it from 1970-01-01 UTC',
+);
+export const depthParam = z.coerce.number().int().min(1).max(100).describe('Levels a side in each snapshot, best first (1–100)');
+
+const IntervalBookQuery = z
+  .object({
+    market_id: marketIdParam,
+    interval: intervalParam.prefault('1m'),
+    depth: depthParam.default(10),
+    start: isoDateTime,
+    end: isoDateTime,
+    format: format('csv'),
+    limit: rowLimit(1_000_000, 100_000),
+  })
+  .superRefine((v, ctx) => checkWindow(v, ctx));
+
+const TbboQuery = z
+  .object({
+    market_id: marketIdParam,
+    start: isoDateTime,
+    end: isoDateTime,
+    format: format('csv'),
+    limit: rowLimit(1_000_000, 100_000),
+  })
+  .superRefine((v, ctx) => checkWindow(v, ctx));
+
 const seriesId = z.string().min(1).max(128);
 const instrumentPrefix = z.string().min(1).max(64).optional();
 
@@ -131,6 +159,18 @@ export const fileDownloadRoutes: Route[] = [
     kind: 'top_of_book',
     ...v,
   })),
+  fileRoute(
+    '/v1/download/book_snapshot_interval',
+    'The order book of every outcome at each interval boundary of a window, to a depth, as a file (computed from the tape)',
+    IntervalBookQuery,
+    ({ interval, ...v }: T<typeof IntervalBookQuery>) => ({ kind: 'book_snapshot_interval', timeframe: interval, ...v }),
+  ),
+  fileRoute(
+    '/v1/download/tbbo',
+    "Every venue trade print of a market with the best bid and ask in force just before it (Databento's TBBO), as a file",
+    TbboQuery,
+    (v: T<typeof TbboQuery>) => ({ kind: 'tbbo', ...v }),
+  ),
   fileRoute('/v1/download/options', 'Crypto-options trades or per-trade Black-76 greeks as a file', OptionsQuery, (v: T<typeof OptionsQuery>) => ({
     kind: 'options',
     ...v,

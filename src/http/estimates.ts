@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ESTIMATE_KINDS, fromTape, SERIES_ESTIMATE_KINDS, sizingDataset, type SeriesEstimateKind } from '../catalogue/kinds.js';
+import { ESTIMATE_KINDS, fromTape, SERIES_ESTIMATE_KINDS, sizingDataset, type EstimateKind, type SeriesEstimateKind } from '../catalogue/kinds.js';
 import { estimatePricing, type Pricing } from '../accounts/pricing.js';
 import type { Principal } from '../accounts/principal.js';
 import type { AppContext, RequestContext } from './context.js';
@@ -15,8 +15,14 @@ import type { Window } from '../query/common.js';
  */
 export const EstimateBody = z
   .object({
-    data_type: z.enum(ESTIMATE_KINDS).default('trades').describe('trades, ohlcv, orderbook (book snapshots), top_of_book, or raw (the level-2 tape)'),
+    data_type: z
+      .enum(ESTIMATE_KINDS)
+      .default('trades')
+      .describe(
+        'trades, ohlcv, orderbook (book snapshots), top_of_book, raw (the level-2 tape), book_snapshot_interval (the book at each interval boundary) or tbbo (trade prints with the quote before each)',
+      ),
     timeframe: timeframeParam.optional().describe('OHLCV bar width (any timeframe, e.g. 1m, 7m, 1h, 1d); default 1h'),
+    interval: timeframeParam.optional().describe('book_snapshot_interval: the interval between snapshots (e.g. 1s, 1m); default 1m'),
     start: isoDateTime.nullish(),
     end: isoDateTime.nullish(),
   })
@@ -39,18 +45,18 @@ export const SeriesEstimateBody = z
 
 export type SeriesEstimateInput = z.infer<typeof SeriesEstimateBody>;
 
-export async function bytesFor(ctx: RequestContext, t: SeriesEstimateKind, rows: number): Promise<number> {
+export async function bytesFor(ctx: RequestContext, t: SeriesEstimateKind | EstimateKind, rows: number): Promise<number> {
   const perRow = await ctx.lake.bytesPerRow(sizingDataset(t));
   return Math.round(rows * perRow);
 }
 
 /** The estimate's pricing for the caller of this request (src/accounts/pricing.ts). */
-export async function pricingFor(ctx: AppContext, t: SeriesEstimateKind, bytes: number, principal: Principal | undefined): Promise<Pricing> {
+export async function pricingFor(ctx: AppContext, t: SeriesEstimateKind | EstimateKind, bytes: number, principal: Principal | undefined): Promise<Pricing> {
   return estimatePricing(ctx.state, t, bytes, principal);
 }
 
 /** The tape's coverage of the days an estimate's window touches; null for a data type that does not come from the tape. */
-export async function estimateCoverage(ctx: RequestContext, t: SeriesEstimateKind, scope: CoverageScope, w: Window): Promise<PullCoverage | null> {
+export async function estimateCoverage(ctx: RequestContext, t: SeriesEstimateKind | EstimateKind, scope: CoverageScope, w: Window): Promise<PullCoverage | null> {
   return fromTape(t) ? pullCoverage(ctx.lake, scope, w) : null;
 }
 

@@ -9,6 +9,7 @@ import { Conflict, Gone, NotFound, Unprocessable } from '../errors.js';
 import { isoDateTime, marketIdParam, timeframeParam } from './params.js';
 import { defineRoute, type Route, type RouteInput } from './route.js';
 import { exportFileRoutes } from './export-file.js';
+import { depthParam, intervalParam } from './download-files.js';
 import { jobView } from './export-view.js';
 import { publicBase } from './public-url.js';
 
@@ -24,6 +25,8 @@ export const CreateExport = z
     market_id: marketIdParam.max(128).nullish(),
     series_id: z.string().min(1).max(128).nullish(),
     timeframe: timeframeParam.nullish(),
+    interval: intervalParam.nullish(),
+    depth: depthParam.nullish(),
     shape: z.enum(['raw', 'normalized']).default('raw'),
     start: isoDateTime.nullish(),
     end: isoDateTime.nullish(),
@@ -54,6 +57,8 @@ export function exportSpec(b: z.infer<typeof CreateExport>): PullSpec {
     ...(b.market_id ? { market_id: b.market_id } : {}),
     ...(b.series_id ? { series_id: b.series_id } : {}),
     ...(b.timeframe ? { timeframe: b.timeframe } : {}),
+    ...(b.kind === 'book_snapshot_interval' && b.interval ? { timeframe: b.interval } : {}),
+    ...(b.depth != null ? { depth: b.depth } : {}),
     ...(b.kind === 'raw' ? { shape: b.shape } : {}),
     ...(b.start != null ? { start: b.start } : {}),
     ...(b.end != null ? { end: b.end } : {}),

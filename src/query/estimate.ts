@@ -3,7 +3,8 @@ import type { Lake } from '../lake/sources.js';
 import type { DatasetName } from '../lake/layout.js';
 import type { EstimateKind, SeriesEstimateKind } from '../catalogue/kinds.js';
 import type { Timeframe } from '../timeframe.js';
-import { bucketCeil, bucketFloor } from '../timeframe.js';
+import { bucketCeil, bucketFloor, timeframeOf } from '../timeframe.js';
+import { boundaries } from './computed.js';
 import { perToken, query, windowWhere, type Params, type Window } from './common.js';
 
 /**
@@ -20,12 +21,30 @@ export type SeriesEstimateDataType = SeriesEstimateKind;
 type Spec = { dataset: DatasetName; tokenCol: string; timeCol: string; partition: 'month' | 'date' };
 
 /** raw = the market's level-2 tape (every level update); the undivided frame tape spans all markets. */
-export const ESTIMATE_SOURCES: Readonly<Record<Exclude<EstimateDataType, 'ohlcv'>, Spec>> = {
+export const ESTIMATE_SOURCES: Readonly<Record<Exclude<EstimateDataType, 'ohlcv' | 'book_snapshot_interval'>, Spec>> = {
   trades: { dataset: 'trades', tokenCol: 'token_id', timeCol: 'ts', partition: 'month' },
   orderbook: { dataset: 'book_snapshots', tokenCol: 'asset_id', timeCol: 'ts', partition: 'date' },
   top_of_book: { dataset: 'top_of_book', tokenCol: 'asset_id', timeCol: 'ts', partition: 'date' },
   raw: { dataset: 'l2', tokenCol: 'asset_id', timeCol: 'recv_ts', partition: 'date' },
+  // One row per venue trade print (the quote is joined to it).
+  tbbo: { dataset: 'last_trades', tokenCol: 'asset_id', timeCol: 'ts', partition: 'date' },
 };
+
+/**
+ * Rows of a book_snapshot_interval pull: every boundary of the window for each token with any stored book by the
+ * window's end. An upper bound: a token's boundaries before its first book yield no row.
+ */
+function intervalRowsQuery(lake: Lake, tokens: readonly string[], w: Window, tf: Timeframe): Query {
+  const params: Params = {};
+  const ww: Window = { end: w.end };
+  const where = windowWhere('ts', ww, params, { column: 'date' });
+  const rows = perToken(lake.from('book_snapshots'), 'asset_id', tokens, 'asset_id', where, params);
+  if (w.start === undefined || w.end === undefined) {
+    return query(`SELECT 0::BIGINT AS rows, count(DISTINCT asset_id) AS tokens FROM ${rows} r`, params);
+  }
+  params.boundaries = boundaries(tf, { start: w.start, end: w.end }).count;
+  return query(`SELECT (count(DISTINCT asset_id) * $boundaries::BIGINT)::BIGINT AS rows, count(DISTINCT asset_id) AS tokens FROM ${rows} r`, params);
+}
 
 /**
  * Rows of an options series (one venue and underlying) in a window, and how many instruments have any: the
@@ -60,6 +79,7 @@ FROM ${rows} c`,
       params,
     );
   }
+  if (t === 'book_snapshot_interval') return intervalRowsQuery(lake, tokens, w, tf ?? timeframeOf(60));
   const s = ESTIMATE_SOURCES[t];
   const where = windowWhere(s.timeCol, w, params, { column: s.partition });
   const rows = perToken(lake.from(s.dataset), s.tokenCol, tokens, s.tokenCol, where, params);
@@ -71,9 +91,9 @@ FROM ${rows} c`,
  * One scan with a semi-join on the series' tokens (a series can hold thousands of tokens, too many for one
  * scan per token); the window prunes partitions and row groups.
  */
-export function seriesRowsQuery(lake: Lake, dataType: EstimateDataType | 'snapshots', seriesId: string, w: Window, tf?: Timeframe): Query {
+export function seriesRowsQuery(lake: Lake, dataType: Exclude<EstimateDataType, 'book_snapshot_interval'> | 'snapshots', seriesId: string, w: Window, tf?: Timeframe): Query {
   // A series' snapshots are its book snapshots (the series download of `snapshots` is the order-book file).
-  const t: EstimateDataType = dataType === 'snapshots' ? 'orderbook' : dataType;
+  const t = dataType === 'snapshots' ? 'orderbook' : dataType;
   const params: Params = { series_id: seriesId };
   const tok = `SELECT id AS market_id, unnest(outcome_token_ids) AS token_id FROM ${lake.from('markets')} WHERE series_id = $series_id`;
   let hits: string;

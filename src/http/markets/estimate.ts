@@ -29,7 +29,8 @@ async function estimateMarket({ params, body: b, req }: RouteInput<{ params: typ
   const tokens = (r.token ? [r.token] : r.tokens).map((t) => t.token_id);
   const w = { start: b.start ?? undefined, end: b.end ?? undefined };
   const lake = ctx.lake.sources;
-  const row = await ctx.lake.one(estimateRowsQuery(lake, b.data_type, tokens, w, b.data_type === 'ohlcv' ? (b.timeframe ?? defaultTf) : undefined));
+  const tf = b.data_type === 'ohlcv' ? (b.timeframe ?? defaultTf) : b.data_type === 'book_snapshot_interval' ? (b.interval ?? timeframeOf(60)) : undefined;
+  const row = await ctx.lake.one(estimateRowsQuery(lake, b.data_type, tokens, w, tf));
   const rows = Number(row?.rows ?? 0);
   const bytes = await bytesFor(ctx, b.data_type, rows);
   return {

@@ -1,0 +1,185 @@
+import type { Query } from '../lake/duckdb.js';
+import type { Lake } from '../lake/sources.js';
+import type { CopyFormat } from '../lake/stream.js';
+import type { RowShape } from '../lake/values.js';
+import { bucketCeil, type Timeframe } from '../timeframe.js';
+import { dateOf, query, tsParam, type Params } from './common.js';
+import { asFile } from './downloads.js';
+
+/**
+ * The computed file kinds: the book of each outcome at every interval boundary of a window, and `tbbo` (each
+ * venue trade print with the best bid and ask in force just before it). Both are one set-based statement the
+ * download path wraps in `COPY … TO fifo` (src/lake/stream.ts), so they stream like every other file.
+ *
+ * The book's clock is the receive time, as the book-at-instant endpoint's (src/markets/book-at.ts): the book at
+ * B is the newest stored snapshot stamped at or before B (ties: the larger seq), then every l2 row of the token
+ * with a larger seq received at or before B, folded to the last size per level (a venue `book` message on that
+ * tape replaces the whole book; size 0 removes a level).
+ */
+
+/** A window whose both ends are set: a computed pull has no open end (its rows are generated per boundary). */
+export type Bounded = { start: bigint; end: bigint };
+
+const SIDE = `CASE WHEN lower(side) IN ('buy', 'bid', 'bids') THEN 'bid' WHEN lower(side) IN ('sell', 'ask', 'asks') THEN 'ask' END`;
+const MIN_SEQ = '-9223372036854775807';
+
+export const INTERVAL_BOOK_SHAPE: RowShape = {
+  timestamps: ['timestamp', 'book_timestamp'],
+  timeUnit: 'ms',
+  decimals: ['best_bid', 'best_ask', 'mid', 'spread'],
+  levels: ['bids', 'asks'],
+};
+
+export const TBBO_SHAPE: RowShape = {
+  timestamps: ['timestamp', 'recv_timestamp', 'quote_timestamp'],
+  timeUnit: 'ms',
+  decimals: ['price', 'size', 'bid_price', 'bid_size', 'ask_price', 'ask_size'],
+  text: ['seq', 'quote_seq'],
+};
+
+/** The boundaries of a window: aligned to the interval, first at or after start, all before end. */
+export function boundaries(tf: Timeframe, w: Bounded): { first: bigint; count: bigint } {
+  const first = bucketCeil(tf, w.start);
+  const step = BigInt(tf.seconds) * 1_000_000n;
+  return { first, count: first >= w.end ? 0n : (w.end - first + step - 1n) / step };
+}
+
+/** `(VALUES ($tok0), …)` of the tokens: the one place their ids enter the statement, bound. */
+function tokenValues(tokens: readonly string[], params: Params): string {
+  if (tokens.length === 0) return `(SELECT NULL::VARCHAR AS asset_id WHERE false)`;
+  return `(VALUES ${tokens.map((t, i) => ((params[`tok${i}`] = t), `($tok${i})`)).join(', ')}) tok(asset_id)`;
+}
+
+/**
+ * Rows of a data set for the tokens from the newest row at or before `from` (per token; a quiet book may be days
+ * old) up to `to`. The anchor lookup reads only that token's row groups (files are sorted by asset_id, ts).
+ */
+function sinceAnchor(lake: Lake, name: 'book_snapshots' | 'top_of_book', cols: string): string {
+  const src = lake.from(name);
+  return `(SELECT ${cols} FROM ${src} s
+    LEFT JOIN (SELECT asset_id AS a_id, max(ts) AS a_ts FROM ${src} WHERE asset_id IN (SELECT asset_id FROM tok) AND ts <= $from AND date <= $from_date GROUP BY 1) a
+      ON a.a_id = s.asset_id
+    WHERE s.asset_id IN (SELECT asset_id FROM tok) AND s.ts <= $to AND s.date <= $to_date AND s.ts >= coalesce(a.a_ts, $from))`;
+}
+
+/**
+ * The book of each token at every boundary of the window, to `depth` levels a side (best first), one row per
+ * token and boundary at which the token has a book (none before its first snapshot or tape row).
+ * `bid_levels`/`ask_levels` count the whole book; `book_timestamp` is when it last changed (snapshot or tape).
+ */
+export function intervalBookDownload(lake: Lake, tokens: readonly string[], tf: Timeframe, w: Bounded, depth: number, limit: number, format: CopyFormat): Query {
+  const { first, count } = boundaries(tf, w);
+  const step = BigInt(tf.seconds) * 1_000_000n;
+  const last = count === 0n ? first : first + (count - 1n) * step;
+  const params: Params = {
+    first_us: first,
+    stop_us: last + 1n,
+    step_us: step,
+    depth,
+    from: tsParam(first),
+    from_date: dateOf(first),
+    to: tsParam(last),
+    to_date: dateOf(last),
+  };
+  const tok = tokenValues(tokens, params);
+  const snaps = sinceAnchor(lake, 'book_snapshots', 's.asset_id, s.ts, s.seq');
+  const sql = `WITH tok AS (SELECT * FROM ${tok}),
+bounds AS (
+  SELECT asset_id, make_timestamp(b) AS boundary
+  FROM tok CROSS JOIN range($first_us::BIGINT, $stop_us::BIGINT, $step_us::BIGINT) r(b)
+),
+snaps AS (SELECT asset_id, ts, max(seq) AS seq FROM ${snaps} GROUP BY asset_id, ts),
+pick AS (
+  SELECT b.asset_id, b.boundary, s.ts AS snap_ts, s.seq AS snap_seq
+  FROM bounds b ASOF LEFT JOIN snaps s ON s.asset_id = b.asset_id AND b.boundary >= s.ts
+),
+tape AS (
+  SELECT asset_id, ${SIDE} AS side, price, size, is_snapshot, seq, level_idx, recv_ts
+  FROM ${lake.from('l2')}
+  WHERE asset_id IN (SELECT asset_id FROM tok) AND recv_ts <= $to AND date <= $to_date
+    AND seq > coalesce((SELECT min(seq) FROM snaps), ${MIN_SEQ})
+),
+applied AS (
+  SELECT p.asset_id, p.boundary, t.side, t.price, t.size, t.is_snapshot, t.seq, t.level_idx, t.recv_ts
+  FROM pick p JOIN tape t ON t.asset_id = p.asset_id AND t.seq > coalesce(p.snap_seq, ${MIN_SEQ}) AND t.recv_ts <= p.boundary
+),
+summary AS (
+  SELECT asset_id, boundary, max(seq) FILTER (WHERE is_snapshot) AS reset_seq, max(recv_ts) AS last_ts
+  FROM applied GROUP BY asset_id, boundary
+),
+levels AS (
+  SELECT a.asset_id, a.boundary, a.side, a.price, arg_max(a.size, (a.seq, a.level_idx)) AS size
+  FROM applied a JOIN summary m USING (asset_id, boundary)
+  WHERE a.side IS NOT NULL AND a.seq >= coalesce(m.reset_seq, ${MIN_SEQ})
+  GROUP BY a.asset_id, a.boundary, a.side, a.price
+),
+changes AS (
+  SELECT asset_id, boundary,
+    list(price) FILTER (WHERE side = 'bid') AS bid_touched,
+    list(price) FILTER (WHERE side = 'ask') AS ask_touched,
+    list({'price': price, 'size': size}) FILTER (WHERE side = 'bid' AND size > 0) AS bid_set,
+    list({'price': price, 'size': size}) FILTER (WHERE side = 'ask' AND size > 0) AS ask_set
+  FROM levels GROUP BY asset_id, boundary
+),
+books AS (
+  SELECT p.asset_id, p.boundary, bs.condition_id,
+    CASE WHEN m.reset_seq IS NULL THEN p.snap_ts END AS snapshot_ts, m.last_ts,
+    list_reverse_sort(list_concat(
+      list_filter(CASE WHEN m.reset_seq IS NULL THEN coalesce(bs.bids, []) ELSE [] END, x -> NOT list_contains(coalesce(c.bid_touched, []), x.price)),
+      coalesce(c.bid_set, []))) AS all_bids,
+    list_sort(list_concat(
+      list_filter(CASE WHEN m.reset_seq IS NULL THEN coalesce(bs.asks, []) ELSE [] END, x -> NOT list_contains(coalesce(c.ask_touched, []), x.price)),
+      coalesce(c.ask_set, []))) AS all_asks
+  FROM pick p
+  LEFT JOIN summary m USING (asset_id, boundary)
+  LEFT JOIN changes c USING (asset_id, boundary)
+  LEFT JOIN ${lake.from('book_snapshots')} bs
+    ON bs.asset_id = p.asset_id AND bs.ts = p.snap_ts AND bs.seq = p.snap_seq AND bs.date = strftime(p.snap_ts, '%Y-%m-%d')
+  WHERE p.snap_seq IS NOT NULL OR m.asset_id IS NOT NULL
+)
+SELECT coalesce(b.condition_id, tk.market_id) AS market_id, b.asset_id, tk.outcome_index AS outcome, b.boundary AS "timestamp",
+  greatest(b.snapshot_ts, b.last_ts) AS book_timestamp,
+  all_bids[1].price AS best_bid, all_asks[1].price AS best_ask,
+  (all_bids[1].price + all_asks[1].price) / 2 AS mid, all_asks[1].price - all_bids[1].price AS spread,
+  len(all_bids) AS bid_levels, len(all_asks) AS ask_levels,
+  list_slice(all_bids, 1, $depth) AS bids, list_slice(all_asks, 1, $depth) AS asks
+FROM books b LEFT JOIN (SELECT t.token_id, t.outcome_index, m.condition_id AS market_id FROM ${lake.from('tokens')} t
+  LEFT JOIN ${lake.from('markets')} m ON m.id = t.market_id) tk ON tk.token_id = b.asset_id
+ORDER BY b.boundary, b.asset_id`;
+  return asFile(query(sql, params), INTERVAL_BOOK_SHAPE, format, limit);
+}
+
+/**
+ * Every venue trade print (the tape's `last_trade_price`, lake `last_trades`) of the tokens in the window, with
+ * the best bid and ask (price and size) of the top of book in force just before it: the newest top_of_book row
+ * of the token received before the print (smaller seq: seq orders arrival across the tape's messages). NULL
+ * quote columns: no quote had arrived yet. Oldest first (time, token, seq).
+ */
+export function tbboDownload(lake: Lake, tokens: readonly string[], w: Bounded, limit: number, format: CopyFormat): Query {
+  const params: Params = {
+    start: tsParam(w.start),
+    end: tsParam(w.end),
+    part_from: dateOf(w.start),
+    part_to: dateOf(w.end),
+    from: tsParam(w.start),
+    from_date: dateOf(w.start),
+    to: tsParam(w.end),
+    to_date: dateOf(w.end),
+  };
+  const tok = tokenValues(tokens, params);
+  const quotes = sinceAnchor(lake, 'top_of_book', 's.asset_id, s.ts, s.seq, s.best_bid, s.best_bid_size, s.best_ask, s.best_ask_size');
+  const sql = `WITH tok AS (SELECT * FROM ${tok}),
+trades AS (
+  SELECT ts, recv_ts, condition_id, asset_id, side, price, size, fee_rate_bps, transaction_hash, seq
+  FROM ${lake.from('last_trades')}
+  WHERE asset_id IN (SELECT asset_id FROM tok) AND ts >= $start AND ts < $end AND date >= $part_from AND date <= $part_to
+),
+quotes AS (SELECT * FROM ${quotes})
+SELECT t.condition_id AS market_id, t.asset_id, t.ts AS "timestamp", t.recv_ts AS recv_timestamp, t.side, t.price, t.size,
+  t.fee_rate_bps, t.transaction_hash, t.seq,
+  q.best_bid AS bid_price, q.best_bid_size AS bid_size, q.best_ask AS ask_price, q.best_ask_size AS ask_size,
+  q.ts AS quote_timestamp, q.seq AS quote_seq
+FROM trades t ASOF LEFT JOIN quotes q ON q.asset_id = t.asset_id AND t.seq > q.seq
+ORDER BY t.ts, t.asset_id, t.seq`;
+  return asFile(query(sql, params), TBBO_SHAPE, format, limit);
+}
