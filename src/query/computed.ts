@@ -67,7 +67,15 @@ function sinceAnchor(lake: Lake, name: 'book_snapshots' | 'top_of_book', cols: s
  * token and boundary at which the token has a book (none before its first snapshot or tape row).
  * `bid_levels`/`ask_levels` count the whole book; `book_timestamp` is when it last changed (snapshot or tape).
  */
-export function intervalBookDownload(lake: Lake, tokens: readonly string[], tf: Timeframe, w: Bounded, depth: number, limit: number, format: CopyFormat): Query {
+export function intervalBookDownload(
+  lake: Lake,
+  tokens: readonly string[],
+  tf: Timeframe,
+  w: Bounded,
+  depth: number,
+  limit: number,
+  format: CopyFormat,
+): Query {
   const { first, count } = boundaries(tf, w);
   const step = BigInt(tf.seconds) * 1_000_000n;
   const last = count === 0n ? first : first + (count - 1n) * step;
