@@ -170,7 +170,11 @@ export async function planDownload(deps: PlanDeps, principal: Principal | undefi
       const depth = spec.depth ?? DEFAULT_BOOK_DEPTH;
       const n = boundaries(tf, bw).count;
       if (n > BigInt(MAX_BOUNDARIES)) {
-        throw wrongDataType('too_many_boundaries', `the window holds ${n} boundaries of ${tf.label}; at most ${MAX_BOUNDARIES} a pull (a wider interval or a shorter window)`, itemIndex);
+        throw wrongDataType(
+          'too_many_boundaries',
+          `the window holds ${n} boundaries of ${tf.label}; at most ${MAX_BOUNDARIES} a pull (a wider interval or a shorter window)`,
+          itemIndex,
+        );
       }
       return {
         ...common,

@@ -56,7 +56,12 @@ export async function pricingFor(ctx: AppContext, t: SeriesEstimateKind | Estima
 }
 
 /** The tape's coverage of the days an estimate's window touches; null for a data type that does not come from the tape. */
-export async function estimateCoverage(ctx: RequestContext, t: SeriesEstimateKind | EstimateKind, scope: CoverageScope, w: Window): Promise<PullCoverage | null> {
+export async function estimateCoverage(
+  ctx: RequestContext,
+  t: SeriesEstimateKind | EstimateKind,
+  scope: CoverageScope,
+  w: Window,
+): Promise<PullCoverage | null> {
   return fromTape(t) ? pullCoverage(ctx.lake, scope, w) : null;
 }
 

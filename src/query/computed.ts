@@ -3,7 +3,7 @@ import type { Lake } from '../lake/sources.js';
 import type { CopyFormat } from '../lake/stream.js';
 import type { RowShape } from '../lake/values.js';
 import { bucketCeil, type Timeframe } from '../timeframe.js';
-import { dateOf, query, tsParam, type Params } from './common.js';
+import { DAY_MICROS, dateOf, query, tsParam, type Params } from './common.js';
 import { asFile } from './downloads.js';
 
 /**
@@ -54,12 +54,12 @@ function tokenValues(tokens: readonly string[], params: Params): string {
  * Rows of a data set for the tokens from the newest row at or before `from` (per token; a quiet book may be days
  * old) up to `to`. The anchor lookup reads only that token's row groups (files are sorted by asset_id, ts).
  */
-function sinceAnchor(lake: Lake, name: 'book_snapshots' | 'top_of_book', cols: string): string {
+function sinceAnchor(lake: Lake, name: 'book_snapshots' | 'top_of_book', cols: string, upTo = '$to'): string {
   const src = lake.from(name);
   return `(SELECT ${cols} FROM ${src} s
     LEFT JOIN (SELECT asset_id AS a_id, max(ts) AS a_ts FROM ${src} WHERE asset_id IN (SELECT asset_id FROM tok) AND ts <= $from AND date <= $from_date GROUP BY 1) a
       ON a.a_id = s.asset_id
-    WHERE s.asset_id IN (SELECT asset_id FROM tok) AND s.ts <= $to AND s.date <= $to_date AND s.ts >= coalesce(a.a_ts, $from))`;
+    WHERE s.asset_id IN (SELECT asset_id FROM tok) AND s.ts <= ${upTo} AND s.date <= $to_date AND s.ts >= coalesce(a.a_ts, $from))`;
 }
 
 /**
@@ -171,11 +171,17 @@ export function tbboDownload(lake: Lake, tokens: readonly string[], w: Bounded, 
     part_to: dateOf(w.end),
     from: tsParam(w.start),
     from_date: dateOf(w.start),
-    to: tsParam(w.end),
-    to_date: dateOf(w.end),
+    // A print is stamped with the venue's time but joined by arrival: one received after `end` needs the
+    // quotes received before it, so quotes run to the last print's receive time (and the day after `end`).
+    to_date: dateOf(w.end + DAY_MICROS),
   };
   const tok = tokenValues(tokens, params);
-  const quotes = sinceAnchor(lake, 'top_of_book', 's.asset_id, s.ts, s.seq, s.best_bid, s.best_bid_size, s.best_ask, s.best_ask_size');
+  const quotes = sinceAnchor(
+    lake,
+    'top_of_book',
+    's.asset_id, s.ts, s.seq, s.best_bid, s.best_bid_size, s.best_ask, s.best_ask_size',
+    '(SELECT max(recv_ts) FROM trades)',
+  );
   const sql = `WITH tok AS (SELECT * FROM ${tok}),
 trades AS (
   SELECT ts, recv_ts, condition_id, asset_id, side, price, size, fee_rate_bps, transaction_hash, seq

@@ -20,8 +20,11 @@ export type SeriesEstimateDataType = SeriesEstimateKind;
 
 type Spec = { dataset: DatasetName; tokenCol: string; timeCol: string; partition: 'month' | 'date' };
 
+/** The kinds whose rows are counted rows of one data set (OHLCV counts buckets, interval books boundaries). */
+type CountedKind = Exclude<Exclude<EstimateDataType, 'ohlcv'>, 'book_snapshot_interval'>;
+
 /** raw = the market's level-2 tape (every level update); the undivided frame tape spans all markets. */
-export const ESTIMATE_SOURCES: Readonly<Record<Exclude<EstimateDataType, 'ohlcv' | 'book_snapshot_interval'>, Spec>> = {
+export const ESTIMATE_SOURCES: Readonly<Record<CountedKind, Spec>> = {
   trades: { dataset: 'trades', tokenCol: 'token_id', timeCol: 'ts', partition: 'month' },
   orderbook: { dataset: 'book_snapshots', tokenCol: 'asset_id', timeCol: 'ts', partition: 'date' },
   top_of_book: { dataset: 'top_of_book', tokenCol: 'asset_id', timeCol: 'ts', partition: 'date' },
@@ -91,7 +94,13 @@ FROM ${rows} c`,
  * One scan with a semi-join on the series' tokens (a series can hold thousands of tokens, too many for one
  * scan per token); the window prunes partitions and row groups.
  */
-export function seriesRowsQuery(lake: Lake, dataType: Exclude<EstimateDataType, 'book_snapshot_interval'> | 'snapshots', seriesId: string, w: Window, tf?: Timeframe): Query {
+export function seriesRowsQuery(
+  lake: Lake,
+  dataType: Exclude<EstimateDataType, 'book_snapshot_interval'> | 'snapshots',
+  seriesId: string,
+  w: Window,
+  tf?: Timeframe,
+): Query {
   // A series' snapshots are its book snapshots (the series download of `snapshots` is the order-book file).
   const t = dataType === 'snapshots' ? 'orderbook' : dataType;
   const params: Params = { series_id: seriesId };

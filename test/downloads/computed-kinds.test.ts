@@ -177,7 +177,7 @@ async function expectedTbbo(start: bigint, end: bigint, quotesAfterSeq = -1n): P
       let best: Quote | null = null;
       for (const x of quotes) if (x.asset_id === t.asset_id && x.seq < seq && (best === null || x.seq > best.seq)) best = x;
       return {
-        asset_id: t.asset_id,
+        asset_id: String(t.asset_id),
         seq: seq.toString(),
         price: t.price,
         bid_price: best?.bid ?? null,
