@@ -64,6 +64,14 @@ const ALLOWED: Rule[] = [
   { match: /^\+ operation GET \/v1\/(coverage|markets\/\{market_id\}\/coverage)$/, why: 'tape coverage and incidents (issue 15)' },
   { match: /^\+ operation GET \/v1\/markets\/\{market_id\}\/changes$/, why: 'point-in-time market definitions: their changes (issue 25)' },
   { match: /^\+ operation GET \/v1\/replay\/normalized$/, why: 'the normalized and computed streams as NDJSON (issue 26)' },
+  {
+    match: /^\+ operation GET \/v1\/download\/(book_snapshot_interval|tbbo)$/,
+    why: 'the computed file kinds: books at an interval, trades with the quote before each (issue 26)',
+  },
+  {
+    match: /^\+ (CreateExportRequest|BulkDownloadItem|MarketEstimateRequest)\.(interval|depth)$/,
+    why: 'extra: the interval and depth of book_snapshot_interval pulls (issue 26)',
+  },
   { match: /^\+ GET \/v1\/markets\/\{market_id\} parameter query as_of$/, why: 'extra: the market as it stood at an instant (issue 25)' },
 
   // Response codes: the anchor's FastAPI document lists only 200/422; pmlake also documents the answers it
