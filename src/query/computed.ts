@@ -101,15 +101,23 @@ pick AS (
   SELECT b.asset_id, b.boundary, s.ts AS snap_ts, s.seq AS snap_seq
   FROM bounds b ASOF LEFT JOIN snaps s ON s.asset_id = b.asset_id AND b.boundary >= s.ts
 ),
+-- Each tape row keyed by the snapshot it follows (the newest with a smaller seq), so a boundary finds the rows
+-- after its snapshot by equality: a join on the token alone would compare every boundary with every row of it.
+-- Snapshots are made by replaying the tape in seq order, so a later snapshot is stamped later and the rows after
+-- it were received after its stamp: they are never at or before a boundary whose newest snapshot is an earlier one.
 tape AS (
-  SELECT asset_id, ${SIDE} AS side, price, size, is_snapshot, seq, level_idx, recv_ts
-  FROM ${lake.from('l2')}
-  WHERE asset_id IN (SELECT asset_id FROM tok) AND recv_ts <= $to AND date <= $to_date
-    AND seq > coalesce((SELECT min(seq) FROM snaps), ${MIN_SEQ})
+  SELECT t.*, s.seq AS base_seq
+  FROM (
+    SELECT asset_id, ${SIDE} AS side, price, size, is_snapshot, seq, level_idx, recv_ts
+    FROM ${lake.from('l2')}
+    WHERE asset_id IN (SELECT asset_id FROM tok) AND recv_ts <= $to AND date <= $to_date
+      AND seq > coalesce((SELECT min(seq) FROM snaps), ${MIN_SEQ})
+  ) t ASOF LEFT JOIN snaps s ON s.asset_id = t.asset_id AND t.seq > s.seq
 ),
 applied AS (
   SELECT p.asset_id, p.boundary, t.side, t.price, t.size, t.is_snapshot, t.seq, t.level_idx, t.recv_ts
-  FROM pick p JOIN tape t ON t.asset_id = p.asset_id AND t.seq > coalesce(p.snap_seq, ${MIN_SEQ}) AND t.recv_ts <= p.boundary
+  FROM pick p JOIN tape t
+    ON t.asset_id = p.asset_id AND coalesce(t.base_seq, ${MIN_SEQ}) = coalesce(p.snap_seq, ${MIN_SEQ}) AND t.recv_ts <= p.boundary
 ),
 summary AS (
   SELECT asset_id, boundary, max(seq) FILTER (WHERE is_snapshot) AS reset_seq, max(recv_ts) AS last_ts
