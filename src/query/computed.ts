@@ -4,7 +4,7 @@ import type { CopyFormat } from '../lake/stream.js';
 import type { RowShape } from '../lake/values.js';
 import { bucketCeil, type Timeframe } from '../timeframe.js';
 import { DAY_MICROS, dateOf, query, tsParam, type Params } from './common.js';
-import { asFile } from './downloads.js';
+import { asFile, suffixParams } from './downloads.js';
 
 /**
  * The computed file kinds: the book of each outcome at every interval boundary of a window, and `tbbo` (each
@@ -76,6 +76,25 @@ export function intervalBookDownload(
   limit: number,
   format: CopyFormat,
 ): Query {
+  // One statement per UTC day (or per interval, when longer) of the window, unioned in order: each piece's joins,
+  // folds and sort hold one day, so memory does not grow with the window. DuckDB keeps the union's order (insertion
+  // order is preserved), as the per-token trade files rely on too.
+  const step = BigInt(tf.seconds) * 1_000_000n;
+  const chunk = step > DAY_MICROS ? step : DAY_MICROS;
+  const pieces: Query[] = [];
+  for (let a = w.start; a < w.end;) {
+    const b = ((a + chunk) / chunk) * chunk < w.end ? ((a + chunk) / chunk) * chunk : w.end;
+    if (boundaries(tf, { start: a, end: b }).count > 0n)
+      pieces.push(suffixParams(intervalBookSelect(lake, tokens, tf, { start: a, end: b }, depth), `d${pieces.length}`));
+    a = b;
+  }
+  if (pieces.length <= 1) return asFile(pieces[0] ?? intervalBookSelect(lake, tokens, tf, w, depth), INTERVAL_BOOK_SHAPE, format, limit);
+  const params: Params = Object.assign({}, ...pieces.map((p) => p.params));
+  return asFile(query(pieces.map((p) => `(${p.sql})`).join('\nUNION ALL\n'), params), INTERVAL_BOOK_SHAPE, format, limit);
+}
+
+/** The rows of intervalBookDownload over one piece of the window, ordered (boundary, token). */
+function intervalBookSelect(lake: Lake, tokens: readonly string[], tf: Timeframe, w: Bounded, depth: number): Query {
   const { first, count } = boundaries(tf, w);
   const step = BigInt(tf.seconds) * 1_000_000n;
   const last = count === 0n ? first : first + (count - 1n) * step;
@@ -162,7 +181,7 @@ SELECT coalesce(b.condition_id, tk.market_id) AS market_id, b.asset_id, tk.outco
 FROM books b LEFT JOIN (SELECT t.token_id, t.outcome_index, m.condition_id AS market_id FROM ${lake.from('tokens')} t
   LEFT JOIN ${lake.from('markets')} m ON m.id = t.market_id) tk ON tk.token_id = b.asset_id
 ORDER BY b.boundary, b.asset_id`;
-  return asFile(query(sql, params), INTERVAL_BOOK_SHAPE, format, limit);
+  return query(sql, params);
 }
 
 /**
