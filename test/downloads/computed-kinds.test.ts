@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDownloadsLake, parseCsv, type DlLake } from '../helpers/downloads-lake.js';
 import { files } from '../helpers/lake-files.js';
 import { sqliteOf } from '../helpers/state.js';
+import { readZip } from '../helpers/zip.js';
 import type { Lake } from '../../src/lake/sources.js';
 import { tbboDownload } from '../../src/query/computed.js';
 
@@ -318,6 +319,30 @@ describe('tbbo', () => {
     const link = (await (await L.fetch(`/v1/exports/${job.id}/url`)).json()) as { data: { download_url: string } };
     const exported = await parquetRows(Buffer.from(await (await fetch(link.data.download_url)).arrayBuffer()));
     expect(exported.map(pick)).toEqual(expected);
+  });
+});
+
+describe('bulk', () => {
+  it('both kinds as bulk items: each file equals the same GET download', async () => {
+    const start = bookStartUs;
+    const end = start + 20n * 60_000_000n;
+    const items = [
+      { kind: 'book_snapshot_interval', market_id: market.id, interval: '10s', depth: 4, start: iso(start), end: iso(end), format: 'json' },
+      { kind: 'tbbo', market_id: market.id, start: iso(start), end: iso(end + 86_400_000_000n), format: 'json' },
+    ];
+    const res = await L.fetch('/v1/download/bulk', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ items }) });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const zip = readZip(Buffer.from(await res.arrayBuffer()));
+    const manifest = JSON.parse(zip.get('manifest.json')!.toString()) as { items: { file: string; rows: number; status: string }[] };
+    expect(manifest.items.map((i) => i.status)).toEqual(['ok', 'ok']);
+    const direct = [
+      await getJson(`/v1/download/book_snapshot_interval?market_id=${market.id}&interval=10s&depth=4&start=${iso(start)}&end=${iso(end)}&format=json`),
+      await getJson(`/v1/download/tbbo?market_id=${market.id}&start=${iso(start)}&end=${iso(end + 86_400_000_000n)}&format=json`),
+    ];
+    for (const [i, it] of manifest.items.entries()) {
+      expect(JSON.parse(zip.get(it.file)!.toString())).toEqual(direct[i]);
+      expect(it.rows).toBe(direct[i]!.length);
+    }
   });
 });
 
