@@ -8,8 +8,9 @@ import { asFile, suffixParams } from './downloads.js';
 
 /**
  * The computed file kinds: the book of each outcome at every interval boundary of a window, and `tbbo` (each
- * venue trade print with the best bid and ask in force just before it). Both are one set-based statement the
- * download path wraps in `COPY … TO fifo` (src/lake/stream.ts), so they stream like every other file.
+ * venue trade print with the best bid and ask in force just before it). Each is one set-based statement (the
+ * books: one per day of the window, unioned) that the download path wraps in `COPY … TO fifo`
+ * (src/lake/stream.ts), so they stream like every other file.
  *
  * The book's clock is the receive time, as the book-at-instant endpoint's (src/markets/book-at.ts): the book at
  * B is the newest stored snapshot stamped at or before B (ties: the larger seq), then every l2 row of the token
