@@ -110,13 +110,14 @@ function intervalBookSelect(lake: Lake, tokens: readonly string[], tf: Timeframe
     to_date: dateOf(last),
   };
   const tok = tokenValues(tokens, params);
-  const snaps = sinceAnchor(lake, 'book_snapshots', 's.asset_id, s.ts, s.seq');
+  const snaps = sinceAnchor(lake, 'book_snapshots', 's.asset_id, s.ts, s.seq, s.condition_id, s.bids, s.asks');
   const sql = `WITH tok AS (SELECT * FROM ${tok}),
 bounds AS (
   SELECT asset_id, make_timestamp(b) AS boundary
   FROM tok CROSS JOIN range($first_us::BIGINT, $stop_us::BIGINT, $step_us::BIGINT) r(b)
 ),
-snaps AS (SELECT asset_id, ts, max(seq) AS seq FROM ${snaps} GROUP BY asset_id, ts),
+stored AS (SELECT * FROM ${snaps}),
+snaps AS (SELECT asset_id, ts, max(seq) AS seq FROM stored GROUP BY asset_id, ts),
 pick AS (
   SELECT b.asset_id, b.boundary, s.ts AS snap_ts, s.seq AS snap_seq
   FROM bounds b ASOF LEFT JOIN snaps s ON s.asset_id = b.asset_id AND b.boundary >= s.ts
@@ -160,17 +161,17 @@ changes AS (
 books AS (
   SELECT p.asset_id, p.boundary, bs.condition_id,
     CASE WHEN m.reset_seq IS NULL THEN p.snap_ts END AS snapshot_ts, m.last_ts,
-    list_reverse_sort(list_concat(
+    -- A stored snapshot's levels are best first already: only a boundary with tape after it needs the merge.
+    CASE WHEN m.asset_id IS NULL THEN coalesce(bs.bids, []) ELSE list_reverse_sort(list_concat(
       list_filter(CASE WHEN m.reset_seq IS NULL THEN coalesce(bs.bids, []) ELSE [] END, x -> NOT list_contains(coalesce(c.bid_touched, []), x.price)),
-      coalesce(c.bid_set, []))) AS all_bids,
-    list_sort(list_concat(
+      coalesce(c.bid_set, []))) END AS all_bids,
+    CASE WHEN m.asset_id IS NULL THEN coalesce(bs.asks, []) ELSE list_sort(list_concat(
       list_filter(CASE WHEN m.reset_seq IS NULL THEN coalesce(bs.asks, []) ELSE [] END, x -> NOT list_contains(coalesce(c.ask_touched, []), x.price)),
-      coalesce(c.ask_set, []))) AS all_asks
+      coalesce(c.ask_set, []))) END AS all_asks
   FROM pick p
   LEFT JOIN summary m USING (asset_id, boundary)
   LEFT JOIN changes c USING (asset_id, boundary)
-  LEFT JOIN ${lake.from('book_snapshots')} bs
-    ON bs.asset_id = p.asset_id AND bs.ts = p.snap_ts AND bs.seq = p.snap_seq AND bs.date = strftime(p.snap_ts, '%Y-%m-%d')
+  LEFT JOIN stored bs ON bs.asset_id = p.asset_id AND bs.ts = p.snap_ts AND bs.seq = p.snap_seq
   WHERE p.snap_seq IS NOT NULL OR m.asset_id IS NOT NULL
 )
 SELECT coalesce(b.condition_id, tk.market_id) AS market_id, b.asset_id, tk.outcome_index AS outcome, b.boundary AS "timestamp",
