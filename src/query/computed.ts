@@ -116,7 +116,8 @@ bounds AS (
   SELECT asset_id, make_timestamp(b) AS boundary
   FROM tok CROSS JOIN range($first_us::BIGINT, $stop_us::BIGINT, $step_us::BIGINT) r(b)
 ),
-stored AS (SELECT * FROM ${snaps}),
+-- One row per (token, stamp, seq): a venue book and an interval snapshot can share both, with the same levels.
+stored AS (SELECT DISTINCT ON (asset_id, ts, seq) * FROM ${snaps}),
 snaps AS (SELECT asset_id, ts, max(seq) AS seq FROM stored GROUP BY asset_id, ts),
 pick AS (
   SELECT b.asset_id, b.boundary, s.ts AS snap_ts, s.seq AS snap_seq
