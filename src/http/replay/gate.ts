@@ -1,0 +1,71 @@
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { z } from 'zod';
+import { fairUseStatus } from '../../accounts/fairuse.js';
+import type { UsageTicket } from '../../accounts/meter.js';
+import type { Principal } from '../../accounts/principal.js';
+import { Forbidden, parse, ServiceError, Unauthorized, Unavailable } from '../../errors.js';
+import type { AppContext } from '../context.js';
+import { statusOf } from '../errors.js';
+
+/**
+ * What a replay's handshake passes before it is upgraded, the same rules as a download of the raw tape: its
+ * query parsed by zod (422 naming the parameter), the credentials (`X-API-Key`, or the `api_key` query parameter
+ * a browser's WebSocket must use; 401), the `download` scope (403), then the usage meter's `begin` — the plan
+ * covers the data set (402), the download rate (429 with Retry-After), fair use left (429). A refusal is an
+ * ordinary HTTP answer with the JSON `detail`, written on the socket before any upgrade; nothing is charged.
+ */
+export type ReplayGrant<Q> = {
+  principal: Principal;
+  query: Q;
+  ticket: UsageTicket;
+  /** Bytes of the plan's monthly fair use left when the replay started: the stream stops there. */
+  allowanceBytes: number;
+};
+
+export type ReplayGateSpec<S extends z.ZodType> = {
+  query: S;
+  /** The plan data set the replay bills, as downloads name it (`raw` for the venue's own frames). */
+  dataset: string;
+  describe(q: z.infer<S>): { description: string; start: string | null; end: string | null };
+};
+
+/** Replays running in this process at most at once: each holds a socket and a lake reader for its whole window. */
+export const MAX_CONCURRENT_REPLAYS = 200;
+
+export async function admitReplay<S extends z.ZodType>(ctx: AppContext, req: IncomingMessage, spec: ReplayGateSpec<S>, running: number): Promise<ReplayGrant<z.infer<S>>> {
+  const url = new URL(req.url ?? '/', 'http://replay');
+  const raw = Object.fromEntries(url.searchParams);
+  const { api_key: queryKey, ...rest } = raw;
+  const query = parse('query', spec.query, rest);
+  const header = req.headers['x-api-key'];
+  const apiKey = (Array.isArray(header) ? header[0] : header) ?? queryKey;
+  const authorization = req.headers.authorization;
+  const principal = apiKey !== undefined || authorization !== undefined ? await ctx.auth.authenticate({ apiKey, authorization }) : null;
+  if (!principal) throw new Unauthorized('Invalid API key');
+  if (!principal.scopes.includes('download')) throw new Forbidden("This API key lacks the 'download' scope");
+  if (running >= MAX_CONCURRENT_REPLAYS) throw new Unavailable('Server busy: too many replays in progress; retry shortly', 5);
+  const d = spec.describe(query);
+  const ticket = await ctx.meter.begin(principal, {
+    kind: 'download',
+    dataset: spec.dataset,
+    description: d.description,
+    // Unknown before the client subscribes: the bytes actually sent are recorded when the replay ends.
+    estimatedBytes: 0,
+    format: 'websocket',
+    start: d.start,
+    end: d.end,
+  });
+  const status = await fairUseStatus(ctx.state, principal.userId);
+  return { principal, query, ticket, allowanceBytes: status?.remaining_bytes ?? 0 };
+}
+
+/** A refusal as the HTTP answer every other endpoint gives: status, JSON `detail`, the error's headers. */
+export function refuseUpgrade(socket: Duplex, err: unknown): void {
+  const known = err instanceof ServiceError;
+  const status = known ? statusOf(err) : 500;
+  const body = JSON.stringify({ detail: known ? err.detail : 'Internal server error' });
+  const headers = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`, 'Content-Type: application/json', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close'];
+  if (known) for (const [k, v] of Object.entries(err.headers)) headers.push(`${k}: ${v}`);
+  if (!socket.destroyed) socket.end(`${headers.join('\r\n')}\r\n\r\n${body}`);
+}

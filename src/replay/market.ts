@@ -1,0 +1,124 @@
+import type { LakeSession } from '../lake/session.js';
+import { frameFor, recordedFrames, type Interest, type ReadCounters } from './frames.js';
+import { openingBooksFrame, type KnownAsset } from './opening-books.js';
+
+/**
+ * The replay of the venue's market channel for one connection: the books of its assets at the start, then the
+ * recorded frames of its assets in receive order, each as the venue would have sent it (./frames.ts frameFor).
+ * The subscription may change while it runs (the venue's subscribe/unsubscribe operations): the lake is read
+ * again from the last frame sent with the new set, and newly subscribed assets first get their book there.
+ */
+export type ReplayItem = { recvMs: number; text: string };
+
+export class MarketSubscription {
+  private readonly known = new Map<string, KnownAsset>();
+  private pending: KnownAsset[] = [];
+  private cached: { version: number; interest: Interest; cids: string[] } | null = null;
+  /** Grows with every change; the replay compares it to notice one. */
+  version = 0;
+  custom = false;
+
+  get size(): number {
+    return this.known.size;
+  }
+
+  has(assetId: string): boolean {
+    return this.known.has(assetId);
+  }
+
+  /** Adds assets; with `dump` (the venue's `initial_dump`, on unless false) their books are sent first. */
+  add(assets: readonly KnownAsset[], dump: boolean): void {
+    const fresh = assets.filter((a) => !this.known.has(a.assetId));
+    if (fresh.length === 0) return;
+    for (const a of fresh) this.known.set(a.assetId, a);
+    if (dump) this.pending.push(...fresh);
+    this.version++;
+  }
+
+  remove(assetIds: readonly string[]): void {
+    let n = 0;
+    for (const id of assetIds) if (this.known.delete(id)) n++;
+    this.pending = this.pending.filter((a) => this.known.has(a.assetId));
+    if (n > 0) this.version++;
+  }
+
+  /** Books still to send (each once). */
+  takeBooks(): KnownAsset[] {
+    const due = this.pending;
+    this.pending = [];
+    return due;
+  }
+
+  interest(): Interest {
+    return this.current().interest;
+  }
+
+  conditionIds(): string[] {
+    return this.current().cids;
+  }
+
+  private current(): { version: number; interest: Interest; cids: string[] } {
+    if (this.cached?.version !== this.version) {
+      const assets = new Set(this.known.keys());
+      const cids = [...new Set([...this.known.values()].map((a) => a.conditionId))];
+      this.cached = { version: this.version, interest: { assets, custom: this.custom }, cids };
+    }
+    return this.cached;
+  }
+}
+
+export type MarketReplayOptions = {
+  /** [from, to) in epoch microseconds. */
+  from: bigint;
+  to: bigint;
+  sub: MarketSubscription;
+  signal: AbortSignal;
+  counters?: ReadCounters;
+  pageRows?: number;
+};
+
+export async function* marketReplay(session: LakeSession, o: MarketReplayOptions): AsyncGenerator<ReplayItem> {
+  const { sub } = o;
+  let cursor: { recvUs: bigint; seq: bigint } | null = null;
+  for (;;) {
+    const seen = sub.version;
+    const due = sub.takeBooks();
+    if (due.length > 0) {
+      // At the start the book just before `from`; later, the book after the last frame sent.
+      const at = cursor ? cursor.recvUs + 1n : o.from;
+      const text = await openingBooksFrame(session, due, at);
+      if (o.signal.aborted) return;
+      if (text) yield { recvMs: msOf(cursor ? cursor.recvUs : o.from), text };
+    }
+    let changed = false;
+    const frames = recordedFrames(session, {
+      from: o.from,
+      to: o.to,
+      after: cursor,
+      conditionIds: () => sub.conditionIds(),
+      announcements: () => sub.custom,
+      signal: o.signal,
+      ...(o.counters ? { counters: o.counters } : {}),
+      ...(o.pageRows ? { pageRows: o.pageRows } : {}),
+    });
+    for await (const f of frames) {
+      // A frame read under the old subscription is read again under the new one.
+      if (sub.version !== seen) {
+        changed = true;
+        break;
+      }
+      cursor = { recvUs: f.recvUs, seq: f.seq };
+      const text = frameFor(f.text, sub.interest());
+      if (text !== null) yield { recvMs: msOf(f.recvUs), text };
+      if (sub.version !== seen) {
+        changed = true;
+        break;
+      }
+    }
+    if (!changed || o.signal.aborted) return;
+  }
+}
+
+function msOf(us: bigint): number {
+  return Number(us / 1000n);
+}
