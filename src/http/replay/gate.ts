@@ -33,7 +33,12 @@ export type ReplayGateSpec<S extends z.ZodType> = {
 /** Replays running in this process at most at once: each holds a socket and a lake reader for its whole window. */
 export const MAX_CONCURRENT_REPLAYS = 200;
 
-export async function admitReplay<S extends z.ZodType>(ctx: AppContext, req: IncomingMessage, spec: ReplayGateSpec<S>, running: number): Promise<ReplayGrant<z.infer<S>>> {
+export async function admitReplay<S extends z.ZodType>(
+  ctx: AppContext,
+  req: IncomingMessage,
+  spec: ReplayGateSpec<S>,
+  running: number,
+): Promise<ReplayGrant<z.infer<S>>> {
   const url = new URL(req.url ?? '/', 'http://replay');
   const raw = Object.fromEntries(url.searchParams);
   const { api_key: queryKey, ...rest } = raw;
@@ -65,7 +70,12 @@ export function refuseUpgrade(socket: Duplex, err: unknown): void {
   const known = err instanceof ServiceError;
   const status = known ? statusOf(err) : 500;
   const body = JSON.stringify({ detail: known ? err.detail : 'Internal server error' });
-  const headers = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`, 'Content-Type: application/json', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close'];
+  const headers = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
+    'Content-Type: application/json',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+  ];
   if (known) for (const [k, v] of Object.entries(err.headers)) headers.push(`${k}: ${v}`);
   if (!socket.destroyed) socket.end(`${headers.join('\r\n')}\r\n\r\n${body}`);
 }
