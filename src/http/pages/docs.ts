@@ -1,3 +1,5 @@
+import { REPLAY_GUIDE } from './replay-guide.js';
+
 /**
  * The /docs page: self-contained HTML (no CDN: the service may run without internet) that fetches
  * /v1/openapi.json and renders every endpoint with its parameters, bounds, body and response fields, plus a
@@ -48,6 +50,7 @@ const PAGE = `<!doctype html>
   <nav id="nav"></nav>
   <div id="error"></div>
   <div id="ops"></div>
+  ${REPLAY_GUIDE}
 </main>
 <script>
 (function () {
