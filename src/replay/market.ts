@@ -1,6 +1,6 @@
 import type { LakeSession } from '../lake/session.js';
 import { frameFor, recordedFrames, type Interest, type ReadCounters } from './frames.js';
-import { openingBooksFrame, type KnownAsset } from './opening-books.js';
+import { openingBookFrames, type KnownAsset } from './opening-books.js';
 
 /**
  * The replay of the venue's market channel for one connection: the books of its assets at the start, then the
@@ -86,9 +86,11 @@ export async function* marketReplay(session: LakeSession, o: MarketReplayOptions
     if (due.length > 0) {
       // At the start the book just before `from`; later, the book after the last frame sent.
       const at = cursor ? cursor.recvUs + 1n : o.from;
-      const text = await openingBooksFrame(session, due, at);
-      if (o.signal.aborted) return;
-      if (text) yield { recvMs: msOf(cursor ? cursor.recvUs : o.from), text };
+      const books = await openingBookFrames(session, due, at);
+      for (const text of books) {
+        if (o.signal.aborted) return;
+        yield { recvMs: msOf(cursor ? cursor.recvUs : o.from), text };
+      }
     }
     let changed = false;
     const frames = recordedFrames(session, {

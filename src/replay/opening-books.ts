@@ -55,14 +55,17 @@ export async function openingBook(session: LakeSession, a: KnownAsset, atUs: big
   );
 }
 
-/** The venue's first frame after a subscription: one JSON array of the assets' books (null when none has one). */
-export async function openingBooksFrame(session: LakeSession, assets: readonly KnownAsset[], atUs: bigint): Promise<string | null> {
+/**
+ * The books of the assets, one frame each (a single `book` message, not the venue's array of books: every client
+ * of the channel parses single-message frames, and some drop array frames), none for an asset without tape before.
+ */
+export async function openingBookFrames(session: LakeSession, assets: readonly KnownAsset[], atUs: bigint): Promise<string[]> {
   const books: string[] = [];
   for (const a of assets) {
     const b = await openingBook(session, a, atUs);
     if (b) books.push(b);
   }
-  return books.length ? `[${books.join(',')}]` : null;
+  return books;
 }
 
 /** A level's number as the venue writes it: plain decimal text, never an exponent. */

@@ -122,7 +122,7 @@ describe('replay metering', () => {
     expect((await c.close).code).toBe(1000);
     const i = c.texts.findIndex((t) => t.includes('pmlake-rebuilt') && t.includes(b!));
     expect(i).toBeGreaterThan(0);
-    const book = (JSON.parse(c.texts[i]!) as Msg[])[0]!;
+    const book = JSON.parse(c.texts[i]!) as Msg;
     // The replay stood between the frame before the book and the one after it (exclusive): its book is a plain
     // replay of the messages up to one of the recorded instants there.
     // A received frame (maybe cut to the subscribed assets) is the recorded frame holding its first message.
