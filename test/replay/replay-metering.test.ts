@@ -7,6 +7,7 @@ import { activateSubscriptionTx } from '../../src/state/accounts.js';
 import { insertPull, listPulls } from '../../src/state/pulls.js';
 import { d6, replay as replayBooks, type Msg } from '../ingest/oracle.js';
 import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
+import { replayServerOf } from '../../src/http/replay/index.js';
 import { assetsOf, connect, fixtureFrames, FIXTURES, refusal, until } from './replay-util.js';
 
 /**
@@ -88,6 +89,18 @@ describe('replay metering', () => {
     expect(done[0]!.rows).toBe(dayFrames.length);
     expect(done[0]!.dataset).toBe('raw');
     expect(pulls.filter((p) => p.status === 'failed').length).toBe(2);
+  });
+
+  it('a client that leaves before subscribing frees its replay at once and costs nothing', async () => {
+    const u = await proUser('early@example.com');
+    const counters = replayServerOf(srv.ctx)!.counters;
+    const accepted = counters.accepted;
+    const c = connect(url(DAY_FROM, DAY_TO), { key: u.key });
+    await until(() => counters.accepted === accepted + 1);
+    c.ws.close();
+    await until(() => counters.open === 0);
+    await until(async () => (await listPulls(srv.ctx.state, u.id, { limit: 10, offset: 0 })).every((p) => p.status !== 'pending'));
+    expect((await listPulls(srv.ctx.state, u.id, { limit: 10, offset: 0 })).map((p) => p.status)).toEqual(['failed']);
   });
 
   it('a window beyond the fair use left is cut at it (4429) and charged what was sent; none left: 429 before the upgrade', async () => {

@@ -57,7 +57,6 @@ export type MarketReplayDeps = {
 export async function runMarketReplay(ws: WebSocket, q: MarketReplayQuery, deps: MarketReplayDeps): Promise<ReplayStreamEnd | { reason: 'refused' }> {
   const sub = new MarketSubscription();
   const abort = new AbortController();
-  ws.once('close', () => abort.abort());
   // Messages are handled one after another: a subscription resolves its assets in the lake before the next.
   let chain: Promise<void> = Promise.resolve();
   let started: (() => void) | null = null;
@@ -111,6 +110,11 @@ export async function runMarketReplay(ws: WebSocket, q: MarketReplayQuery, deps:
     if (isBinary) return;
     const text = Buffer.isBuffer(data) ? data.toString() : Buffer.concat(Array.isArray(data) ? data : [Buffer.from(data)]).toString();
     chain = chain.then(() => onText(text)).catch(() => refuse(CLOSE.error, 'subscription failed'));
+  });
+  // A client that leaves before subscribing ends the wait at once.
+  ws.once('close', () => {
+    abort.abort();
+    started?.();
   });
   const timer = setTimeout(() => refuse(CLOSE.noSubscription, `no subscription within ${SUBSCRIBE_WITHIN_MS / 1000} s`), SUBSCRIBE_WITHIN_MS);
   await initial;
