@@ -4,8 +4,7 @@ import { replayFramesQuery } from '../query/replay-frames.js';
 /**
  * The recorded frames of a window, in receive order (recv_ts, then seq), read from the lake's `raw` data set in
  * pages: bounded memory whatever the window. A page is a time slice [lo, hi) read after a cursor with a LIMIT,
- * so one statement never sorts more than a page's worth of the window; the slice widens while pages come back
- * short (a quiet tape) and narrows when one fills (a busy one).
+ * so one statement never sorts more than a slice of the window nor returns more than a page.
  */
 
 export type RawFrame = { recvUs: bigint; seq: bigint; text: string };
@@ -31,9 +30,18 @@ export type FrameReadOptions = {
 const FIRST_SLICE_US = 60_000_000n;
 const MIN_SLICE_US = 1_000n;
 const MAX_SLICE_US = 86_400_000_000n;
+/** A page aims at this many bytes of frames (its row limit follows the frames' size), within these rows. */
+const PAGE_BYTES = 8 << 20;
+const MIN_PAGE_ROWS = 100;
+const MAX_PAGE_ROWS = 50_000;
 
+/**
+ * Each statement decodes whole row groups, so its cost barely depends on how many rows it returns: the slice is
+ * sized from the density just seen to fill one page, and the page's row limit from the frames' size to hold
+ * about PAGE_BYTES.
+ */
 export async function* recordedFrames(session: LakeSession, o: FrameReadOptions): AsyncGenerator<RawFrame> {
-  const limit = o.pageRows ?? 1000;
+  let limit = o.pageRows ?? 1000;
   let after = o.after ?? null;
   let lo = after ? after.recvUs : o.from;
   let slice = FIRST_SLICE_US;
@@ -53,23 +61,33 @@ export async function* recordedFrames(session: LakeSession, o: FrameReadOptions)
       o.counters.pages++;
       o.counters.framesRead += rows.length;
     }
+    const full = rows.length >= limit;
+    let bytes = 0;
     for (const r of rows) {
       const f: RawFrame = { recvUs: BigInt(r.recv_us as number | string), seq: BigInt(r.seq as number | string), text: r.frame as string };
+      bytes += f.text.length;
       after = { recvUs: f.recvUs, seq: f.seq };
       yield f;
       if (o.signal?.aborted) return;
     }
-    if (rows.length < limit) {
-      // The slice is exhausted: the next one starts at its end, wider when this one was sparse.
-      lo = hi;
-      after = null;
-      if (rows.length < limit / 4 && slice < MAX_SLICE_US) slice *= 2n;
-    } else {
-      // More in this slice: continue after the last frame, with a narrower slice for the next statement.
+    const pageRows = limit;
+    if (rows.length > 0 && o.pageRows === undefined) limit = clamp(Math.round(PAGE_BYTES / (bytes / rows.length)), MIN_PAGE_ROWS, MAX_PAGE_ROWS);
+    if (full) {
+      // More in this slice: continue after the last frame.
       lo = after!.recvUs;
-      if (slice > MIN_SLICE_US) slice /= 2n;
+      continue;
     }
+    // The slice is exhausted: the next one starts at its end, sized to fill a page at the density just seen.
+    const span = hi - lo;
+    lo = hi;
+    after = null;
+    const aim = rows.length === 0 ? span * 8n : (span * BigInt(pageRows)) / BigInt(rows.length);
+    slice = aim < MIN_SLICE_US ? MIN_SLICE_US : aim > MAX_SLICE_US ? MAX_SLICE_US : aim > span * 8n ? span * 8n : aim;
   }
+}
+
+function clamp(n: number, min: number, max: number): number {
+  return Math.min(max, Math.max(min, n));
 }
 
 /** What a connection receives: its subscribed assets, and whether it asked for the custom-feature messages. */
