@@ -26,7 +26,12 @@ export type ReplayGrant<Q> = {
 export type ReplayGateSpec<S extends z.ZodType> = {
   query: S;
   /** The plan data set the replay bills, as downloads name it (`raw` for the venue's own frames). */
-  dataset: string;
+  dataset: string | ((q: z.infer<S>) => string);
+  /**
+   * More refusals before the meter's `begin`, thrown as the core's errors: each further data set's plan
+   * (`ctx.meter.authorize`), assets the lake must know. Runs after the key and scope checks.
+   */
+  authorize?(q: z.infer<S>, principal: Principal, ctx: AppContext): Promise<void>;
   describe(q: z.infer<S>): { description: string; start: string | null; end: string | null };
 };
 
@@ -50,10 +55,11 @@ export async function admitReplay<S extends z.ZodType>(
   if (!principal) throw new Unauthorized('Invalid API key');
   if (!principal.scopes.includes('download')) throw new Forbidden("This API key lacks the 'download' scope");
   if (running >= MAX_CONCURRENT_REPLAYS) throw new Unavailable('Server busy: too many replays in progress; retry shortly', 5);
+  await spec.authorize?.(query, principal, ctx);
   const d = spec.describe(query);
   const ticket = await ctx.meter.begin(principal, {
     kind: 'download',
-    dataset: spec.dataset,
+    dataset: typeof spec.dataset === 'string' ? spec.dataset : spec.dataset(query),
     description: d.description,
     // Unknown before the client subscribes: the bytes actually sent are recorded when the replay ends.
     estimatedBytes: 0,

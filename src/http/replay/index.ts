@@ -60,7 +60,7 @@ export function replayEndpoint<S extends z.ZodType>(e: ReplayEndpointSpec<S>): R
   };
 }
 
-/** The replay endpoints of `serve`, each on its path; further streams are added to `endpoints` (the lead's normalized one). */
+/** The replay endpoints of `serve`, each on its path: the table below, and `extra` (another stream: `replayEndpoint({ gate, run })` whose run calls serveReplayStream). */
 export function createReplayServer(ctx: AppContext, extra: Record<string, ReplayEndpoint> = {}): ReplayServer {
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 1 << 20 });
   const counters: ReplayCounters = { accepted: 0, open: 0, framesSent: 0, bytesSent: 0, framesRead: 0, pages: 0, left: 0 };
