@@ -15,6 +15,7 @@ import { tradesPage1k, tradesPageDeep, tradesPageFirst } from './scenarios/trade
 import { mixedLoad } from './scenarios/mixed.js';
 import { marketsListMixed } from './scenarios/markets-list.js';
 import { bookAtInstant } from './scenarios/orderbook.js';
+import { replayWs } from './scenarios/replay-ws.js';
 import { ingestWs } from './scenarios/ingest.js';
 import { compactAppendedLake, ingestAppend, prepareAppendedLake } from './scenarios/ingest-append.js';
 import { httpSmall } from './scenarios/http.js';
@@ -87,6 +88,7 @@ function allScenarios(scale: Scale): Scenario[] {
     tradesPageFirst,
     tradesPage1k,
     bookAtInstant,
+    replayWs,
     ...downloadScenarios,
     downloadCsv1mPg,
     exportL2Month,
