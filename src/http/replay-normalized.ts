@@ -45,20 +45,24 @@ const DataTypes = z
       "disconnect: each outage or gap the tape's integrity layer recorded (kind gap, silence, disconnect or capture_disconnect; from_ts, to_ts), at its start (at `from` for one under way then).",
   );
 
-const ReplayQuery = z
-  .object({
-    from: instantParam.describe('Window start (inclusive): ISO 8601, epoch seconds or milliseconds'),
-    to: instantParam.describe('Window end (exclusive)'),
-    assets: idList('Comma-separated outcome token ids').optional(),
-    market_id: idList('Comma-separated numeric market ids (every outcome of each), or token ids').optional(),
-    data_types: DataTypes,
-  })
-  .superRefine((v, ctx) => {
-    if (v.from >= v.to) ctx.addIssue({ code: 'custom', path: ['from'], message: 'from must be before to', input: undefined });
-    if ((v.assets?.length ?? 0) + (v.market_id?.length ?? 0) === 0) {
-      ctx.addIssue({ code: 'custom', path: ['assets'], message: 'name the tokens: assets (token ids) or market_id (market ids)', input: undefined });
-    }
-  });
+/** The window, the tokens and the data types of a normalized replay; the WebSocket form adds `speed`. */
+export const NormalizedWindow = z.object({
+  from: instantParam.describe('Window start (inclusive): ISO 8601, epoch seconds or milliseconds'),
+  to: instantParam.describe('Window end (exclusive)'),
+  assets: idList('Comma-separated outcome token ids').optional(),
+  market_id: idList('Comma-separated numeric market ids (every outcome of each), or token ids').optional(),
+  data_types: DataTypes,
+});
+
+/** A window that names its tokens and runs forward. */
+export function checkNormalizedWindow(v: { from: bigint; to: bigint; assets?: string[]; market_id?: string[] }, ctx: z.RefinementCtx): void {
+  if (v.from >= v.to) ctx.addIssue({ code: 'custom', path: ['from'], message: 'from must be before to', input: undefined });
+  if ((v.assets?.length ?? 0) + (v.market_id?.length ?? 0) === 0) {
+    ctx.addIssue({ code: 'custom', path: ['assets'], message: 'name the tokens: assets (token ids) or market_id (market ids)', input: undefined });
+  }
+}
+
+const ReplayQuery = NormalizedWindow.superRefine(checkNormalizedWindow);
 
 export const replayNormalizedRoutes: Route[] = [
   defineRoute({
@@ -77,6 +81,11 @@ export const replayNormalizedRoutes: Route[] = [
   }),
 ];
 
+/** The plan data sets the types need, each once: the first is billed, the others must be covered too. */
+export function planKeys(types: readonly DataType[]): string[] {
+  return [...new Set(types.map(planKeyOfType).filter((k) => k !== null))];
+}
+
 /** Lines are gathered up to this many bytes per write. */
 const WRITE_BYTES = 64 * 1024;
 
@@ -85,7 +94,7 @@ async function getNormalizedReplay({ query: q, req, res }: RouteInput<{ query: t
   // A delayed plan sees books and quotes no later than its delay, as on GET /v1/orderbook/*.
   const cap = delayCap(req.principal);
   const to = cap !== null && q.to > cap ? cap : q.to;
-  const keys = [...new Set(q.data_types.map(planKeyOfType).filter((k) => k !== null))];
+  const keys = planKeys(q.data_types);
   const principal = req.principal!;
   for (const k of keys.slice(1)) await ctx.meter.authorize(principal, { kind: 'download', dataset: k });
   const pull: PullRequest = {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { LakeSession } from '../../src/lake/session.js';
 import { MarketResolver } from '../../src/markets/resolver.js';
 import { normalizedMessages, resolveReplayAssets } from '../../src/replay/normalized.js';
@@ -290,5 +291,51 @@ describe('normalizedMessages (the core, no HTTP)', () => {
     for (let i = 0; i < 20; i += 1) expect((await it.next()).done).toBe(false);
     stop.abort();
     expect((await it.next()).done).toBe(true);
+  });
+});
+
+/** A WebSocket replay to its end: the messages (parsed) and the close code; or the HTTP refusal of the handshake. */
+function wsReplay(url: string): Promise<{ messages: unknown[]; code: number } | { status: number; detail: string }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    const messages: unknown[] = [];
+    ws.on('message', (d: Buffer) => messages.push(JSON.parse(d.toString())));
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, detail: String((JSON.parse(body) as { detail: unknown }).detail) }));
+    });
+    ws.on('error', (err) => {
+      if (!/Unexpected server response/.test(err.message)) reject(err);
+    });
+    ws.on('close', (code) => resolve({ messages, code }));
+  });
+}
+
+describe('GET /v1/replay/ws/normalized', () => {
+  const wsUrl = (q: string, key: string | null): string =>
+    `${L.srv.url.replace(/^http/, 'ws')}/v1/replay/ws/normalized?${q}${key === null ? '' : `&api_key=${key}`}`;
+
+  it("sends the NDJSON endpoint's messages as text frames, in the same order, and closes 1000 at `to`", async () => {
+    const q = `market_id=${market}&from=${W_FROM}&to=${W_TO}&data_types=book_change,trade,quote,book_snapshot_5_1m,trade_bar_1m,disconnect`;
+    const nd = await getNdjson(L, `/v1/replay/normalized?${q}`);
+    expect(nd.status).toBe(200);
+    expect(nd.lines.length).toBeGreaterThan(500);
+    const r = await wsReplay(wsUrl(`${q}&speed=0`, L.key()));
+    expect('code' in r && r.code).toBe(1000);
+    expect('messages' in r && r.messages).toEqual(nd.lines);
+  });
+
+  it('refuses before the upgrade with the HTTP status and detail: unknown asset, bad data type, a free plan on the tape, no key', async () => {
+    const base = `from=${W_FROM}&to=${W_TO}`;
+    const unknown = await wsReplay(wsUrl(`${base}&assets=123&data_types=quote`, L.key()));
+    expect(unknown).toMatchObject({ status: 404 });
+    const badType = await wsReplay(wsUrl(`${base}&market_id=${market}&data_types=book_snapshot_0_1s`, L.key()));
+    expect(badType).toMatchObject({ status: 422 });
+    const free = await wsReplay(wsUrl(`${base}&market_id=${market}&data_types=book_change`, L.freeKey));
+    expect(free).toMatchObject({ status: 402 });
+    const none = await wsReplay(wsUrl(`${base}&market_id=${market}&data_types=quote`, null));
+    expect(none).toMatchObject({ status: 401 });
+    for (const r of [unknown, badType, free, none]) expect('detail' in r && r.detail.length).toBeGreaterThan(0);
   });
 });

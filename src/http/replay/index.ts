@@ -7,6 +7,7 @@ import type { ReadCounters } from '../../replay/frames.js';
 import type { AppContext } from '../context.js';
 import { admitReplay, refuseUpgrade, type ReplayGateSpec, type ReplayGrant } from './gate.js';
 import { marketReplayGate, runMarketReplay } from './market.js';
+import { normalizedReplayGate, runNormalizedReplay } from './normalized.js';
 import type { ReplayStreamEnd } from './stream.js';
 
 export { serveReplayStream, close, CLOSE, type ReplayStreamItem, type ReplayStreamOptions, type ReplayStreamEnd } from './stream.js';
@@ -72,6 +73,20 @@ export function createReplayServer(ctx: AppContext, extra: Record<string, Replay
           session: ctx.lakeSession(),
           markets: ctx.markets,
           counters: c,
+          allowanceBytes: grant.allowanceBytes,
+          onSent: (n) => {
+            c.framesSent++;
+            c.bytesSent += n;
+          },
+        }),
+    }),
+    '/v1/replay/ws/normalized': replayEndpoint({
+      gate: normalizedReplayGate({ session: () => ctx.lakeSession(), markets: ctx.markets }),
+      run: (ws, grant, c) =>
+        runNormalizedReplay(ws, grant.query, {
+          session: ctx.lakeSession(),
+          markets: ctx.markets,
+          principal: grant.principal,
           allowanceBytes: grant.allowanceBytes,
           onSent: (n) => {
             c.framesSent++;
