@@ -80,6 +80,13 @@ export async function demoCommand(_args: string[]): Promise<number> {
     // The tape's coverage: per day and outcome, verified by the venue's own book messages or not.
     out.write(`  tape coverage:    curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/markets/${market}/coverage'\n`);
     out.write(`  venue coverage:   curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/coverage?date=${DEMO_SILENCE.slice(0, 10)}'\n`);
+    const day = DEMO_SILENCE.slice(0, 10);
+    out.write(
+      `  replay:           curl -s -H 'X-API-Key: ${proKey}' '${running.url}/v1/replay/normalized?market_id=${market}&from=${day}T08:00:00Z&to=${day}T08:05:00Z&data_types=quote,trade,book_snapshot_5_1m'\n`,
+    );
+    out.write(
+      `                    and the venue's own protocol at ${running.url.replace(/^http/, 'ws')}/v1/replay/ws/market?from=…&to=…&speed=60&api_key=… (${running.url}/docs)\n`,
+    );
   }
   const live = await startDemoLive({ config, log, lake: running.ctx.lakeSession(), root: ROOT });
   if (live) {
