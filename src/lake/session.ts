@@ -1,4 +1,5 @@
-import type { DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBDataChunk, DuckDBInstance } from '@duckdb/node-api';
+import { streamChunks } from './chunks.js';
 import { sqlString, type Query } from './duckdb.js';
 import type { DatasetName } from './layout.js';
 import { runCount, runJsonArray, runJsonRows, runOne, runQuery, startCopy, type CopyFormat, type CopyStream, type JsonShape } from './runner.js';
@@ -13,7 +14,7 @@ import { currentVersion, type LakeVersion } from './versions.js';
  * request (a handler's `ctx.lake`), the export worker one per job, the CLI one per command.
  *
  * The verbs: `sources` (what builders put after FROM), `rows` / `one` / `count`, `jsonArray` / `jsonRows` (JSON
- * text serialised by DuckDB), `copy` (a COPY into a FIFO, ./stream.ts), the version's `hasFiles` /
+ * text serialised by DuckDB), `chunks` (rows pulled a chunk at a time), `copy` (a COPY into a FIFO, ./stream.ts), the version's `hasFiles` /
  * `partitionValues`, and `stamp`, the key answers derived from the lake are cached under (./stamp.ts).
  */
 export class LakeSession {
@@ -79,6 +80,11 @@ export class LakeSession {
   /** jsonArray's rows, each its own JSON object text. */
   jsonRows(q: Query, shape?: JsonShape): Promise<string[]> {
     return runJsonRows(this.db, q, shape);
+  }
+
+  /** The rows as data chunks pulled one at a time, for a reader that turns each row into JS itself (./chunks.ts). */
+  chunks(q: Query): AsyncGenerator<DuckDBDataChunk> {
+    return streamChunks(this.db, q);
   }
 
   /** A builder's SELECT wrapped in `COPY … TO '<fifo>'`, its bytes read from the FIFO (downloads, bulk, exports). */

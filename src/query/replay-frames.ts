@@ -1,25 +1,30 @@
 import type { Query } from '../lake/duckdb.js';
-import type { Lake } from '../lake/sources.js';
-import { query, tsParam, windowWhere, type Params } from './common.js';
+import { sqlString } from '../lake/duckdb.js';
+import { query, tsParam, type Params } from './common.js';
 
 /**
- * One page of the raw tape for a replay: frames received in [sliceStart, sliceEnd), after the cursor (the last
- * frame already read: receive time, then seq), in receive order, at most `limit`. `conditionIds` narrows to frames
- * holding a message of those markets (null: every frame); `announcements` keeps `new_market` frames whatever their
- * market, as the venue sends them to every custom-feature connection.
+ * The raw frames of a run of `raw` files for a replay (files of successive days, which never overlap in time): received in [start, end), after the cursor (the last frame
+ * already sent: receive time, then seq). `conditionIds` narrows to frames holding a message of those markets
+ * (null: every frame); `announcements` keeps `new_market` frames whatever their market, as the venue sends them
+ * to every custom-feature connection.
+ *
+ * No ORDER BY: a raw file is written sorted by (recv_ts, seq) and DuckDB keeps a scan's order (the files in list
+ * order, each in its own order) through a filter and a projection (preserve_insertion_order), so the rows stream
+ * in receive order without a sort, which would hold every matching row before giving the first. The reader
+ * checks the order as it goes.
  */
-export type ReplayPage = {
-  sliceStart: bigint;
-  sliceEnd: bigint;
+export type ReplayFileRead = {
+  start: bigint;
+  end: bigint;
   after: { recvUs: bigint; seq: bigint } | null;
   conditionIds: readonly string[] | null;
   announcements: boolean;
-  limit: number;
 };
 
-export function replayFramesQuery(lake: Lake, p: ReplayPage): Query {
-  const params: Params = { limit: p.limit };
-  const where = windowWhere('recv_ts', { start: p.sliceStart, end: p.sliceEnd }, params, { column: 'date' });
+/** Columns, in select order: recv_us (BIGINT), seq (BIGINT), frame (VARCHAR). */
+export function replayFilesQuery(files: readonly string[], p: ReplayFileRead): Query {
+  const params: Params = { start: tsParam(p.start), end: tsParam(p.end) };
+  const where = ['recv_ts >= $start', 'recv_ts < $end'];
   if (p.after) {
     params.after_ts = tsParam(p.after.recvUs);
     params.after_seq = p.after.seq;
@@ -31,7 +36,9 @@ export function replayFramesQuery(lake: Lake, p: ReplayPage): Query {
     const markets = "list_has_any(condition_ids, string_split($cids, ','))";
     where.push(p.announcements ? `(${markets} OR list_contains(event_types, 'new_market'))` : markets);
   }
-  const sql = `SELECT epoch_us(recv_ts) AS recv_us, seq, frame FROM ${lake.from('raw')}
-  WHERE ${where.join(' AND ')} ORDER BY recv_ts, seq LIMIT $limit`;
+  // The paths are the lake's own file names from its manifest, never request text; a table function's file list
+  // is bound at plan time, so it is written as literals.
+  const sql = `SELECT epoch_us(recv_ts)::BIGINT AS recv_us, seq::BIGINT AS seq, frame
+  FROM read_parquet([${files.map(sqlString).join(', ')}]) WHERE ${where.join(' AND ')}`;
   return query(sql, params);
 }

@@ -1,93 +1,40 @@
 import type { LakeSession } from '../lake/session.js';
-import { replayFramesQuery } from '../query/replay-frames.js';
+import { dateOf } from '../query/common.js';
+import { fileRuns, mergeRuns, runBatches, type RawFrame, type ReadCounters } from './raw-runs.js';
 
-/**
- * The recorded frames of a window, in receive order (recv_ts, then seq), read from the lake's `raw` data set in
- * pages: bounded memory whatever the window. A page is a time slice [lo, hi) read after a cursor with a LIMIT,
- * so one statement never sorts more than a slice of the window nor returns more than a page.
- */
-
-export type RawFrame = { recvUs: bigint; seq: bigint; text: string };
-
-/** What a reader counts: frames read from the lake and pages (statements) run. */
-export type ReadCounters = { framesRead: number; pages: number };
+export type { RawFrame, ReadCounters } from './raw-runs.js';
 
 export type FrameReadOptions = {
   /** [from, to) in epoch microseconds. */
   from: bigint;
   to: bigint;
-  /** Markets whose frames to read (null: all); re-read before each page, so a subscription change applies at once. */
+  /** Markets whose frames to read (null: all), read when the reads start: a change restarts them (./market.ts). */
   conditionIds: () => readonly string[] | null;
   /** Also `new_market` frames of any market. */
   announcements: () => boolean;
   /** Start after this frame (a restart after a subscription change). */
   after?: { recvUs: bigint; seq: bigint } | null;
   signal?: AbortSignal;
-  pageRows?: number;
   counters?: ReadCounters;
 };
 
-const FIRST_SLICE_US = 60_000_000n;
-const MIN_SLICE_US = 1_000n;
-const MAX_SLICE_US = 86_400_000_000n;
-/** A page aims at this many bytes of frames (its row limit follows the frames' size), within these rows. */
-const PAGE_BYTES = 8 << 20;
-const MIN_PAGE_ROWS = 100;
-const MAX_PAGE_ROWS = 50_000;
-
 /**
- * Each statement decodes whole row groups, so its cost barely depends on how many rows it returns: the slice is
- * sized from the density just seen to fill one page, and the page's row limit from the frames' size to hold
- * about PAGE_BYTES.
+ * The recorded frames of a window, in receive order (recv_ts, then seq), in batches, read from the lake's `raw`
+ * data set by one streaming statement per run of files (./raw-runs.ts) — no sort, no pages. Memory is one DuckDB
+ * chunk and one batch per run, whatever the window: the next chunk is pulled only when the consumer asks for the
+ * batch after the ones in hand, so a consumer that stops stops the reads, and ending early ends the statements.
  */
-export async function* recordedFrames(session: LakeSession, o: FrameReadOptions): AsyncGenerator<RawFrame> {
-  let limit = o.pageRows ?? 1000;
-  let after = o.after ?? null;
-  let lo = after ? after.recvUs : o.from;
-  let slice = FIRST_SLICE_US;
-  while (lo < o.to && !o.signal?.aborted) {
-    const hi = lo + slice < o.to ? lo + slice : o.to;
-    const rows = await session.rows(
-      replayFramesQuery(session.sources, {
-        sliceStart: lo,
-        sliceEnd: hi,
-        after,
-        conditionIds: o.conditionIds(),
-        announcements: o.announcements(),
-        limit,
-      }),
-    );
-    if (o.counters) {
-      o.counters.pages++;
-      o.counters.framesRead += rows.length;
-    }
-    const full = rows.length >= limit;
-    let bytes = 0;
-    for (const r of rows) {
-      const f: RawFrame = { recvUs: BigInt(r.recv_us as number | string), seq: BigInt(r.seq as number | string), text: r.frame as string };
-      bytes += f.text.length;
-      after = { recvUs: f.recvUs, seq: f.seq };
-      yield f;
-      if (o.signal?.aborted) return;
-    }
-    const pageRows = limit;
-    if (rows.length > 0 && o.pageRows === undefined) limit = clamp(Math.round(PAGE_BYTES / (bytes / rows.length)), MIN_PAGE_ROWS, MAX_PAGE_ROWS);
-    if (full) {
-      // More in this slice: continue after the last frame.
-      lo = after!.recvUs;
-      continue;
-    }
-    // The slice is exhausted: the next one starts at its end, sized to fill a page at the density just seen.
-    const span = hi - lo;
-    lo = hi;
-    after = null;
-    const aim = rows.length === 0 ? span * 8n : (span * BigInt(pageRows)) / BigInt(rows.length);
-    slice = aim < MIN_SLICE_US ? MIN_SLICE_US : aim > MAX_SLICE_US ? MAX_SLICE_US : aim > span * 8n ? span * 8n : aim;
+export async function* recordedFrames(session: LakeSession, o: FrameReadOptions): AsyncGenerator<RawFrame[]> {
+  const after = o.after ?? null;
+  const start = after && after.recvUs > o.from ? after.recvUs : o.from;
+  if (start >= o.to || o.signal?.aborted) return;
+  const read = { start: o.from, end: o.to, after, conditionIds: o.conditionIds(), announcements: o.announcements() };
+  const runs = fileRuns(session, dateOf(start), dateOf(o.to - 1n)).map((files) => runBatches(session, files, read, o.counters));
+  if (runs.length === 0) return;
+  for await (const batch of runs.length === 1 ? runs[0]! : mergeRuns(runs)) {
+    if (o.signal?.aborted) return;
+    yield batch;
   }
-}
-
-function clamp(n: number, min: number, max: number): number {
-  return Math.min(max, Math.max(min, n));
 }
 
 /** What a connection receives: its subscribed assets, and whether it asked for the custom-feature messages. */

@@ -74,7 +74,6 @@ export type MarketReplayOptions = {
   sub: MarketSubscription;
   signal: AbortSignal;
   counters?: ReadCounters;
-  pageRows?: number;
 };
 
 export async function* marketReplay(session: LakeSession, o: MarketReplayOptions): AsyncGenerator<ReplayItem> {
@@ -101,20 +100,21 @@ export async function* marketReplay(session: LakeSession, o: MarketReplayOptions
       announcements: () => sub.custom,
       signal: o.signal,
       ...(o.counters ? { counters: o.counters } : {}),
-      ...(o.pageRows ? { pageRows: o.pageRows } : {}),
     });
-    for await (const f of frames) {
-      // A frame read under the old subscription is read again under the new one.
-      if (sub.version !== seen) {
-        changed = true;
-        break;
-      }
-      cursor = { recvUs: f.recvUs, seq: f.seq };
-      const text = frameFor(f.text, sub.interest());
-      if (text !== null) yield { recvMs: msOf(f.recvUs), text };
-      if (sub.version !== seen) {
-        changed = true;
-        break;
+    read: for await (const batch of frames) {
+      for (const f of batch) {
+        // A frame read under the old subscription is read again under the new one.
+        if (sub.version !== seen) {
+          changed = true;
+          break read;
+        }
+        cursor = { recvUs: f.recvUs, seq: f.seq };
+        const text = frameFor(f.text, sub.interest());
+        if (text !== null) yield { recvMs: msOf(f.recvUs), text };
+        if (sub.version !== seen) {
+          changed = true;
+          break read;
+        }
       }
     }
     if (!changed || o.signal.aborted) return;
