@@ -4,10 +4,11 @@ import zlib from 'node:zlib';
 import type { SourceHandler } from './types.js';
 
 /**
- * Documentation that sits next to data (fixture folders carry SOURCES.md, generator output a manifest.json):
+ * Documentation that sits next to data (fixture folders carry SOURCES.md, generator output a manifest.json and,
+ * with faults, faults.json — the list of what it broke, not venue data):
  * skipped when walking a directory; named explicitly, such a file is still tried.
  */
-const DOCS = /\.(md|txt|rst|pdf|html)$|^(LICENSE|COPYING|NOTICE)|^manifest\.json$/i;
+const DOCS = /\.(md|txt|rst|pdf|html)$|^(LICENSE|COPYING|NOTICE)|^(manifest|faults)\.json$/i;
 
 /** Every regular file under the given paths (directories walked recursively, sorted for a stable order). */
 export function expandInputs(paths: string[]): { files: string[]; missing: string[] } {
