@@ -7,6 +7,7 @@ import { createLogger } from '../log.js';
 import { catalogueAssets } from '../record/catalogue-assets.js';
 import { Recorder } from '../record/recorder.js';
 import { runUntilStopped } from './until-stopped.js';
+import { redactUrl } from '../record/capture-lines.js';
 
 const USAGE = 'usage: pmlake record --out DIR [--assets ID,ID,…]\n';
 
@@ -66,7 +67,7 @@ export async function recordCommand(args: string[]): Promise<number> {
     if (code) throw new StartupError(`cannot use ${parsed.out}: ${(err as Error).message}`);
     throw err;
   });
-  process.stdout.write(`pmlake record ${config.live.recorderId} session ${recorder.session} writing ${parsed.out} from ${config.live.venueWsUrl}\n`);
+  process.stdout.write(`pmlake record ${config.live.recorderId} session ${recorder.session} writing ${parsed.out} from ${redactUrl(config.live.venueWsUrl)}\n`);
   return runUntilStopped(async () => {
     await recorder.stop();
     db?.closeSync();

@@ -7,8 +7,30 @@ export const CAPTURE_SUFFIX = '.capture.jsonl';
 export const OPEN_PREFIX = '.open-';
 export const CLOSED_PREFIX = 'market-';
 
+/** Query parameters that carry a credential (a replay's `api_key`, a provider's token). */
+const SECRET_PARAM = /^(api[_-]?key|key|token|access[_-]?token|secret|password|auth)$/i;
+
+/**
+ * The URL as files and logs may show it: credentials replaced by `***` (a password in the authority, a key in
+ * the query), since capture files outlive the recorder and travel with the data. Not a URL: returned as is.
+ */
+export function redactUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return url;
+  }
+  const secrets = [...u.searchParams.keys()].filter((k) => SECRET_PARAM.test(k));
+  // A URL without credentials is kept exactly as given (URL would normalise it).
+  if (!u.password && secrets.length === 0) return url;
+  if (u.password) u.password = '***';
+  for (const k of secrets) u.searchParams.set(k, '***');
+  return u.toString();
+}
+
 export function startLine(recvMs: number, recorder: string, session: string, url: string): string {
-  return JSON.stringify({ recv_ms: recvMs, event: 'start', format: CAPTURE_FORMAT, recorder, session, url });
+  return JSON.stringify({ recv_ms: recvMs, event: 'start', format: CAPTURE_FORMAT, recorder, session, url: redactUrl(url) });
 }
 
 export function assetsLine(recvMs: number, conn: number, assets: readonly string[]): string {

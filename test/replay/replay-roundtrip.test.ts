@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
@@ -53,6 +54,13 @@ describe('record the replay, ingest the captures', () => {
     const rec = await Recorder.start({ url, outDir: out, recorderId: 'rt', rotateSeconds: 3600, assets: dayAssets, log: createLogger('silent') });
     await until(() => rec.stats().frames >= dayFrames.length, 30_000);
     await rec.stop();
+    // The capture files name the URL they recorded, never the key in it.
+    const captured = fs.readdirSync(out).map((f) => fs.readFileSync(path.join(out, f), 'utf8'));
+    expect(captured.length).toBeGreaterThan(0);
+    for (const text of captured) {
+      expect(text).not.toContain(key);
+      expect(JSON.parse(text.slice(0, text.indexOf('\n'))).url).toMatch(/api_key=\*\*\*/);
+    }
     const copy = path.join(tmp.dir, 'copy');
     const report = await runIngest([out], { lakeDir: copy, threads: 2 });
     expect(report.failed).toBe(0);
