@@ -48,15 +48,15 @@ const OhlcvQuery = z
 
 const BookQuery = marketWindowQuery();
 
-const TopOfBookQuery = z
-  .object({
-    market_id: marketIdParam,
-    start: isoDateTime,
-    end: isoDateTime,
-    format: format('csv'),
-    limit: rowLimit(1_000_000, 100_000),
-  })
-  .superRefine((v, ctx) => checkWindow(v, ctx));
+/** A window of one market's tape, as a file: top of book, and the computed kinds built on it. */
+const tapeWindow = {
+  start: isoDateTime,
+  end: isoDateTime,
+  format: format('csv'),
+  limit: rowLimit(1_000_000, 100_000),
+};
+
+const TopOfBookQuery = z.object({ market_id: marketIdParam, ...tapeWindow }).superRefine((v, ctx) => checkWindow(v, ctx));
 
 /** The computed kinds' parameters (src/query/computed.ts), shared by their GET routes, bulk items and exports. */
 export const intervalParam = timeframeParam.describe(
@@ -65,26 +65,11 @@ export const intervalParam = timeframeParam.describe(
 export const depthParam = z.coerce.number().int().min(1).max(100).describe('Levels a side in each snapshot, best first (1–100)');
 
 const IntervalBookQuery = z
-  .object({
-    market_id: marketIdParam,
-    interval: intervalParam.prefault('1m'),
-    depth: depthParam.default(10),
-    start: isoDateTime,
-    end: isoDateTime,
-    format: format('csv'),
-    limit: rowLimit(1_000_000, 100_000),
-  })
+  .object({ market_id: marketIdParam, interval: intervalParam.prefault('1m'), depth: depthParam.default(10), ...tapeWindow })
   .superRefine((v, ctx) => checkWindow(v, ctx));
 
-const TbboQuery = z
-  .object({
-    market_id: marketIdParam,
-    start: isoDateTime,
-    end: isoDateTime,
-    format: format('csv'),
-    limit: rowLimit(1_000_000, 100_000),
-  })
-  .superRefine((v, ctx) => checkWindow(v, ctx));
+/** tbbo takes what a top-of-book file takes. */
+const TbboQuery = TopOfBookQuery;
 
 const seriesId = z.string().min(1).max(128);
 const instrumentPrefix = z.string().min(1).max(64).optional();

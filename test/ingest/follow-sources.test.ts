@@ -7,9 +7,10 @@ import { generate } from '../../ingest/generate/index.js';
 import { Follower, type FollowCycleReport } from '../../ingest/follow.js';
 import { runIngest } from '../../ingest/run.js';
 import { createLogger } from '../../src/log.js';
-import { currentVersion, SET_NAMES, versionsDir, type LakeVersion, type SetName } from '../../src/lake/versions.js';
+import { currentVersion, versionsDir, type SetName } from '../../src/lake/versions.js';
 import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
 import { captureText, splitByTime, tokensOf, venueMs } from './capture-util.js';
+import { lakeContent } from '../helpers/lake-content.js';
 
 /**
  * `pmlake ingest --follow` over the three inputs of a deployment: capture files (docs/capture-format.md), catalogue
@@ -94,32 +95,6 @@ function pollFile(at: number, markets: unknown[]): string {
       .map((l) => JSON.stringify(l))
       .join('\n') + '\n'
   );
-}
-
-async function content(files: string[]): Promise<string> {
-  if (files.length === 0) return '0';
-  const conn = await db.connect();
-  try {
-    const list = `[${files.map((f) => `'${f}'`).join(', ')}]`;
-    const cols = (await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${list}, union_by_name = true)`))
-      .getRowObjectsJS()
-      .map((r) => String(r.column_name));
-    const keep = cols.filter((c) => c !== 'updated_at').map((c) => `"${c}"`);
-    const r = (
-      await conn.runAndReadAll(
-        `SELECT count(*) AS n, md5(string_agg(r, chr(10) ORDER BY r)) AS h FROM (SELECT struct_pack(${keep.join(', ')})::VARCHAR AS r FROM read_parquet(${list}, union_by_name = true))`,
-      )
-    ).getRowObjectsJS()[0]!;
-    return `${r.n}:${r.h}`;
-  } finally {
-    conn.closeSync();
-  }
-}
-
-async function lakeContent(v: LakeVersion): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const name of SET_NAMES) out[name] = await content(v.files(name as SetName));
-  return out;
 }
 
 async function rows(sql: string): Promise<Record<string, unknown>[]> {
@@ -240,8 +215,8 @@ describe('pmlake ingest --follow over the recorder, the catalogue poller and the
     const oneShot = path.join(tmp.dir, 'oneshot');
     const report = await runIngest(Object.values(dirs), { lakeDir: oneShot, threads: 1, memoryLimit: '1GB' });
     expect(report.issues).toEqual([]);
-    const followed = await lakeContent(currentVersion(lake));
-    expect(followed).toEqual(await lakeContent(currentVersion(oneShot)));
+    const followed = await lakeContent(db, currentVersion(lake));
+    expect(followed).toEqual(await lakeContent(db, currentVersion(oneShot)));
 
     // What landed, against the inputs written above.
     const v = currentVersion(lake);

@@ -10,10 +10,11 @@ import { readLedger } from '../../ingest/ledger.js';
 import { dataFilesOnDisk } from '../../ingest/sweep.js';
 import { createLogger } from '../../src/log.js';
 import { LakeSession } from '../../src/lake/session.js';
-import { currentVersion, parseManifestName, SET_NAMES, versionsDir, type LakeVersion, type Manifest, type SetName } from '../../src/lake/versions.js';
+import { currentVersion, parseManifestName, versionsDir, type LakeVersion, type Manifest, type SetName } from '../../src/lake/versions.js';
 import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
 import { FollowCompaction } from '../../ingest/follow-compact.js';
 import { captureText, splitByTime, tokensOf, venueMs, writeChunks } from './capture-util.js';
+import { lakeContent } from '../helpers/lake-content.js';
 
 /**
  * `pmlake ingest --follow`: source files appear in a directory over time (the generator's day split into
@@ -39,33 +40,6 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
-}
-
-/** Rows and an order-independent content hash of a set's files (catalogue rows without their wall-clock `updated_at`). */
-async function content(files: string[]): Promise<string> {
-  if (files.length === 0) return '0';
-  const conn = await db.connect();
-  try {
-    const list = `[${files.map((f) => `'${f}'`).join(', ')}]`;
-    const cols = (await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${list}, union_by_name = true)`))
-      .getRowObjectsJS()
-      .map((r) => String(r.column_name));
-    const keep = cols.filter((c) => c !== 'updated_at').map((c) => `"${c}"`);
-    const r = (
-      await conn.runAndReadAll(
-        `SELECT count(*) AS n, md5(string_agg(r, chr(10) ORDER BY r)) AS h FROM (SELECT struct_pack(${keep.join(', ')})::VARCHAR AS r FROM read_parquet(${list}, union_by_name = true))`,
-      )
-    ).getRowObjectsJS()[0]!;
-    return `${r.n}:${r.h}`;
-  } finally {
-    conn.closeSync();
-  }
-}
-
-async function lakeContent(v: LakeVersion): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const name of SET_NAMES) out[name] = await content(v.files(name as SetName));
-  return out;
 }
 
 beforeAll(async () => {
@@ -201,8 +175,8 @@ describe('pmlake ingest --follow', () => {
     // A one-shot ingest of the same files into another lake holds the same rows, data set by data set.
     const oneShot = path.join(tmp.dir, 'a-oneshot');
     await runIngest([dir], { lakeDir: oneShot, threads: 1, memoryLimit: '1GB' });
-    const followed = await lakeContent(currentVersion(lake));
-    const reference = await lakeContent(currentVersion(oneShot));
+    const followed = await lakeContent(db, currentVersion(lake));
+    const reference = await lakeContent(db, currentVersion(oneShot));
     expect(Object.values(reference).filter((c) => c !== '0').length).toBeGreaterThanOrEqual(10);
     expect(followed).toEqual(reference);
 
@@ -328,7 +302,7 @@ describe('pmlake ingest --follow', () => {
     await runIngest([chunks[0]!, ...six], { lakeDir: lake, threads: 1, memoryLimit: '1GB', batchRows: 1, compactSmallFiles: 0 });
     const before = currentVersion(lake);
     expect(before.entries('l2').length).toBe(12);
-    const reference = await lakeContent(before);
+    const reference = await lakeContent(db, before);
     const conn = await db.connect();
     const spans = async (v: LakeVersion, name: SetName): Promise<number[]> => {
       const out: number[] = [];
@@ -357,7 +331,7 @@ describe('pmlake ingest --follow', () => {
       expect(hours.manifest.kind).toBe('compact');
       expect(await spans(hours, 'l2')).toEqual([0, 1, 2, 3, 4, 5, 5].map((h) => Math.floor(day / 3_600_000) + h));
       expect(await spans(hours, 'raw')).toEqual([0, 1, 2, 3, 4, 5, 5].map((h) => Math.floor(day / 3_600_000) + h));
-      expect(await lakeContent(hours)).toEqual(reference);
+      expect(await lakeContent(db, hours)).toEqual(reference);
       // The reader pinned before the publish still reads its own version's files.
       expect(await pinned.count({ sql: `SELECT count(*) FROM ${pinned.sources.from('l2')}`, params: {} })).toBe(Number(reference.l2!.split(':')[0]));
       // The next day, after the settling time: each day partition is one file.
@@ -365,7 +339,7 @@ describe('pmlake ingest --follow', () => {
       const days = currentVersion(lake);
       for (const name of ['l2', 'raw', 'book_snapshots', 'top_of_book'] as const)
         expect(days.entries(name).length, name).toBe(days.partitionValues(name).length);
-      expect(await lakeContent(days)).toEqual(reference);
+      expect(await lakeContent(db, days)).toEqual(reference);
       // Nothing left to do: no version.
       const nextDay = day + 24 * 3_600_000 + 10 * 60_000;
       expect(await policy.step(conn, Infinity, nextDay)).toBeNull();
@@ -377,11 +351,11 @@ describe('pmlake ingest --follow', () => {
       expect(currentVersion(lake).entries('l2').length).toBe(2);
       expect(currentVersion(lake).entries('raw').length).toBe(2);
       await runIngest(halfHours.slice(13, 15), { lakeDir: lake, threads: 1, memoryLimit: '1GB', batchRows: 1, compactSmallFiles: 0 });
-      const grown = await lakeContent(currentVersion(lake));
+      const grown = await lakeContent(db, currentVersion(lake));
       expect((await policy.step(conn, Infinity, nextDay))?.version).toBe(currentVersion(lake).version);
       expect(currentVersion(lake).entries('l2').length).toBe(1);
       expect(currentVersion(lake).entries('raw').length).toBe(1);
-      expect(await lakeContent(currentVersion(lake))).toEqual(grown);
+      expect(await lakeContent(db, currentVersion(lake))).toEqual(grown);
     } finally {
       conn.closeSync();
     }
