@@ -73,6 +73,19 @@ export function containsPattern(text: string): string {
 }
 
 /**
+ * A list of bound values as a list expression (`[$<prefix>0, $<prefix>1, …]`): constant for the statement, so it
+ * is built once, where `string_split` of one bound text would split it again for every row.
+ */
+export function boundList(values: readonly string[], params: Params, prefix: string): string {
+  return `[${values
+    .map((v, i) => {
+      params[`${prefix}${i}`] = v;
+      return `$${prefix}${i}`;
+    })
+    .join(', ')}]::VARCHAR[]`;
+}
+
+/**
  * The raw tape's frames carrying any of `eventTypes`, as one bound condition (`$<prefix>0`, `$<prefix>1`, …);
  * null when the list is empty (every frame). The raw listing, its series figures, raw pulls and their
  * estimates all select frames this way.

@@ -1,6 +1,6 @@
 import type { Query } from '../lake/duckdb.js';
 import { sqlString } from '../lake/duckdb.js';
-import { query, tsParam, type Params } from './common.js';
+import { boundList, query, tsParam, type Params } from './common.js';
 
 /**
  * The raw frames of a run of `raw` files for a replay (files of successive days, which never overlap in time): received in [start, end), after the cursor (the last frame
@@ -19,9 +19,15 @@ export type ReplayFileRead = {
   after: { recvUs: bigint; seq: bigint } | null;
   conditionIds: readonly string[] | null;
   announcements: boolean;
+  /**
+   * Frames the connection receives whole, told by the row's lists instead of a parse of its text: every message
+   * names a market (`condition_ids`, no NULL) of which every outcome token is subscribed, and every message type
+   * (`event_types`) is one the connection receives for a subscribed asset. Absent: no frame is known whole.
+   */
+  whole?: { conditionIds: readonly string[]; eventTypes: readonly string[] } | null;
 };
 
-/** Columns, in select order: recv_us (BIGINT), seq (BIGINT), frame (VARCHAR). */
+/** Columns, in select order: recv_us (BIGINT), seq (BIGINT), frame (VARCHAR), whole (BOOLEAN, see `whole`). */
 export function replayFilesQuery(files: readonly string[], p: ReplayFileRead): Query {
   const params: Params = { start: tsParam(p.start), end: tsParam(p.end) };
   const where = ['recv_ts >= $start', 'recv_ts < $end'];
@@ -31,14 +37,19 @@ export function replayFilesQuery(files: readonly string[], p: ReplayFileRead): Q
     where.push('(recv_ts > $after_ts OR (recv_ts = $after_ts AND seq > $after_seq))');
   }
   if (p.conditionIds) {
-    // Condition ids are 0x hex: a comma never occurs in one, so the list travels as one bound text.
-    params.cids = p.conditionIds.join(',');
-    const markets = "list_has_any(condition_ids, string_split($cids, ','))";
+    const markets = `list_has_any(condition_ids, ${boundList(p.conditionIds, params, 'cid')})`;
     where.push(p.announcements ? `(${markets} OR list_contains(event_types, 'new_market'))` : markets);
+  }
+  let whole = 'false';
+  if (p.whole && p.whole.conditionIds.length > 0 && p.whole.eventTypes.length > 0) {
+    // list_count skips NULLs: a message without a market (or type) makes the frame a parse's to judge.
+    whole = `(len(condition_ids) > 0 AND list_count(condition_ids) = len(condition_ids) AND list_count(event_types) = len(event_types)
+    AND len(event_types) > 0 AND list_has_all(${boundList(p.whole.conditionIds, params, 'whole_cid')}, condition_ids)
+    AND list_has_all(${boundList(p.whole.eventTypes, params, 'whole_type')}, event_types))`;
   }
   // The paths are the lake's own file names from its manifest, never request text; a table function's file list
   // is bound at plan time, so it is written as literals.
-  const sql = `SELECT epoch_us(recv_ts)::BIGINT AS recv_us, seq::BIGINT AS seq, frame
+  const sql = `SELECT epoch_us(recv_ts)::BIGINT AS recv_us, seq::BIGINT AS seq, frame, ${whole} AS whole
   FROM read_parquet([${files.map(sqlString).join(', ')}]) WHERE ${where.join(' AND ')}`;
   return query(sql, params);
 }

@@ -1,5 +1,6 @@
 import type { LakeSession } from '../lake/session.js';
 import { dateOf } from '../query/common.js';
+import type { ReplayFileRead } from '../query/replay-frames.js';
 import { fileRuns, mergeRuns, runBatches, type RawFrame, type ReadCounters } from './raw-runs.js';
 
 export type { RawFrame, ReadCounters } from './raw-runs.js';
@@ -12,6 +13,8 @@ export type FrameReadOptions = {
   conditionIds: () => readonly string[] | null;
   /** Also `new_market` frames of any market. */
   announcements: () => boolean;
+  /** Which frames the connection receives whole (src/query/replay-frames.ts `whole`), read with conditionIds. */
+  whole?: () => ReplayFileRead['whole'];
   /** Start after this frame (a restart after a subscription change). */
   after?: { recvUs: bigint; seq: bigint } | null;
   signal?: AbortSignal;
@@ -28,7 +31,14 @@ export async function* recordedFrames(session: LakeSession, o: FrameReadOptions)
   const after = o.after ?? null;
   const start = after && after.recvUs > o.from ? after.recvUs : o.from;
   if (start >= o.to || o.signal?.aborted) return;
-  const read = { start: o.from, end: o.to, after, conditionIds: o.conditionIds(), announcements: o.announcements() };
+  const read: ReplayFileRead = {
+    start: o.from,
+    end: o.to,
+    after,
+    conditionIds: o.conditionIds(),
+    announcements: o.announcements(),
+    whole: o.whole?.() ?? null,
+  };
   const runs = fileRuns(session, dateOf(start), dateOf(o.to - 1n)).map((files) => runBatches(session, files, read, o.counters));
   if (runs.length === 0) return;
   for await (const batch of runs.length === 1 ? runs[0]! : mergeRuns(runs)) {
@@ -44,6 +54,17 @@ type Msg = Record<string, unknown>;
 
 /** Messages the venue sends only to connections that set `custom_feature_enabled`. */
 const CUSTOM_ONLY = new Set(['best_bid_ask', 'new_market', 'market_resolved']);
+
+/** Message types every connection receives for its subscribed assets (frameFor's rule, by asset). */
+const PER_ASSET = ['book', 'price_change', 'last_trade_price', 'tick_size_change'];
+
+/**
+ * The message types that, in a frame of only fully subscribed markets, frameFor keeps whole: so a frame whose
+ * types are all of these is sent as recorded without being parsed (the read's `whole` flag).
+ */
+export function wholeEventTypes(custom: boolean): string[] {
+  return custom ? [...PER_ASSET, ...CUSTOM_ONLY] : PER_ASSET;
+}
 
 /**
  * A recorded frame as the venue would have sent it to this connection, or null when nothing of it concerns the

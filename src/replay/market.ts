@@ -1,5 +1,6 @@
 import type { LakeSession } from '../lake/session.js';
-import { frameFor, recordedFrames, type Interest, type ReadCounters } from './frames.js';
+import type { ReplayFileRead } from '../query/replay-frames.js';
+import { frameFor, recordedFrames, wholeEventTypes, type Interest, type ReadCounters } from './frames.js';
 import { openingBookFrames, type KnownAsset } from './opening-books.js';
 
 /**
@@ -13,7 +14,7 @@ export type ReplayItem = { recvMs: number; text: string };
 export class MarketSubscription {
   private readonly known = new Map<string, KnownAsset>();
   private pending: KnownAsset[] = [];
-  private cached: { version: number; interest: Interest; cids: string[] } | null = null;
+  private cached: { version: number; interest: Interest; cids: string[]; whole: string[] } | null = null;
   /** Grows with every change; the replay compares it to notice one. */
   version = 0;
   custom = false;
@@ -57,11 +58,22 @@ export class MarketSubscription {
     return this.current().cids;
   }
 
-  private current(): { version: number; interest: Interest; cids: string[] } {
+  /** What the lake read may flag as received whole: the markets every outcome token of which is subscribed. */
+  whole(): ReplayFileRead['whole'] {
+    const c = this.current();
+    return c.whole.length > 0 ? { conditionIds: c.whole, eventTypes: wholeEventTypes(this.custom) } : null;
+  }
+
+  private current(): { version: number; interest: Interest; cids: string[]; whole: string[] } {
     if (this.cached?.version !== this.version) {
       const assets = new Set(this.known.keys());
-      const cids = [...new Set([...this.known.values()].map((a) => a.conditionId))];
-      this.cached = { version: this.version, interest: { assets, custom: this.custom }, cids };
+      const byCid = new Map<string, KnownAsset>();
+      for (const a of this.known.values()) byCid.set(a.conditionId, a);
+      const cids = [...byCid.keys()];
+      const whole = [...byCid.values()]
+        .filter((a) => a.market.tokens.length > 0 && a.market.tokens.every((t) => assets.has(t.token_id)))
+        .map((a) => a.conditionId);
+      this.cached = { version: this.version, interest: { assets, custom: this.custom }, cids, whole };
     }
     return this.cached;
   }
@@ -82,15 +94,6 @@ export async function* marketReplay(session: LakeSession, o: MarketReplayOptions
   for (;;) {
     const seen = sub.version;
     const due = sub.takeBooks();
-    if (due.length > 0) {
-      // At the start the book just before `from`; later, the book after the last frame sent.
-      const at = cursor ? cursor.recvUs + 1n : o.from;
-      const books = await openingBookFrames(session, due, at);
-      for (const text of books) {
-        if (o.signal.aborted) return;
-        yield { recvMs: msOf(cursor ? cursor.recvUs : o.from), text };
-      }
-    }
     let changed = false;
     const frames = recordedFrames(session, {
       from: o.from,
@@ -98,24 +101,43 @@ export async function* marketReplay(session: LakeSession, o: MarketReplayOptions
       after: cursor,
       conditionIds: () => sub.conditionIds(),
       announcements: () => sub.custom,
+      whole: () => sub.whole(),
       signal: o.signal,
       ...(o.counters ? { counters: o.counters } : {}),
     });
-    read: for await (const batch of frames) {
-      for (const f of batch) {
-        // A frame read under the old subscription is read again under the new one.
-        if (sub.version !== seen) {
-          changed = true;
-          break read;
-        }
-        cursor = { recvUs: f.recvUs, seq: f.seq };
-        const text = frameFor(f.text, sub.interest());
-        if (text !== null) yield { recvMs: msOf(f.recvUs), text };
-        if (sub.version !== seen) {
-          changed = true;
-          break read;
+    // The first frames are read while the books are rebuilt: both are lake statements, and the time to the first
+    // frame is what a client waits before anything.
+    const first = frames.next();
+    first.catch(() => undefined);
+    try {
+      if (due.length > 0) {
+        // At the start the book just before `from`; later, the book after the last frame sent.
+        const at = cursor ? cursor.recvUs + 1n : o.from;
+        const books = await openingBookFrames(session, due, at);
+        for (const text of books) {
+          if (o.signal.aborted) return;
+          yield { recvMs: msOf(cursor ? cursor.recvUs : o.from), text };
         }
       }
+      read: for (let r = await first; !r.done; r = await frames.next()) {
+        for (const f of r.value) {
+          // A frame read under the old subscription is read again under the new one.
+          if (sub.version !== seen) {
+            changed = true;
+            break read;
+          }
+          cursor = { recvUs: f.recvUs, seq: f.seq };
+          const text = f.whole ? f.text : frameFor(f.text, sub.interest());
+          if (text !== null) yield { recvMs: msOf(f.recvUs), text };
+          if (sub.version !== seen) {
+            changed = true;
+            break read;
+          }
+        }
+      }
+    } finally {
+      // Ends the read's statements when the loop stops early (a change, the client gone).
+      await frames.return(undefined);
     }
     if (!changed || o.signal.aborted) return;
   }

@@ -1,4 +1,5 @@
 import { NotFound } from '../errors.js';
+import { mapLimit } from '../map-limit.js';
 import type { LakeSession } from '../lake/session.js';
 import type { Row } from '../lake/values.js';
 import { bookAt } from '../markets/book-at.js';
@@ -12,6 +13,9 @@ import type { MarketResolver, ResolvedMarket, TokenRef } from '../markets/resolv
  * descending (the best price last), prices and sizes as decimal text.
  */
 export const REBUILT_HASH = 'pmlake-rebuilt';
+
+/** Books rebuilt at once (each its own lake statements): a subscription may name 500 assets. */
+export const LOOKUPS_IN_FLIGHT = 4;
 
 /** Every level of the book: a venue `book` is the whole book. */
 const ALL_LEVELS = 1_000_000;
@@ -60,12 +64,9 @@ export async function openingBook(session: LakeSession, a: KnownAsset, atUs: big
  * of the channel parses single-message frames, and some drop array frames), none for an asset without tape before.
  */
 export async function openingBookFrames(session: LakeSession, assets: readonly KnownAsset[], atUs: bigint): Promise<string[]> {
-  const books: string[] = [];
-  for (const a of assets) {
-    const b = await openingBook(session, a, atUs);
-    if (b) books.push(b);
-  }
-  return books;
+  // Each book is its own statements on its own connection: rebuilt side by side.
+  const books = await mapLimit(assets, LOOKUPS_IN_FLIGHT, (a) => openingBook(session, a, atUs));
+  return books.filter((b): b is string => b !== null);
 }
 
 /** A level's number as the venue writes it: plain decimal text, never an exponent. */

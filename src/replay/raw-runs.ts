@@ -7,7 +7,8 @@ import { replayFilesQuery, type ReplayFileRead } from '../query/replay-frames.js
  * a batch on with one await instead of one per frame, is where a fast client's time went.
  */
 
-export type RawFrame = { recvUs: bigint; seq: bigint; text: string };
+/** `whole`: the connection receives the frame as recorded, known without parsing it (src/query/replay-frames.ts). */
+export type RawFrame = { recvUs: bigint; seq: bigint; text: string; whole: boolean };
 
 /** What a reader counts: frames taken from the lake (turned into JS) and statements run (one per run of files). */
 export type ReadCounters = { framesRead: number; pages: number };
@@ -38,11 +39,17 @@ export async function* runBatches(session: LakeSession, files: readonly string[]
     const us = chunk.getColumnVector(0);
     const seq = chunk.getColumnVector(1);
     const text = chunk.getColumnVector(2);
+    const whole = chunk.getColumnVector(3);
     for (let at = 0; at < chunk.rowCount; at += BATCH) {
       const end = Math.min(chunk.rowCount, at + BATCH);
       const batch = new Array<RawFrame>(end - at);
       for (let i = at; i < end; i++) {
-        const f: RawFrame = { recvUs: us.getItem(i) as bigint, seq: seq.getItem(i) as bigint, text: text.getItem(i) as string };
+        const f: RawFrame = {
+          recvUs: us.getItem(i) as bigint,
+          seq: seq.getItem(i) as bigint,
+          text: text.getItem(i) as string,
+          whole: whole.getItem(i) === true,
+        };
         if (f.recvUs < prevUs || (f.recvUs === prevUs && f.seq < prevSeq)) throw new Error(`raw files ${files.join(', ')} are not in (recv_ts, seq) order`);
         prevUs = f.recvUs;
         prevSeq = f.seq;

@@ -4,7 +4,8 @@ import type { LakeSession } from '../../lake/session.js';
 import type { MarketResolver } from '../../markets/resolver.js';
 import type { ReadCounters } from '../../replay/frames.js';
 import { marketReplay, MarketSubscription } from '../../replay/market.js';
-import { knownAsset, type KnownAsset } from '../../replay/opening-books.js';
+import { knownAsset, LOOKUPS_IN_FLIGHT, type KnownAsset } from '../../replay/opening-books.js';
+import { mapLimit } from '../../map-limit.js';
 import { INVALID_OPERATION, parseClientMessage } from '../../replay/venue-protocol.js';
 import { isoFromMicros } from '../../lake/values.js';
 import { instantParam } from '../params.js';
@@ -70,16 +71,14 @@ export async function runMarketReplay(ws: WebSocket, q: MarketReplayQuery, deps:
   };
 
   const resolveAll = async (ids: readonly string[]): Promise<KnownAsset[] | null> => {
-    const out: KnownAsset[] = [];
-    for (const id of new Set(ids)) {
-      const a = await knownAsset(deps.session, deps.markets, id);
-      if (!a) {
-        refuse(CLOSE.unknownAsset, `unknown asset: ${id.slice(0, 100)}`);
-        return null;
-      }
-      out.push(a);
+    const unique = [...new Set(ids)];
+    const out = await mapLimit(unique, LOOKUPS_IN_FLIGHT, (id) => knownAsset(deps.session, deps.markets, id));
+    const unknown = out.findIndex((a) => a === null);
+    if (unknown >= 0) {
+      refuse(CLOSE.unknownAsset, `unknown asset: ${unique[unknown]!.slice(0, 100)}`);
+      return null;
     }
-    return out;
+    return out as KnownAsset[];
   };
 
   const onText = async (text: string): Promise<void> => {
