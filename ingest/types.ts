@@ -46,6 +46,13 @@ export function noteLanded(ctx: BatchContext, source: LandedSource, ms: number):
 
 export type SourceKind = 'ws' | 'metadata' | 'fills' | 'options';
 
+/**
+ * What `pmlake ingest --dry-run` says of one input without staging it: the span of time it covers (ISO 8601,
+ * null when unknown) and how many rows it would stage — exact when the format's own metadata holds them (a
+ * Parquet footer), `estimated` when extrapolated from a sample of the file.
+ */
+export type InputSurvey = { from: string | null; to: string | null; rows: number | null; estimated: boolean };
+
 export interface SourceHandler {
   kind: SourceKind;
   /** Format names this handler recognises, for messages and the report. */
@@ -54,4 +61,6 @@ export interface SourceHandler {
   detect(file: string, head: string): boolean;
   /** Parses the file into the batch's staging tables. Throws only for unreadable files. */
   stage(ctx: BatchContext, file: string): Promise<void>;
+  /** Optional, for `--dry-run`: the input's span and rows, read cheaply (no staging); absent: only the format is told. */
+  survey?(conn: DuckDBConnection, file: string): Promise<InputSurvey>;
 }
