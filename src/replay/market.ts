@@ -85,10 +85,17 @@ export type MarketReplayOptions = {
   to: bigint;
   sub: MarketSubscription;
   signal: AbortSignal;
+  /**
+   * Hand frames on one at a time, the subscription checked after each: a paced replay (speed > 0) spends
+   * recorded minutes on a batch, and a change must take effect at the next frame. At full speed a batch (up to
+   * 256 frames) goes at once, so a change takes effect after it, as frames in flight do on the live channel.
+   */
+  perFrame?: boolean;
   counters?: ReadCounters;
 };
 
-export async function* marketReplay(session: LakeSession, o: MarketReplayOptions): AsyncGenerator<ReplayItem> {
+/** The replay's frames in batches (one lake batch at a time): the socket side takes a batch with one await. */
+export async function* marketReplay(session: LakeSession, o: MarketReplayOptions): AsyncGenerator<ReplayItem[]> {
   const { sub } = o;
   let cursor: { recvUs: bigint; seq: bigint } | null = null;
   for (;;) {
@@ -114,25 +121,36 @@ export async function* marketReplay(session: LakeSession, o: MarketReplayOptions
         // At the start the book just before `from`; later, the book after the last frame sent.
         const at = cursor ? cursor.recvUs + 1n : o.from;
         const books = await openingBookFrames(session, due, at);
-        for (const text of books) {
-          if (o.signal.aborted) return;
-          yield { recvMs: msOf(cursor ? cursor.recvUs : o.from), text };
-        }
+        if (o.signal.aborted) return;
+        const recvMs = msOf(cursor ? cursor.recvUs : o.from);
+        if (books.length > 0) yield books.map((text) => ({ recvMs, text }));
       }
       read: for (let r = await first; !r.done; r = await frames.next()) {
+        // A frame read under the old subscription is read again under the new one, from the last frame handed on.
+        if (sub.version !== seen) {
+          changed = true;
+          break;
+        }
+        const interest = sub.interest();
+        const out: ReplayItem[] = [];
         for (const f of r.value) {
-          // A frame read under the old subscription is read again under the new one.
-          if (sub.version !== seen) {
-            changed = true;
-            break read;
-          }
+          const text = f.whole ? f.text : frameFor(f.text, interest);
           cursor = { recvUs: f.recvUs, seq: f.seq };
-          const text = f.whole ? f.text : frameFor(f.text, sub.interest());
-          if (text !== null) yield { recvMs: msOf(f.recvUs), text };
+          if (text === null) continue;
+          if (!o.perFrame) {
+            out.push({ recvMs: msOf(f.recvUs), text });
+            continue;
+          }
+          yield [{ recvMs: msOf(f.recvUs), text }];
           if (sub.version !== seen) {
             changed = true;
             break read;
           }
+        }
+        if (out.length > 0) yield out;
+        if (sub.version !== seen) {
+          changed = true;
+          break;
         }
       }
     } finally {

@@ -84,7 +84,10 @@ describe('replay back-pressure', () => {
     await until(() => c.ws.readyState === c.ws.OPEN);
     // The client stops reading its socket: the kernel buffers fill, then the server's sends stop completing.
     c.ws.pause();
+    // The replay has begun (its first frames take a lake read), then its sends stop completing.
+    await until(() => r.framesSent > sent0, 30_000);
     const sent = (await settled(() => r.framesSent)) - sent0;
+    expect(sent).toBeGreaterThan(0);
     const read = r.framesRead - read0;
     expect(sent).toBeLessThan(FRAMES);
     // Held back by the socket: read no further than the page in hand.

@@ -120,7 +120,7 @@ export async function runMarketReplay(ws: WebSocket, q: MarketReplayQuery, deps:
   clearTimeout(timer);
   if (refused || abort.signal.aborted) return { reason: 'refused' };
 
-  const source = marketReplay(deps.session, { from: q.from, to: q.to, sub, signal: abort.signal, counters: deps.counters });
+  const source = marketReplay(deps.session, { from: q.from, to: q.to, sub, signal: abort.signal, counters: deps.counters, perFrame: q.speed > 0 });
   const end = await serveReplayStream(ws, source, {
     speed: q.speed,
     originMs: Number(q.from / 1000n),

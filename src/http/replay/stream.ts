@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { WebSocket } from 'ws';
 import { Pacer, type PacingStats } from '../../replay/pacer.js';
+import { textFrames } from './text-frames.js';
 
 /**
  * The socket side of every replay stream (the venue's market channel, and any other stream the server replays):
@@ -43,59 +44,52 @@ export const CLOSE = {
   allowance: 4429,
 } as const;
 
-/** Bytes handed to the socket and not yet written out above which the source is not pulled. */
+/** Bytes waiting in the socket above which the source is not pulled until the socket drains. */
 const HIGH_WATER = 1 << 20;
-const LOW_WATER = 256 << 10;
 
 /**
- * Sends with back-pressure: `send` resolves at once while less than HIGH_WATER bytes wait in the socket, else
- * once the socket has written enough of them out (ws calls each send's callback when its bytes were written).
+ * Writes the replay's frames with back-pressure: `write` returns true at once while less than HIGH_WATER bytes
+ * wait in the socket, else a promise resolved when the socket has drained (false: it closed). Frames go to ws's
+ * TCP socket directly, a batch in one buffer (./text-frames.ts): ws itself writes each of its own frames (the
+ * PONGs, the close) whole and at once, uncompressed (the server refuses permessage-deflate), so writes from
+ * both never interleave inside a frame; a socket no longer OPEN for ws (a close under way) gets nothing more.
  */
-export class BackPressuredSender {
-  private waiting = 0;
-  private wake: (() => void) | null = null;
-  private readonly socket: Socket | undefined;
-  private corked = false;
+export class FrameWriter {
+  private readonly socket: Socket;
 
   constructor(private readonly ws: WebSocket) {
-    ws.once('close', () => this.release());
-    // ws keeps its TCP socket private; corking it lets the frames sent in one turn of the event loop leave in one
-    // write instead of one system call each (the replay's largest cost per frame).
-    this.socket = (ws as unknown as { _socket?: Socket })._socket;
+    // ws keeps its TCP socket private.
+    this.socket = (ws as unknown as { _socket: Socket })._socket;
   }
 
-  /** Sends one text frame: true at once while the socket has room, else a promise of it (false: the socket closed). */
-  send(text: string, bytes: number): boolean | Promise<boolean> {
-    if (this.ws.readyState !== WebSocket.OPEN) return false;
-    if (this.socket && !this.corked) {
-      this.corked = true;
-      this.socket.cork();
-      setImmediate(() => {
-        this.corked = false;
-        this.socket!.uncork();
-      });
-    }
-    this.waiting += bytes;
-    this.ws.send(text, () => {
-      this.waiting -= bytes;
-      if (this.waiting <= LOW_WATER) this.release();
+  /** Writes the first `count` texts as text frames: true while the socket has room, else a promise of it. */
+  write(texts: readonly string[], lengths: readonly number[], count: number): boolean | Promise<boolean> {
+    if (this.ws.readyState !== WebSocket.OPEN || this.socket.destroyed) return false;
+    if (count === 0) return true;
+    this.socket.write(textFrames(texts, lengths, count));
+    return this.socket.writableLength > HIGH_WATER ? this.drained() : true;
+  }
+
+  /** Resolves once the socket has written its queue out (true) or closed (false). */
+  private drained(): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const done = (): void => {
+        this.socket.off('drain', done);
+        this.ws.off('close', done);
+        resolve(this.ws.readyState === WebSocket.OPEN);
+      };
+      this.socket.on('drain', done);
+      this.ws.on('close', done);
     });
-    if (this.waiting > HIGH_WATER || this.ws.bufferedAmount > HIGH_WATER) {
-      return new Promise<void>((resolve) => (this.wake = resolve)).then(() => this.ws.readyState === WebSocket.OPEN);
-    }
-    return true;
-  }
-
-  private release(): void {
-    const w = this.wake;
-    this.wake = null;
-    w?.();
   }
 }
 
-export async function serveReplayStream(ws: WebSocket, source: AsyncIterable<ReplayStreamItem>, o: ReplayStreamOptions): Promise<ReplayStreamEnd> {
+/** A source yields frames one by one or in batches (a batch costs one await instead of one per frame). */
+export type ReplayStreamSource = AsyncIterable<ReplayStreamItem | readonly ReplayStreamItem[]>;
+
+export async function serveReplayStream(ws: WebSocket, source: ReplayStreamSource, o: ReplayStreamOptions): Promise<ReplayStreamEnd> {
   const pacer = new Pacer(o.speed, o.originMs);
-  const sender = new BackPressuredSender(ws);
+  const writer = new FrameWriter(ws);
   const signal = o.abort.signal;
   const onClose = (): void => o.abort.abort();
   ws.once('close', onClose);
@@ -109,21 +103,32 @@ export async function serveReplayStream(ws: WebSocket, source: AsyncIterable<Rep
     ...(error === undefined ? {} : { error }),
   });
   try {
-    for await (const item of source) {
+    for await (const got of source) {
       if (signal.aborted) return end('left');
-      const text = typeof item === 'string' ? item : item.text;
-      // At speed 0 nothing waits: no promise per frame.
-      if (o.speed > 0 && typeof item !== 'string' && !(await pacer.wait(item.recvMs, signal))) return end('left');
-      const n = Buffer.byteLength(text);
-      if (o.allowanceBytes !== undefined && bytes + n > o.allowanceBytes) {
-        close(ws, CLOSE.allowance, 'fair-use volume of the plan reached');
-        return end('allowance');
+      const batch: readonly ReplayStreamItem[] = Array.isArray(got) ? got : [got as ReplayStreamItem];
+      // Paced, each frame waits for its time and goes alone; at full speed the batch goes in one write.
+      for (const group of o.speed > 0 ? batch.map((item) => [item]) : [batch]) {
+        const head = group[0];
+        if (o.speed > 0 && head !== undefined && typeof head !== 'string' && !(await pacer.wait(head.recvMs, signal))) return end('left');
+        const texts = group.map((item) => (typeof item === 'string' ? item : item.text));
+        const lengths = texts.map((t) => Buffer.byteLength(t));
+        // The frames within the allowance go; the first one past it ends the stream.
+        let count = 0;
+        let groupBytes = 0;
+        while (count < texts.length && (o.allowanceBytes === undefined || bytes + groupBytes + lengths[count]! <= o.allowanceBytes))
+          groupBytes += lengths[count++]!;
+        const written = writer.write(texts, lengths, count);
+        if (written === false) return end('left');
+        // Handed to the socket is sent (and metered), as the frames before a client stops reading are.
+        frames += count;
+        bytes += groupBytes;
+        for (let i = 0; i < count; i++) o.onSent?.(lengths[i]!);
+        if (written !== true && !(await written)) return end('left');
+        if (count < texts.length) {
+          close(ws, CLOSE.allowance, 'fair-use volume of the plan reached');
+          return end('allowance');
+        }
       }
-      const sent = sender.send(text, n);
-      if (!(sent === true || (sent !== false && (await sent)))) return end('left');
-      frames++;
-      bytes += n;
-      o.onSent?.(n);
     }
     if (signal.aborted || ws.readyState !== WebSocket.OPEN) return end('left');
     close(ws, CLOSE.end, 'end of the replay window');
