@@ -108,6 +108,25 @@ describe('replay of the market channel', () => {
     }
   });
 
+  it('every token of the markets subscribed: frames of only those markets go as recorded, best_bid_ask only with the custom feature', async () => {
+    // Whole markets: the lake read flags their frames as received whole (no parse); the expectation is the same rule.
+    const lines = frames.filter((f) => f.recvMs >= Date.parse('2026-08-14T00:00:00Z'));
+    const assets = new Set(lines.flatMap((f) => f.msgs.flatMap(assetsOf)));
+    const from = lines[0]!.recvMs - 1000;
+    const to = lines.at(-1)!.recvMs + 1;
+    for (const custom of [false, true]) {
+      const want = lines.map((f) => expectedFor(f, assets, custom)).filter((x) => x !== undefined);
+      const c = connect(url(from, to), { key, subscription: { assets_ids: [...assets], type: 'market', custom_feature_enabled: custom } });
+      expect((await c.close).code).toBe(1000);
+      expect(c.texts.map((t) => JSON.parse(t) as unknown)).toEqual(want);
+      // A frame none of whose messages is dropped is the recorded text itself.
+      const kept = lines.filter((f) => custom || f.msgs.every((m) => m.event_type !== 'best_bid_ask'));
+      expect(kept.length).toBeGreaterThan(0);
+      expect(c.texts.filter((t) => kept.some((f) => f.text === t)).length).toBe(kept.length);
+      expect(c.texts.some((t) => (JSON.parse(t) as Msg).event_type === 'best_bid_ask')).toBe(custom);
+    }
+  });
+
   it('`from` inside the tape: first the books at `from` (rebuilt, marked), equal to a plain replay of the messages before it', async () => {
     const arrays = dayFrames.filter((f) => f.text.trimStart().startsWith('['));
     const from = arrays[20]!.recvMs;
