@@ -50,9 +50,10 @@ export const replayWs: Scenario = {
   async run(ctx: BenchContext): Promise<ScenarioRow[]> {
     const b = ctx.lake.facts.busiestL2;
     if (!b.assetId || !b.conditionId) throw new NotAvailable('no L2 tape in the bench lake');
-    // The busiest market's tape, at most a week of it (a day of a small bench lake holds too few frames to time).
+    // The busiest market's tape, at most 30 days of it: a throughput is timed over a stream long enough that the
+    // fixed cost before the first frame (reported apart) does not decide it.
     const from = new Date(Math.floor(Date.parse(b.from) / 86_400_000) * 86_400_000).toISOString();
-    const to = new Date(Math.min(Date.parse(b.to) + 1, Date.parse(from) + 7 * 86_400_000)).toISOString();
+    const to = new Date(Math.min(Date.parse(b.to) + 1, Date.parse(from) + 30 * 86_400_000)).toISOString();
     const days: string[] = [];
     for (let t = Date.parse(from); t < Date.parse(to); t += 86_400_000) days.push(new Date(t).toISOString().slice(0, 10));
     const rawFiles = currentVersion(ctx.lake.lakeDir).partitionFiles('raw', days);
@@ -103,7 +104,7 @@ export const replayWs: Scenario = {
         ratio: r.ratio,
         targets: [atLeast('frames/s ≥ 1× plain DuckDB', r.ratio, 1)],
         notes: [
-          `${r.pmlake.rows} frames to the client, ${r.baseline.rows} raw rows read by DuckDB; first frame after ${Math.round(r.pmlake.extra?.firstFrameMs ?? Number.NaN)} ms (gate, subscription, opening books)`,
+          `${r.pmlake.rows} frames to the client, ${r.baseline.rows} raw rows read by DuckDB; first frame after ${Math.round(r.pmlake.extra?.firstFrameMs ?? Number.NaN)} ms (subscription, opening books, first lake batch)`,
         ],
       });
     });
