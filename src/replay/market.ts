@@ -135,18 +135,21 @@ export async function* marketReplay(session: LakeSession, o: MarketReplayOptions
         const out: ReplayItem[] = [];
         for (const f of r.value) {
           const text = f.whole ? f.text : frameFor(f.text, interest);
-          cursor = { recvUs: f.recvUs, seq: f.seq };
           if (text === null) continue;
           if (!o.perFrame) {
             out.push({ recvMs: msOf(f.recvUs), text });
             continue;
           }
+          cursor = { recvUs: f.recvUs, seq: f.seq };
           yield [{ recvMs: msOf(f.recvUs), text }];
           if (sub.version !== seen) {
             changed = true;
             break read;
           }
         }
+        // The batch is handed on whole: the read resumes after its last frame, sent or cut away.
+        const last = r.value[r.value.length - 1];
+        if (last) cursor = { recvUs: last.recvUs, seq: last.seq };
         if (out.length > 0) yield out;
         if (sub.version !== seen) {
           changed = true;
