@@ -7,8 +7,20 @@ import { runIngest } from './run.js';
 import { ingestSummaryText, summarizeIssues } from './issues.js';
 import { Follower } from './follow.js';
 import { runUntilStopped } from '../src/commands/until-stopped.js';
+import { dryRunIngest } from './dry-run.js';
+import { dryRunTable } from './dry-run-table.js';
+import { logProgress, type ProgressDisplay } from './progress.js';
+import { terminalProgress } from './progress-tty.js';
 
-export const USAGE = 'usage: pmlake ingest <file-or-dir>...\n       pmlake ingest --follow DIR...\n';
+export const USAGE = `usage: pmlake ingest [--progress-seconds=S] <file-or-dir>...
+       pmlake ingest --dry-run <file-or-dir>...
+       pmlake ingest --follow DIR...
+  Progress goes to stderr: on a terminal one line redrawn in place (inputs done of total, bytes, level updates/s,
+  elapsed, ETA, phase); elsewhere a pino line "ingest progress" every S seconds (default 10) with the same figures.
+  The closing report is one JSON document on stdout.
+  --dry-run lists what would land (per input: format, already ingested or not, bytes, hours covered, estimated
+  rows) as JSON on stdout and a table on stderr, without taking the lake lock or writing anything.
+`;
 
 /**
  * `pmlake ingest <file-or-dir>...`: lands every input in $PMLAKE_LAKE and prints a JSON report on stdout
@@ -20,12 +32,18 @@ export const USAGE = 'usage: pmlake ingest <file-or-dir>...\n       pmlake inges
 export async function ingestCommand(args: string[]): Promise<number> {
   if (args.includes('--follow')) return followCommand(args.filter((a) => a !== '--follow'));
   const paths = args.filter((a) => !a.startsWith('--'));
-  if (paths.length === 0 || args.includes('--help')) {
+  const everySeconds = Number(/^--progress-seconds=(.+)$/.exec(args.find((a) => a.startsWith('--progress-seconds=')) ?? '')?.[1] ?? 10);
+  if (paths.length === 0 || args.includes('--help') || !(everySeconds > 0)) {
     process.stderr.write(USAGE);
     return 2;
   }
   const config = loadConfig();
-  const log = createLogger(config.logLevel);
+  if (args.includes('--dry-run')) return dryRunCommand(paths, config);
+  // On a terminal the log lines go through process.stderr, which the redrawn line wraps (ingest/progress-tty.ts).
+  const tty = process.stderr.isTTY === true;
+  const term = tty ? terminalProgress(process.stderr) : null;
+  const log = createLogger(config.logLevel, tty ? process.stderr : undefined);
+  const display: ProgressDisplay = term ?? logProgress(log, { everySeconds });
   try {
     const report = await runIngest(paths, {
       lakeDir: config.lakeDir,
@@ -33,11 +51,12 @@ export async function ingestCommand(args: string[]): Promise<number> {
       log,
       threads: config.duckdbThreads ?? 2,
       memoryLimit: config.duckdbMemory,
-      progress: true,
+      onProgress: (p) => display.onProgress(p),
       graceSeconds: config.lakeGraceSeconds,
       compactSmallFiles: config.compactSmallFiles,
       databaseUrl: config.databaseUrl,
     });
+    display.stop();
     const MAX_ISSUES = 200;
     const out = {
       ...report,
@@ -51,12 +70,21 @@ export async function ingestCommand(args: string[]): Promise<number> {
     const nothingRead = report.ingested === 0 && report.skipped === 0;
     return nothingRead ? 1 : 0;
   } catch (err) {
+    display.stop();
     if (err instanceof LakeLockedError || err instanceof LakeLockUnavailableError) {
       process.stderr.write(`${err.message}\n`);
       return 2;
     }
     throw err;
   }
+}
+
+/** `pmlake ingest --dry-run <file-or-dir>...`: ingest/dry-run.ts. Exit 1 when no input is one the ingest recognises. */
+async function dryRunCommand(paths: string[], config: ReturnType<typeof loadConfig>): Promise<number> {
+  const report = await dryRunIngest(paths, { lakeDir: config.lakeDir, threads: config.duckdbThreads ?? 2, memoryLimit: config.duckdbMemory });
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  process.stderr.write(dryRunTable(report));
+  return report.inputs.some((i) => i.format !== null) ? 0 : 1;
 }
 
 /**

@@ -24,6 +24,7 @@ import { sweepLake, type SweepReport } from './sweep.js';
 import { adoptLegacyLake } from './adopt.js';
 import { compactLake, type CompactReport } from './compact.js';
 import { currentVersion, type LandedSource } from '../src/lake/versions.js';
+import type { IngestProgress } from './progress.js';
 
 /**
  * The ingest orchestrator. One run: sweep temp files a killed run left, lock the lake, open the scratch
@@ -67,6 +68,8 @@ export type IngestOptions = {
   hasher?: FileHasher;
   /** Told each input's outcome: `landed` once it is in the ledger, `skipped` (the ledger had it), `failed`. */
   onFile?: (file: string, outcome: 'landed' | 'skipped' | 'failed') => void;
+  /** Told the run's figures when the inputs are known, a phase begins, an input is done, a batch is published, and at the end (ingest/progress.ts renders them). */
+  onProgress?: (p: IngestProgress) => void;
 };
 
 export type IngestReport = {
@@ -177,9 +180,11 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     swept: { orphans: 0, retired: 0, manifests: 0, bytes: 0 },
   };
   let phaseNow = 'hash';
+  let progress: (event: IngestProgress['event']) => void = () => {};
   const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {
     const t = performance.now();
     phaseNow = phase;
+    progress('phase');
     try {
       return await fn();
     } finally {
@@ -225,6 +230,24 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     items.sort((a, b) => KIND_ORDER[a.handler.kind] - KIND_ORDER[b.handler.kind]);
     hasher = opts.hasher ?? new FileHasher();
     for (const item of items) item.sha256 = hasher.hash(item.file);
+    const bytes = { total: items.reduce((a, i) => a + i.bytes, 0), done: 0, skipped: 0 };
+    let done = 0;
+    if (opts.onProgress) {
+      const onProgress = opts.onProgress;
+      progress = (event) =>
+        onProgress({
+          event,
+          phase: phaseNow,
+          inputs: report.files,
+          inputs_done: report.files - items.length + done,
+          bytes: bytes.total,
+          bytes_done: bytes.done,
+          bytes_skipped: bytes.skipped,
+          level_updates: report.counts.level_updates ?? 0,
+          batches: report.batches,
+        });
+    }
+    progress('plan');
 
     const { instance, conn } = await openScratchDb(lakeDir, workDir, {
       threads: opts.threads,
@@ -257,7 +280,6 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       };
       let marks = new Map<string, number>();
       let pending: LedgerEntry[] = [];
-      let done = 0;
       if (opts.progress) {
         progressTimer = setInterval(() => {
           const s = (performance.now() - t0) / 1000;
@@ -325,6 +347,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         for (const e of pending) opts.onFile?.(e.file, 'landed');
         report.ingested += pending.length;
         report.batches += 1;
+        progress('batch');
         pending = [];
         for (const d of STAGED) await conn.run(`DELETE FROM stg_${d}`);
       };
@@ -341,6 +364,9 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         if (ledger.has(sha256) || seen.has(sha256)) {
           report.skipped += 1;
           done += 1;
+          bytes.done += item.bytes;
+          bytes.skipped += item.bytes;
+          progress('input');
           opts.onFile?.(item.file, 'skipped');
           continue;
         }
@@ -373,6 +399,9 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
           if (report.issues[i]!.file === stagePath) report.issues[i] = { ...report.issues[i]!, file: item.file };
         }
         done += 1;
+        bytes.done += item.bytes;
+        if (!ok) bytes.skipped += item.bytes;
+        progress('input');
         if (!ok) {
           opts.onFile?.(item.file, 'failed');
           continue;
@@ -398,6 +427,8 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         }
       }
       report.version = currentVersion(lakeDir).version;
+      phaseNow = 'done';
+      progress('end');
     } finally {
       side?.closeSync();
       conn.closeSync();

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { BatchContext, SourceHandler } from '../types.js';
+import { surveyCapture } from './survey.js';
 import { makeScratchDir } from '../scratch.js';
 import { bump, finishTape, NO_CARRY, runSqlFile, type Carry, type TapeBatchContext } from './common.js';
 import { chunkBytes, splitLines } from './json.js';
@@ -27,6 +28,7 @@ export const captureHandler: SourceHandler = {
   async stage(ctx, file) {
     await stageCapture(ctx as TapeBatchContext, file);
   },
+  survey: surveyCapture,
 };
 
 /** The event types a capture holds beyond the tape's: kept in raw, not counted as unknown. */

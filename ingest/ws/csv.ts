@@ -1,4 +1,5 @@
 import type { SourceHandler } from '../types.js';
+import { surveyTapeCsv } from './survey.js';
 import { finishTape } from './common.js';
 
 /**
@@ -69,4 +70,5 @@ export const wsCsvHandler: SourceHandler = {
       return line !== undefined ? { line, at: `line ${line}` } : { at: `row ${el}` };
     });
   },
+  survey: surveyTapeCsv,
 };

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { BatchContext, SourceHandler } from '../types.js';
+import { surveyTapeJson } from './survey.js';
 import { bump, finishTape, NO_CARRY, runSqlFile, type Carry, type TapeBatchContext } from './common.js';
 import { makeScratchDir } from '../scratch.js';
 
@@ -26,6 +27,7 @@ export const wsJsonHandler: SourceHandler = {
   async stage(ctx, file) {
     await stageJson(ctx as TapeBatchContext, file);
   },
+  survey: surveyTapeJson,
 };
 
 /**

@@ -1,0 +1,183 @@
+import fs from 'node:fs';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { isGzip } from '../detect.js';
+import { sampleLines, type LineSample } from '../line-sample.js';
+import type { InputSurvey } from '../types.js';
+
+/**
+ * `--dry-run` surveys of the tape formats, from a sample of the file's lines (ingest/line-sample.ts): the span
+ * from its first and last lines, the level updates it would stage (what l2 gets: a book's levels, one at least; a
+ * price_change's entries) counted in the sample and scaled by the file's bytes over the sample's. Always
+ * `estimated`: staging also drops copies and bad levels the sample does not see.
+ */
+
+type Tally = { min: number; max: number; levels: number };
+
+const newTally = (): Tally => ({ min: Infinity, max: -Infinity, levels: 0 });
+
+function seeTime(t: Tally, ms: number): void {
+  if (!Number.isFinite(ms)) return;
+  if (ms < t.min) t.min = ms;
+  if (ms > t.max) t.max = ms;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const len = (v: unknown): number => (Array.isArray(v) ? v.length : 0);
+
+/**
+ * Every message in a parsed element, in every layout the JSON handler reads: arrays of frames, wrappers
+ * ({timestamp, message}: the wrapper's time is the message's basis, as in ws_stage.sql), REST captures (GET_book).
+ * A message is an object with an event type, or a token with book sides (a REST book).
+ */
+function visit(v: unknown, t: Tally, wrapMs: number | null, countLevels: boolean): void {
+  if (Array.isArray(v)) {
+    for (const x of v) visit(x, t, wrapMs, countLevels);
+    return;
+  }
+  if (!isObject(v)) return;
+  const isBook = typeof v.asset_id === 'string' && (Array.isArray(v.bids) || Array.isArray(v.asks));
+  if (typeof v.event_type === 'string' || isBook) {
+    const ms = wrapMs ?? Number(v.timestamp);
+    seeTime(t, ms);
+    if (!countLevels || !Number.isFinite(ms)) return;
+    if (v.event_type === 'book' || (v.event_type === undefined && isBook)) t.levels += Math.max(len(v.bids) + len(v.asks), 1);
+    else if (v.event_type === 'price_change') t.levels += len(v.price_changes) > 0 ? len(v.price_changes) : len(v.changes);
+    return;
+  }
+  const own = Number(v.timestamp);
+  for (const x of Object.values(v)) if (typeof x === 'object') visit(x, t, wrapMs ?? (Number.isFinite(own) ? own : null), countLevels);
+}
+
+function parse(line: string): unknown {
+  try {
+    return JSON.parse(line) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function result(t: Tally, sample: LineSample): InputSurvey {
+  const known = Number.isFinite(t.min);
+  const scale = sample.sampledBytes > 0 ? sample.bytes / sample.sampledBytes : 0;
+  return {
+    from: known ? new Date(t.min).toISOString() : null,
+    to: known ? new Date(t.max).toISOString() : null,
+    rows: sample.sampledBytes > 0 ? Math.round(t.levels * scale) : null,
+    estimated: true,
+  };
+}
+
+/** A whole JSON document (not lines) is parsed at once up to this size; a larger one is surveyed by its lines. */
+const WHOLE_DOCUMENT_BYTES = 64 * 1024 * 1024;
+
+/** The JSON handler's files: JSON lines, or one document (array, message, wrapper, REST capture). */
+export async function surveyTapeJson(_conn: DuckDBConnection, file: string): Promise<InputSurvey> {
+  const t = newTally();
+  const lines = /\.(jsonl|ndjson)(\.gz)?$/i.test(file);
+  if (!lines && !isGzip(file) && fs.statSync(file).size <= WHOLE_DOCUMENT_BYTES) {
+    const text = fs.readFileSync(file, 'utf8');
+    const doc = parse(text);
+    if (doc !== undefined) {
+      visit(doc, t, null, true);
+      return result(t, { windows: [], bytes: text.length, sampledBytes: text.length, whole: true });
+    }
+  }
+  const sample = await sampleLines(file);
+  for (const w of sample.windows) for (const line of w) visit(parse(line), t, null, true);
+  return result(t, sample);
+}
+
+/**
+ * pmlake's capture files: every line has the recorder's `recv_ms` and lines are in receive order, so the span is
+ * the first line's time to the last's; the levels are counted in the frames of the sampled lines.
+ */
+export async function surveyCapture(_conn: DuckDBConnection, file: string): Promise<InputSurvey> {
+  const sample = await sampleLines(file);
+  const t = newTally();
+  const times: number[] = [];
+  const frames = newTally();
+  for (const w of sample.windows) {
+    for (const line of w) {
+      const l = parse(line);
+      if (!isObject(l)) continue;
+      const ms = Number(l.recv_ms);
+      if (Number.isFinite(ms)) times.push(ms);
+      if (typeof l.frame === 'string' && Number.isFinite(ms)) visit(parse(l.frame), frames, ms, true);
+    }
+  }
+  if (times.length > 0) {
+    seeTime(t, times[0]!);
+    seeTime(t, times[times.length - 1]!);
+  }
+  t.levels = frames.levels;
+  return result(t, sample);
+}
+
+/** One CSV record on one line (RFC 4180 quoting: `""` inside quotes is a quote). */
+export function csvFields(line: string): string[] {
+  const out: string[] = [];
+  let i = 0;
+  while (i <= line.length) {
+    if (line[i] === '"') {
+      let v = '';
+      i += 1;
+      for (;;) {
+        const q = line.indexOf('"', i);
+        if (q === -1) {
+          v += line.slice(i);
+          i = line.length;
+          break;
+        }
+        v += line.slice(i, q);
+        if (line[q + 1] === '"') {
+          v += '"';
+          i = q + 2;
+        } else {
+          i = q + 1;
+          break;
+        }
+      }
+      out.push(v);
+      i += 1;
+    } else {
+      const c = line.indexOf(',', i);
+      const end = c === -1 ? line.length : c;
+      out.push(line.slice(i, end).replace(/\r$/, ''));
+      i = end + 1;
+    }
+  }
+  return out;
+}
+
+/** The export's local time with a numeric offset (`2025-01-25 18:15:47.925 +0100`) as epoch ms; NaN when unreadable. */
+export function csvTime(text: string): number {
+  const m = /^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))? ?([+-])(\d\d):?(\d\d)$/.exec(text.trim());
+  if (!m) return NaN;
+  const [, y, mo, d, h, mi, s, frac, sign, oh, om] = m;
+  const local = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), Math.floor(Number(`0.${frac ?? '0'}`) * 1000));
+  const offset = (Number(oh) * 60 + Number(om)) * 60_000 * (sign === '-' ? -1 : 1);
+  return local - offset;
+}
+
+/** The database-export CSV (ws/csv.ts): the header names the columns; each row is one price_change with its `changes`. */
+export async function surveyTapeCsv(_conn: DuckDBConnection, file: string): Promise<InputSurvey> {
+  const sample = await sampleLines(file);
+  const header = csvFields((sample.windows[0]?.[0] ?? '').toLowerCase()).map((c) => c.trim());
+  const tsCol = header.indexOf('timestamp');
+  const chCol = header.indexOf('changes');
+  const t = newTally();
+  sample.windows.forEach((w, wi) => {
+    for (const [li, line] of w.entries()) {
+      if (wi === 0 && li === 0) continue;
+      const f = csvFields(line);
+      const ms = csvTime(f[tsCol] ?? '');
+      if (!Number.isFinite(ms)) continue;
+      seeTime(t, ms);
+      t.levels += len(parse(f[chCol] ?? ''));
+    }
+  });
+  return result(t, sample);
+}
