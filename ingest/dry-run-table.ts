@@ -18,7 +18,7 @@ export function dryRunTable(report: DryRunReport): string {
     hour(i.to),
     i.hours === null ? '–' : String(i.hours),
     i.survey_error !== undefined ? `survey failed: ${i.survey_error}` : rows(i.rows, i.estimated),
-    path.relative(cwd, i.path) || i.path,
+    i.path.startsWith(`${cwd}${path.sep}`) ? path.relative(cwd, i.path) : i.path,
   ]);
   const width = cols.map((c, k) => Math.max(c.length, ...lines.map((l) => (k === cols.length - 1 ? 0 : l[k]!.length))));
   const fmt = (l: string[]): string => l.map((v, k) => (k === l.length - 1 ? v : v.padEnd(width[k]!))).join('  ');

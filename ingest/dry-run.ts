@@ -30,7 +30,8 @@ export type DryRunInput = {
   survey_error?: string;
 };
 
-export type DryRunTotals = { inputs: number; bytes: number; hours: number; rows: number; estimated: boolean };
+/** `rows`: null when no input's survey told its rows. */
+export type DryRunTotals = { inputs: number; bytes: number; hours: number; rows: number | null; estimated: boolean };
 
 export type DryRunReport = {
   dry_run: true;
@@ -134,7 +135,7 @@ function sumOf(inputs: DryRunInput[]): DryRunTotals & { span: [number, number] |
     inputs: inputs.length,
     bytes: inputs.reduce((a, i) => a + i.bytes, 0),
     hours: hours.size,
-    rows: inputs.reduce((a, i) => a + (i.rows ?? 0), 0),
+    rows: inputs.some((i) => i.rows !== null) ? inputs.reduce((a, i) => a + (i.rows ?? 0), 0) : null,
     estimated: inputs.some((i) => i.estimated || i.rows === null),
     span,
   };

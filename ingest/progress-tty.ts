@@ -27,7 +27,8 @@ export function terminalProgress(stream: TerminalStream, opts: { redrawMs?: numb
   let lastDraw = 0;
   const draw = (): void => {
     if (!started) return;
-    const width = Math.max((stream.columns ?? 80) - 1, 10);
+    // A terminal that reports no size (0 columns, as under script(1)) gets the usual 80.
+    const width = (stream.columns !== undefined && stream.columns > 0 ? stream.columns : 80) - 1;
     raw(`${ERASE}${[...progressLine(meter.figures())].slice(0, width).join('')}`);
     drawn = true;
     lastDraw = performance.now();

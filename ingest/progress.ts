@@ -132,10 +132,10 @@ export function logProgress(log: Logger, opts: { everySeconds: number }): Progre
 
 /** The terminal line: counts, sizes, rate, clock and phase, most important first (it is cut to the width). */
 export function progressLine(f: ProgressFigures): string {
-  const eta = f.eta_seconds === null ? '–' : clock(f.eta_seconds);
+  const eta = f.eta_seconds === null ? '--' : clock(f.eta_seconds);
   return (
     `ingest ${f.inputs_done}/${f.inputs} inputs  ${size(f.bytes_done)}/${size(f.bytes)}  ` +
-    `${count(f.level_updates_per_second)} updates/s  ${clock(f.elapsed_seconds)} elapsed  ETA ${eta}  ${f.phase}`
+    `${count(f.level_updates_per_second)} updates/s  ${clock(f.elapsed_seconds)} ETA ${eta}  ${f.phase}`
   );
 }
 
