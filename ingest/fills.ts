@@ -3,6 +3,7 @@ import { sqlIdent } from '../src/lake/duckdb.js';
 import { csvHeader, firstLine, loadJsonObjects } from './metadata/json.js';
 import { ingestSql } from './metadata/sql.js';
 import type { BatchContext, SourceHandler } from './types.js';
+import { surveyFills } from './fills-survey.js';
 
 /**
  * On-chain OrderFilled events → trades. Accepted shapes (documented in lake/README.md):
@@ -177,4 +178,5 @@ export const fillsHandler: SourceHandler = {
     if (!ok) return;
     await deriveFills(ctx, file);
   },
+  survey: (conn, file) => surveyFills(conn, file, Object.values(EXCHANGE_CONTRACTS)),
 };

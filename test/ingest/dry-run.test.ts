@@ -24,6 +24,7 @@ const levelsOfDay = new Map<string, number>();
 const inputs = {
   plain: '',
   gz: '',
+  fills: '',
   capture: '',
   copy: '',
   unknown: '',
@@ -43,6 +44,8 @@ beforeAll(async () => {
   };
   inputs.plain = path.join(dir('ws'), '2025-10-01.jsonl');
   fs.copyFileSync(path.join(gen, 'ws/2025-10-01.jsonl'), inputs.plain);
+  inputs.fills = path.join(dir('fills'), '2025-10-01.jsonl');
+  fs.copyFileSync(path.join(gen, 'fills/2025-10-01.jsonl'), inputs.fills);
   inputs.copy = path.join(dir('ws-copy'), 'same-bytes.jsonl');
   fs.copyFileSync(inputs.plain, inputs.copy);
   inputs.gz = path.join(dir('gz'), '2025-10-02.jsonl.gz');
@@ -126,6 +129,12 @@ describe('pmlake ingest --dry-run', () => {
     const capLines = fs.readFileSync(inputs.capture, 'utf8').trimEnd().split('\n');
     const recvOf = (l: string): number => (JSON.parse(l) as { recv_ms: number }).recv_ms;
     spans.push([inputs.capture, [recvOf(capLines[0]!), recvOf(capLines.at(-1)!)]]);
+    const blocks = fs
+      .readFileSync(inputs.fills, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { block_timestamp: number }).block_timestamp * 1000);
+    spans.push([inputs.fills, [Math.min(...blocks), Math.max(...blocks)]]);
     for (const [f, [from, to]] of spans) {
       const i = byPath.get(f)!;
       expect([i.from, i.to], f).toEqual([new Date(from).toISOString(), new Date(to).toISOString()]);
@@ -165,7 +174,10 @@ describe('pmlake ingest --dry-run', () => {
     const real_levels = report.counts.level_updates!;
     const tape = landing.filter((i) => i.format?.startsWith('ws-') && ![inputs.plain, inputs.gz, inputs.capture].includes(i.path));
     expect(tape.reduce((a, i) => a + i.rows!, 0)).toBe(real_levels - generated);
-    expect(Math.abs(dry.totals.rows! / real_levels - 1)).toBeLessThan(0.1);
+    // The fills file: its estimated trades against the trades the ingest added (the only fills input).
+    const fillsRows = byPath.get(inputs.fills)!.rows!;
+    expect(Math.abs(fillsRows / report.rows_added.trades! - 1)).toBeLessThan(0.1);
+    expect(Math.abs((dry.totals.rows! - fillsRows) / real_levels - 1)).toBeLessThan(0.1);
 
     // Again over the landed lake: every input is in the ledger, and the lake is left exactly as it was.
     const before = listing(lake);
