@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { sampleLines } from './line-sample.js';
+import { sampleLines, scaleToFile } from './line-sample.js';
 import type { InputSurvey } from './types.js';
 
 /**
@@ -15,8 +15,8 @@ export async function surveyFills(_conn: DuckDBConnection, file: string, exchang
   const echo = new Set(exchanges.map((e) => e.toLowerCase()));
   let min = Infinity;
   let max = -Infinity;
-  let fills = 0;
-  for (const w of sample.windows) {
+  const counted = sample.windows.map((w) => {
+    let fills = 0;
     for (const line of w) {
       let e: Record<string, unknown>;
       try {
@@ -35,13 +35,10 @@ export async function surveyFills(_conn: DuckDBConnection, file: string, exchang
       }
       if (!echo.has(String(e.taker ?? '').toLowerCase())) fills += 1;
     }
-  }
-  if (sample.sampledBytes === 0) return none;
+    return fills;
+  });
+  const rows = scaleToFile(sample, counted);
+  if (rows === null) return none;
   const known = Number.isFinite(min);
-  return {
-    from: known ? new Date(min).toISOString() : null,
-    to: known ? new Date(max).toISOString() : null,
-    rows: Math.round((fills * sample.bytes) / sample.sampledBytes),
-    estimated: true,
-  };
+  return { from: known ? new Date(min).toISOString() : null, to: known ? new Date(max).toISOString() : null, rows, estimated: true };
 }

@@ -5,40 +5,60 @@ import { isGzip } from './detect.js';
 /**
  * Windows of a file's complete lines, read without parsing the whole file (what `--dry-run` surveys from): the
  * first window holds the file's first lines, the last its last lines, the others are spread evenly between.
- * `bytes` is the file's size (uncompressed for gzip), `sampledBytes` the bytes of the lines in the windows (each
- * with its newline), so `bytes / sampledBytes` extrapolates anything counted in them. `whole`: the windows hold
- * every line of the file.
+ * `bytes` is the file's size (uncompressed for gzip), `windowBytes[i]` the bytes window i's lines take (each with
+ * its newline). `whole`: the one window holds every line of the file.
  */
-export type LineSample = { windows: string[][]; bytes: number; sampledBytes: number; whole: boolean };
+export type LineSample = { windows: string[][]; windowBytes: number[]; bytes: number; whole: boolean };
 
-const WINDOWS = 8;
-const WINDOW_BYTES = 256 * 1024;
+const WINDOWS = 32;
+const WINDOW_BYTES = 64 * 1024;
 
 export async function sampleLines(file: string, windows = WINDOWS, windowBytes = WINDOW_BYTES): Promise<LineSample> {
-  if (isGzip(file)) return sampleGzip(file, windows * windowBytes);
+  if (isGzip(file)) return sampleGzip(file, gzipSize(file), windows, windowBytes);
   const size = fs.statSync(file).size;
   if (size <= windows * windowBytes) return wholeSample(fs.readFileSync(file));
   const fd = fs.openSync(file, 'r');
   try {
-    const out: string[][] = [];
-    let sampledBytes = 0;
     const buf = Buffer.alloc(windowBytes);
-    for (let i = 0; i < windows; i += 1) {
-      const at = Math.round((i * (size - windowBytes)) / (windows - 1));
+    const bufs = offsets(size, windows, windowBytes).map((at) => {
       const n = fs.readSync(fd, buf, 0, windowBytes, at);
-      const { lines, bytes } = completeLines(buf.subarray(0, n), at > 0, at + n < size);
-      out.push(lines);
-      sampledBytes += bytes;
-    }
-    return { windows: out, bytes: size, sampledBytes, whole: false };
+      return completeLines(buf.subarray(0, n), at > 0, at + n < size);
+    });
+    return { windows: bufs.map((b) => b.lines), windowBytes: bufs.map((b) => b.bytes), bytes: size, whole: false };
   } finally {
     fs.closeSync(fd);
   }
 }
 
+/**
+ * Rows of the whole file from what was counted in each window, scaled by bytes. The density comes from the middle
+ * windows: a file's first and last lines are unlike the rest (a day of tape opens with every token's book and closes
+ * with every book moving to the next day's), so they would weigh as much as a whole stretch of the file. All
+ * windows count when the middle ones hold no complete line. Null when no window holds one.
+ */
+export function scaleToFile(sample: LineSample, perWindow: number[]): number | null {
+  if (sample.whole) return perWindow.reduce((a, b) => a + b, 0);
+  const pick = (from: number, to: number): [number, number] => {
+    let rows = 0;
+    let bytes = 0;
+    for (let i = from; i < to; i += 1) {
+      rows += perWindow[i] ?? 0;
+      bytes += sample.windowBytes[i] ?? 0;
+    }
+    return [rows, bytes];
+  };
+  let [rows, bytes] = pick(1, sample.windows.length - 1);
+  if (bytes === 0) [rows, bytes] = pick(0, sample.windows.length);
+  return bytes === 0 ? null : Math.round((rows * sample.bytes) / bytes);
+}
+
+function offsets(size: number, windows: number, windowBytes: number): number[] {
+  return Array.from({ length: windows }, (_, i) => Math.round((i * (size - windowBytes)) / (windows - 1)));
+}
+
 function wholeSample(buf: Buffer): LineSample {
   const { lines } = completeLines(buf, false, false);
-  return { windows: [lines], bytes: buf.length, sampledBytes: buf.length, whole: true };
+  return { windows: [lines], windowBytes: [buf.length], bytes: buf.length, whole: true };
 }
 
 /**
@@ -63,29 +83,49 @@ function completeLines(buf: Buffer, cutStart: boolean, cutEnd: boolean): { lines
   return { lines, bytes: end - start };
 }
 
+/** A gzip file's uncompressed size from its trailer (ISIZE: modulo 4 GiB, and of the last member only). */
+function gzipSize(file: string): number {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const size = fs.fstatSync(fd).size;
+    const b = Buffer.alloc(4);
+    fs.readSync(fd, b, 0, 4, Math.max(size - 4, 0));
+    return b.readUInt32LE(0);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /**
- * A gzip file cannot be read at an offset: it is streamed once (no copy written), keeping its first `keep` bytes
- * and the last `keep` bytes seen; the two windows are the first and last lines.
+ * A gzip file cannot be read at an offset: it is streamed once (no copy written), the windows taken at the offsets
+ * its trailer's size implies as the bytes pass. A trailer that understates the size (past 4 GiB, several members)
+ * only places the windows earlier; the last window is the stream's true end, kept as it goes.
  */
-async function sampleGzip(file: string, keep: number): Promise<LineSample> {
-  let head = Buffer.alloc(0);
+async function sampleGzip(file: string, isize: number, windows: number, windowBytes: number): Promise<LineSample> {
+  const starts = isize > windows * windowBytes ? offsets(isize, windows, windowBytes).slice(0, -1) : [0];
+  const keep = isize > windows * windowBytes ? windowBytes : windows * windowBytes;
+  const got = starts.map(() => [] as Buffer[]);
   let tail: Buffer[] = [];
   let tailBytes = 0;
-  let total = 0;
+  let pos = 0;
   for await (const chunk of fs.createReadStream(file).pipe(zlib.createGunzip())) {
     const c = chunk as Buffer;
-    total += c.length;
-    if (head.length < keep) head = Buffer.concat([head, c.subarray(0, keep - head.length)]);
+    starts.forEach((s, i) => {
+      const from = Math.max(s, pos);
+      const to = Math.min(s + keep, pos + c.length);
+      if (from < to) got[i]!.push(c.subarray(from - pos, to - pos));
+    });
+    pos += c.length;
     tail.push(c);
     tailBytes += c.length;
-    while (tail.length > 1 && tailBytes - tail[0]!.length >= keep) {
+    while (tail.length > 1 && tailBytes - tail[0]!.length >= windowBytes) {
       tailBytes -= tail[0]!.length;
       tail = tail.slice(1);
     }
   }
-  if (total <= keep) return wholeSample(head);
+  if (pos <= windows * windowBytes) return wholeSample(Buffer.concat(got[0]!));
+  const parts = got.map((g, i) => completeLines(Buffer.concat(g), starts[i]! > 0, true));
   const last = Buffer.concat(tail);
-  const a = completeLines(head, false, true);
-  const b = completeLines(last.subarray(Math.max(last.length - keep, 0)), true, false);
-  return { windows: [a.lines, b.lines], bytes: total, sampledBytes: a.bytes + b.bytes, whole: false };
+  parts.push(completeLines(last.subarray(Math.max(last.length - windowBytes, 0)), true, false));
+  return { windows: parts.map((p) => p.lines), windowBytes: parts.map((p) => p.bytes), bytes: pos, whole: false };
 }

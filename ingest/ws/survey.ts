@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { isGzip } from '../detect.js';
-import { sampleLines, type LineSample } from '../line-sample.js';
+import { sampleLines, scaleToFile, type LineSample } from '../line-sample.js';
 import type { InputSurvey } from '../types.js';
 
 /**
  * `--dry-run` surveys of the tape formats, from a sample of the file's lines (ingest/line-sample.ts): the span
  * from its first and last lines, the level updates it would stage (what l2 gets: a book's levels, one at least; a
- * price_change's entries) counted in the sample and scaled by the file's bytes over the sample's. Always
+ * price_change's entries) counted in the sample and scaled by bytes (line-sample.ts scaleToFile). Always
  * `estimated`: staging also drops copies and bad levels the sample does not see.
  */
 
@@ -59,15 +59,23 @@ function parse(line: string): unknown {
   }
 }
 
-function result(t: Tally, sample: LineSample): InputSurvey {
+function result(t: Tally, rows: number | null): InputSurvey {
   const known = Number.isFinite(t.min);
-  const scale = sample.sampledBytes > 0 ? sample.bytes / sample.sampledBytes : 0;
   return {
     from: known ? new Date(t.min).toISOString() : null,
     to: known ? new Date(t.max).toISOString() : null,
-    rows: sample.sampledBytes > 0 ? Math.round(t.levels * scale) : null,
+    rows,
     estimated: true,
   };
+}
+
+/** Runs `see` over every sampled line; returns the levels counted per window. */
+function perWindow(sample: LineSample, t: Tally, see: (line: string, window: number, index: number) => void): number[] {
+  return sample.windows.map((w, wi) => {
+    const before = t.levels;
+    w.forEach((line, li) => see(line, wi, li));
+    return t.levels - before;
+  });
 }
 
 /** A whole JSON document (not lines) is parsed at once up to this size; a larger one is surveyed by its lines. */
@@ -82,12 +90,12 @@ export async function surveyTapeJson(_conn: DuckDBConnection, file: string): Pro
     const doc = parse(text);
     if (doc !== undefined) {
       visit(doc, t, null, true);
-      return result(t, { windows: [], bytes: text.length, sampledBytes: text.length, whole: true });
+      return result(t, t.levels);
     }
   }
   const sample = await sampleLines(file);
-  for (const w of sample.windows) for (const line of w) visit(parse(line), t, null, true);
-  return result(t, sample);
+  const counted = perWindow(sample, t, (line) => visit(parse(line), t, null, true));
+  return result(t, scaleToFile(sample, counted));
 }
 
 /**
@@ -99,21 +107,18 @@ export async function surveyCapture(_conn: DuckDBConnection, file: string): Prom
   const t = newTally();
   const times: number[] = [];
   const frames = newTally();
-  for (const w of sample.windows) {
-    for (const line of w) {
-      const l = parse(line);
-      if (!isObject(l)) continue;
-      const ms = Number(l.recv_ms);
-      if (Number.isFinite(ms)) times.push(ms);
-      if (typeof l.frame === 'string' && Number.isFinite(ms)) visit(parse(l.frame), frames, ms, true);
-    }
-  }
+  const counted = perWindow(sample, frames, (line) => {
+    const l = parse(line);
+    if (!isObject(l)) return;
+    const ms = Number(l.recv_ms);
+    if (Number.isFinite(ms)) times.push(ms);
+    if (typeof l.frame === 'string' && Number.isFinite(ms)) visit(parse(l.frame), frames, ms, true);
+  });
   if (times.length > 0) {
     seeTime(t, times[0]!);
     seeTime(t, times[times.length - 1]!);
   }
-  t.levels = frames.levels;
-  return result(t, sample);
+  return result(t, scaleToFile(sample, counted));
 }
 
 /** One CSV record on one line (RFC 4180 quoting: `""` inside quotes is a quote). */
@@ -169,15 +174,13 @@ export async function surveyTapeCsv(_conn: DuckDBConnection, file: string): Prom
   const tsCol = header.indexOf('timestamp');
   const chCol = header.indexOf('changes');
   const t = newTally();
-  sample.windows.forEach((w, wi) => {
-    for (const [li, line] of w.entries()) {
-      if (wi === 0 && li === 0) continue;
-      const f = csvFields(line);
-      const ms = csvTime(f[tsCol] ?? '');
-      if (!Number.isFinite(ms)) continue;
-      seeTime(t, ms);
-      t.levels += len(parse(f[chCol] ?? ''));
-    }
+  const counted = perWindow(sample, t, (line, wi, li) => {
+    if (wi === 0 && li === 0) return;
+    const f = csvFields(line);
+    const ms = csvTime(f[tsCol] ?? '');
+    if (!Number.isFinite(ms)) return;
+    seeTime(t, ms);
+    t.levels += len(parse(f[chCol] ?? ''));
   });
-  return result(t, sample);
+  return result(t, scaleToFile(sample, counted));
 }
