@@ -33,7 +33,7 @@ export type ProgressFigures = {
   level_updates_per_second: number;
   bytes_per_second: number;
   elapsed_seconds: number;
-  /** Null until a first input has been staged (no rate yet). */
+  /** Null until a first input has been staged (no rate yet), and while the last batch is written after every input is staged. */
   eta_seconds: number | null;
 };
 
@@ -81,7 +81,8 @@ export class ProgressMeter {
       level_updates_per_second: this.wTime > 0 ? Math.round(this.wLevels / this.wTime) : 0,
       bytes_per_second: Math.round(rate),
       elapsed_seconds: Math.round((now - this.t0) / 100) / 10,
-      eta_seconds: left <= 0 ? 0 : rate > 0 ? Math.round(left / rate) : null,
+      // Every byte staged but the last batch still being written: its time is not told by bytes, so no ETA.
+      eta_seconds: left > 0 ? (rate > 0 ? Math.round(left / rate) : null) : p?.phase === 'done' ? 0 : null,
     };
   }
 

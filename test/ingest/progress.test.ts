@@ -138,5 +138,10 @@ describe('the progress meter', () => {
     expect(h.eta_seconds).not.toBeNull();
     expect(h.eta_seconds!).toBeGreaterThan(g.eta_seconds!);
     expect(h.elapsed_seconds).toBe(71);
+    // Every byte staged, the last batch still being written: no ETA is claimed until the end.
+    m.update(at({ event: 'phase', phase: 'merge_l2', inputs_done: 10, bytes_done: 1000, bytes_skipped: 500 }), 80_000);
+    expect(m.figures(80_000).eta_seconds).toBeNull();
+    m.update(at({ event: 'end', phase: 'done', inputs_done: 10, bytes_done: 1000, bytes_skipped: 500 }), 90_000);
+    expect(m.figures(90_000).eta_seconds).toBe(0);
   });
 });
