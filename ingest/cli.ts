@@ -57,6 +57,8 @@ export async function ingestCommand(args: string[]): Promise<number> {
       databaseUrl: config.databaseUrl,
     });
     display.stop();
+    // The last progress line is buffered by pino; it belongs before the summary written below.
+    await new Promise<void>((resolve) => log.flush(() => resolve()));
     const MAX_ISSUES = 200;
     const out = {
       ...report,
