@@ -13,6 +13,8 @@ commands:
                                 PMLAKE_EMBEDDED_WORKER=off)
   worker                        build export jobs from the queue in the state database (no HTTP)
   ingest <file-or-dir>...       detect each input's format and land it in the lake (one new version per batch)
+  ingest --dry-run <file-or-dir>...
+                                list what would land (format, already ingested, hours, estimated rows); writes nothing
   ingest --follow DIR...        land every closed file of the directories as it appears, one lake version per
                                 PMLAKE_FOLLOW_SECONDS cycle, until SIGTERM
   compact                       merge each partition's files into one sorted file (a new lake version)
