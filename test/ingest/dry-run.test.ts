@@ -5,6 +5,8 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generate } from '../../ingest/generate/index.js';
 import type { DryRunReport } from '../../ingest/dry-run.js';
+import { surveyTapeJson } from '../../ingest/ws/survey.js';
+import { openLakeDb } from '../../src/lake/duckdb.js';
 import type { IngestReport } from '../../ingest/run.js';
 import { listing, runCli } from './lakeutil.js';
 import { tempDir } from './oracle.js';
@@ -32,10 +34,11 @@ const inputs = {
   csv: path.join(FIX, 'ws/2025-01-25_price_change_v1_db_export.csv'),
 };
 const lake = path.join(tmp.dir, 'lake');
+let gen = '';
 const sysTmp = path.join(tmp.dir, 'systmp');
 
 beforeAll(async () => {
-  const gen = path.join(tmp.dir, 'gen');
+  gen = path.join(tmp.dir, 'gen');
   await generate({ markets: 30, days: 3, seed: 5, start: '2025-10-01', out: gen, workers: 0 }, (r) => levelsOfDay.set(r.date, r.counts.level_updates));
   const dir = (name: string): string => {
     const d = path.join(tmp.dir, 'in', name);
@@ -189,5 +192,23 @@ describe('pmlake ingest --dry-run', () => {
     expect(listing(lake)).toEqual(before);
     expect(again.would).toEqual({ land: 0, in_ledger: files.length - 1, duplicate: 0, not_recognised: 1 });
     expect(again.totals.inputs).toBe(0);
+  });
+});
+
+describe('the tape survey of a gzip file', () => {
+  it('samples the same windows as of its plain bytes (offsets from the gzip trailer)', async () => {
+    const instance = await openLakeDb({ allowedDirectories: [tmp.dir] });
+    const conn = await instance.connect();
+    try {
+      const plain = path.join(gen, 'ws/2025-10-03.jsonl');
+      const gz = path.join(tmp.dir, 'day3.jsonl.gz');
+      fs.writeFileSync(gz, zlib.gzipSync(fs.readFileSync(plain)));
+      const a = await surveyTapeJson(conn, plain);
+      expect(a.rows).toBeGreaterThan(0);
+      expect(await surveyTapeJson(conn, gz)).toEqual(a);
+    } finally {
+      conn.closeSync();
+      instance.closeSync();
+    }
   });
 });
