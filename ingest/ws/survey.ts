@@ -5,10 +5,10 @@ import { sampleLines, scaleToFile, type LineSample } from '../line-sample.js';
 import type { InputSurvey } from '../types.js';
 
 /**
- * `--dry-run` surveys of the tape formats, from a sample of the file's lines (ingest/line-sample.ts): the span
- * from its first and last lines, the level updates it would stage (what l2 gets: a book's levels, one at least; a
- * price_change's entries) counted in the sample and scaled by bytes (line-sample.ts scaleToFile). Always
- * `estimated`: staging also drops copies and bad levels the sample does not see.
+ * `--dry-run` surveys of the tape formats, from a sample of the file's lines (ingest/line-sample.ts, which holds
+ * its first and last lines): the span as the earliest and latest time sampled, the level updates it would stage
+ * (what l2 gets: a book's levels, one at least; a price_change's entries) counted in the sample and scaled by bytes
+ * (line-sample.ts scaleToFile). Always `estimated`: staging also drops copies and bad levels the sample does not see.
  */
 
 type Tally = { min: number; max: number; levels: number };
@@ -32,9 +32,9 @@ const len = (v: unknown): number => (Array.isArray(v) ? v.length : 0);
  * ({timestamp, message}: the wrapper's time is the message's basis, as in ws_stage.sql), REST captures (GET_book).
  * A message is an object with an event type, or a token with book sides (a REST book).
  */
-function visit(v: unknown, t: Tally, wrapMs: number | null, countLevels: boolean): void {
+function visit(v: unknown, t: Tally, wrapMs: number | null): void {
   if (Array.isArray(v)) {
-    for (const x of v) visit(x, t, wrapMs, countLevels);
+    for (const x of v) visit(x, t, wrapMs);
     return;
   }
   if (!isObject(v)) return;
@@ -42,13 +42,13 @@ function visit(v: unknown, t: Tally, wrapMs: number | null, countLevels: boolean
   if (typeof v.event_type === 'string' || isBook) {
     const ms = wrapMs ?? Number(v.timestamp);
     seeTime(t, ms);
-    if (!countLevels || !Number.isFinite(ms)) return;
+    if (!Number.isFinite(ms)) return;
     if (v.event_type === 'book' || (v.event_type === undefined && isBook)) t.levels += Math.max(len(v.bids) + len(v.asks), 1);
     else if (v.event_type === 'price_change') t.levels += len(v.price_changes) > 0 ? len(v.price_changes) : len(v.changes);
     return;
   }
   const own = Number(v.timestamp);
-  for (const x of Object.values(v)) if (typeof x === 'object') visit(x, t, wrapMs ?? (Number.isFinite(own) ? own : null), countLevels);
+  for (const x of Object.values(v)) if (typeof x === 'object') visit(x, t, wrapMs ?? (Number.isFinite(own) ? own : null));
 }
 
 function parse(line: string): unknown {
@@ -89,12 +89,12 @@ export async function surveyTapeJson(_conn: DuckDBConnection, file: string): Pro
     const text = fs.readFileSync(file, 'utf8');
     const doc = parse(text);
     if (doc !== undefined) {
-      visit(doc, t, null, true);
+      visit(doc, t, null);
       return result(t, t.levels);
     }
   }
   const sample = await sampleLines(file);
-  const counted = perWindow(sample, t, (line) => visit(parse(line), t, null, true));
+  const counted = perWindow(sample, t, (line) => visit(parse(line), t, null));
   return result(t, scaleToFile(sample, counted));
 }
 
@@ -112,7 +112,7 @@ export async function surveyCapture(_conn: DuckDBConnection, file: string): Prom
     if (!isObject(l)) return;
     const ms = Number(l.recv_ms);
     if (Number.isFinite(ms)) times.push(ms);
-    if (typeof l.frame === 'string' && Number.isFinite(ms)) visit(parse(l.frame), frames, ms, true);
+    if (typeof l.frame === 'string' && Number.isFinite(ms)) visit(parse(l.frame), frames, ms);
   });
   if (times.length > 0) {
     seeTime(t, times[0]!);
