@@ -11,6 +11,7 @@ import { mergeIntoPartitions, sweepTempFiles } from './partitions.js';
 import type { IngestIssue, SourceHandler, SourceKind } from './types.js';
 import type { TapeBatchContext } from './ws/common.js';
 import { wsHandlers } from './ws/index.js';
+import { archiveHandler } from './archive/index.js';
 import { cataloguePollHandler } from './catalogue/polls.js';
 import { chainFilesHandler } from './chain/files.js';
 import { metadataHandler } from './metadata.js';
@@ -105,6 +106,7 @@ export const defaultHandlers: readonly SourceHandler[] = [
   metadataHandler,
   fillsHandler,
   optionsHandler,
+  archiveHandler,
   ...wsHandlers,
 ];
 
