@@ -4,36 +4,44 @@
 -- stg_tape_flags and stg_raw. One archive row is one level change (price_change), one whole book (book, levels as
 -- JSON text), one trade or one tick change.
 --
--- Messages: the rows of a price_change that share market, receive ms and venue ms were one venue message (it
--- lists entries of both tokens; the file, sorted by token, splits them); every other row is a message of its own.
--- seq = recv_ms * 1,000,000 + k, k = the message's rank among the same market's messages of that receive ms,
--- ordered by venue time, then type (a trade before the book it causes), then position in the file (within one
--- token the file keeps arrival order). k is local to a market, so a file staged in pieces cut at market
--- boundaries gives the same rows as staged whole.
 -- The integrity inputs on staged level updates (not l2 columns: the merge writes the data set's columns only).
 ALTER TABLE stg_l2 ADD COLUMN IF NOT EXISTS chk_bid DECIMAL(10,6);
 ALTER TABLE stg_l2 ADD COLUMN IF NOT EXISTS chk_ask DECIMAL(10,6);
 ALTER TABLE stg_l2 ADD COLUMN IF NOT EXISTS chk_tick DECIMAL(10,6);
 CREATE TEMP TABLE IF NOT EXISTS stg_tape_flags (kind VARCHAR, asset_id VARCHAR, condition_id VARCHAR, recv_ms BIGINT, seq BIGINT, detail VARCHAR);
 
+-- Messages: a book, trade or tick change is one row. The entries of a price_change are several rows, split by
+-- token (the file is sorted by token), so its boundaries are inferred: within a token's rows of one market,
+-- receive ms and venue ms (a group), the price_change rows between two other messages (r counts the other
+-- messages before a row) were one message, and a market's entries with the same r are taken as that message.
+-- Two price_change messages of one market at the same receive and venue ms with nothing between them are thus
+-- one message; each token keeps its rows in file order, which is its arrival order.
+-- seq = recv_ms * 1,000,000 + k, k = the message's rank among the same market's messages of that receive ms,
+-- ordered by venue time, then r (a price_change run before the message that ends it), then file position.
+-- k is local to a market, so a file staged in pieces cut at market boundaries gives the same rows as whole.
 CREATE OR REPLACE TEMP TABLE _ar_m AS
+WITH src AS (
+  SELECT *, CASE event_type WHEN 'price_change' THEN 2 WHEN 'book' THEN 1 WHEN 'last_trade_price' THEN 0 WHEN 'tick_size_change' THEN 3 END AS et_rank
+  FROM _ar_src($f)
+), runs AS (
+  SELECT *, coalesce(sum(CASE WHEN et_rank = 2 THEN 0 ELSE 1 END) OVER (PARTITION BY asset_id, market, recv_ms, ts_ms ORDER BY rn
+                                                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS r
+  FROM src WHERE et_rank IS NOT NULL AND recv_ms IS NOT NULL AND market IS NOT NULL
+)
 SELECT *,
-       dense_rank() OVER (PARTITION BY market, recv_ms ORDER BY ts_ms, et_rank, sub) - 1 AS k,
+       dense_rank() OVER (PARTITION BY market, recv_ms ORDER BY ts_ms, r, et_rank = 2 DESC, CASE WHEN et_rank = 2 THEN -1 ELSE rn END) - 1 AS k,
        -- A price_change entry's position in its message (the file lists a message's entries token by token).
-       CASE WHEN et_rank = 2 THEN row_number() OVER (PARTITION BY market, recv_ms, ts_ms, et_rank, sub ORDER BY rn) - 1 ELSE 0 END AS li
-FROM (
-  SELECT *, CASE event_type WHEN 'price_change' THEN -1 ELSE rn END AS sub
-  FROM (SELECT *, CASE event_type WHEN 'last_trade_price' THEN 0 WHEN 'book' THEN 1 WHEN 'price_change' THEN 2 WHEN 'tick_size_change' THEN 3 END AS et_rank
-        FROM _ar_src($f))
-  WHERE et_rank IS NOT NULL AND recv_ms IS NOT NULL AND market IS NOT NULL
-);
+       CASE WHEN et_rank = 2 THEN row_number() OVER (PARTITION BY market, recv_ms, ts_ms, r, et_rank = 2 ORDER BY rn) - 1 ELSE 0 END AS li
+FROM runs;
 
 -- price_change rows: one level update each. BUY levels are bids, SELL levels are asks; best_bid/best_ask are
--- the integrity layer's top check (as a new-shape entry's). The archive has no book hash: hash is NULL.
+-- the integrity layer's top check (as a new-shape entry's). The archive has no book hash; hash is
+-- 'pmlake-rebuilt:<seq>', one per message, because l2's natural key holds the hash: without it, the unchanged
+-- levels of a second book of the same token and venue ms would be taken for copies of the first's and dropped.
 INSERT INTO stg_l2 BY NAME
 SELECT make_timestamp(recv_ms * 1000) AS recv_ts, make_timestamp(ts_ms * 1000) AS ts, market AS condition_id, asset_id,
        CASE side WHEN 'BUY' THEN 'bid' WHEN 'SELL' THEN 'ask' ELSE CASE upper(side) WHEN 'BUY' THEN 'bid' WHEN 'SELL' THEN 'ask' END END AS side,
-       price, size, false AS is_snapshot, NULL::VARCHAR AS hash, recv_ms * 1000000 + k AS seq, li::INTEGER AS level_idx,
+       price, size, false AS is_snapshot, 'pmlake-rebuilt:' || (recv_ms * 1000000 + k) AS hash, recv_ms * 1000000 + k AS seq, li::INTEGER AS level_idx,
        false AS after_gap, best_bid AS chk_bid, best_ask AS chk_ask, NULL::DECIMAL(10,6) AS chk_tick
 FROM _ar_m
 WHERE et_rank = 2 AND asset_id IS NOT NULL AND price IS NOT NULL AND size IS NOT NULL AND upper(side) IN ('BUY', 'SELL');
@@ -71,7 +79,7 @@ WITH ok AS (SELECT * FROM _ar_bk WHERE NOT bad), u AS (
   SELECT recv_ms, ts_ms, market, asset_id, k, NULL, NULL, NULL, 0 FROM ok WHERE len(b) + len(a) = 0
 )
 SELECT make_timestamp(recv_ms * 1000) AS recv_ts, make_timestamp(ts_ms * 1000) AS ts, market AS condition_id, asset_id, side,
-       price, size, true AS is_snapshot, NULL::VARCHAR AS hash, recv_ms * 1000000 + k AS seq, level_idx::INTEGER AS level_idx,
+       price, size, true AS is_snapshot, 'pmlake-rebuilt:' || (recv_ms * 1000000 + k) AS hash, recv_ms * 1000000 + k AS seq, level_idx::INTEGER AS level_idx,
        false AS after_gap, NULL::DECIMAL(10,6) AS chk_bid, NULL::DECIMAL(10,6) AS chk_ask, NULL::DECIMAL(10,6) AS chk_tick
 FROM u;
 
@@ -87,8 +95,9 @@ SELECT 'tick', asset_id, market, recv_ms, recv_ms * 1000000 + k, CAST(new_tick_s
 FROM _ar_m WHERE et_rank = 3 AND asset_id IS NOT NULL AND new_tick_size IS NOT NULL;
 
 -- raw: the archive holds no frames. Each message is rebuilt as the venue's JSON (keys in the venue's order,
--- decimals as the venue writes them) with "hash":"pmlake-rebuilt" on the message or on each entry — the replay's
--- marker for a book it rebuilt — so a reader of raw, and a replay client, can tell rebuilt from recorded.
+-- decimals as the venue writes them) whose hash (the message's, or each entry's) is 'pmlake-rebuilt:<seq>' — the
+-- replay's marker for a book it rebuilt, plus the message's seq: a reader of raw, and a replay client, can tell
+-- rebuilt from recorded, and two equal messages of one receive ms stay two (raw's key is recv_ts and the text).
 CREATE OR REPLACE TEMP MACRO _ar_dec(x) AS CASE WHEN x IS NULL THEN NULL ELSE rtrim(rtrim(CAST(x AS VARCHAR), '0'), '.') END;
 
 INSERT INTO stg_raw
@@ -96,16 +105,17 @@ SELECT make_timestamp(recv_ms * 1000), recv_ms * 1000000 + k, ['price_change'], 
        '{"market":' || to_json(market) || ',"price_changes":[' || string_agg(e, ',' ORDER BY li) || '],"timestamp":"' || CAST(ts_ms AS VARCHAR) || '","event_type":"price_change"}'
 FROM (
   SELECT recv_ms, k, market, ts_ms, li,
-         '{"asset_id":' || to_json(asset_id) || ',"price":' || to_json(_ar_dec(price)) || ',"size":' || to_json(_ar_dec(size))
-           || ',"side":' || to_json(side) || ',"hash":"pmlake-rebuilt","best_bid":' || to_json(_ar_dec(best_bid))
-           || ',"best_ask":' || to_json(_ar_dec(best_ask)) || '}' AS e
+         -- A NULL field is left out (best_bid/best_ask: an old-shape entry has none), as the venue would.
+         '{' || concat_ws(',', '"asset_id":' || to_json(asset_id), '"price":' || to_json(_ar_dec(price)), '"size":' || to_json(_ar_dec(size)),
+           '"side":' || to_json(side), '"hash":"pmlake-rebuilt:' || (recv_ms * 1000000 + k) || '"', '"best_bid":' || to_json(_ar_dec(best_bid)),
+           '"best_ask":' || to_json(_ar_dec(best_ask))) || '}' AS e
   FROM _ar_m WHERE et_rank = 2
 )
 GROUP BY recv_ms, k, market, ts_ms;
 
 INSERT INTO stg_raw
 SELECT make_timestamp(recv_ms * 1000), recv_ms * 1000000 + k, ['book'], [market],
-       json_object('market', market, 'asset_id', asset_id, 'timestamp', CAST(ts_ms AS VARCHAR), 'hash', 'pmlake-rebuilt',
+       json_object('market', market, 'asset_id', asset_id, 'timestamp', CAST(ts_ms AS VARCHAR), 'hash', 'pmlake-rebuilt:' || (recv_ms * 1000000 + k),
          'bids', list_transform(b, x -> json_object('price', _ar_dec(x.price), 'size', _ar_dec(x.size))),
          'asks', list_transform(a, x -> json_object('price', _ar_dec(x.price), 'size', _ar_dec(x.size))),
          'event_type', 'book')::VARCHAR
@@ -116,9 +126,9 @@ SELECT make_timestamp(recv_ms * 1000), recv_ms * 1000000 + k, [event_type], [mar
        CASE et_rank
          WHEN 0 THEN json_object('market', market, 'asset_id', asset_id, 'price', _ar_dec(price), 'size', _ar_dec(size),
                                  'fee_rate_bps', CAST(fee_rate_bps AS VARCHAR), 'side', side, 'timestamp', CAST(ts_ms AS VARCHAR),
-                                 'event_type', event_type, 'transaction_hash', transaction_hash, 'hash', 'pmlake-rebuilt')
+                                 'event_type', event_type, 'transaction_hash', transaction_hash, 'hash', 'pmlake-rebuilt:' || (recv_ms * 1000000 + k))
          ELSE json_object('market', market, 'asset_id', asset_id, 'old_tick_size', _ar_dec(old_tick_size),
                           'new_tick_size', _ar_dec(new_tick_size), 'timestamp', CAST(ts_ms AS VARCHAR), 'event_type', event_type,
-                          'hash', 'pmlake-rebuilt')
+                          'hash', 'pmlake-rebuilt:' || (recv_ms * 1000000 + k))
        END::VARCHAR
 FROM _ar_m WHERE et_rank IN (0, 3) AND asset_id IS NOT NULL;
