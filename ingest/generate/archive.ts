@@ -73,7 +73,13 @@ export function messageRows(m: Msg, recvMs: number): ArchiveRow[] {
           best_ask: str(c.best_ask),
         }));
       }
-      return ((m.changes as Msg[] | undefined) ?? []).map((c) => ({ ...base, asset_id: str(m.asset_id), price: str(c.price), size: str(c.size), side: str(c.side) }));
+      return ((m.changes as Msg[] | undefined) ?? []).map((c) => ({
+        ...base,
+        asset_id: str(m.asset_id),
+        price: str(c.price),
+        size: str(c.size),
+        side: str(c.side),
+      }));
     }
     case 'last_trade_price':
       return [

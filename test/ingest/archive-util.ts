@@ -64,7 +64,6 @@ export async function rawFrames(lakeDir: string): Promise<string[]> {
   }
 }
 
-
 /** coverage.messages per token and day ("asset|YYYY-MM-DD" → messages). */
 export async function coverageMessages(lakeDir: string): Promise<Map<string, number>> {
   const files = currentVersion(lakeDir).files('coverage' as SetName);
