@@ -17,6 +17,7 @@ import { marketsListMixed } from './scenarios/markets-list.js';
 import { bookAtInstant } from './scenarios/orderbook.js';
 import { replayWs } from './scenarios/replay-ws.js';
 import { ingestWs } from './scenarios/ingest.js';
+import { ingestArchive } from './scenarios/ingest-archive.js';
 import { compactAppendedLake, ingestAppend, prepareAppendedLake } from './scenarios/ingest-append.js';
 import { httpSmall } from './scenarios/http.js';
 import { httpSmallRedis } from './scenarios/http-redis.js';
@@ -93,6 +94,7 @@ function allScenarios(scale: Scale): Scenario[] {
     downloadCsv1mPg,
     exportL2Month,
     ingestWs(scale.ingestReps, scale.ingestMarkets),
+    ingestArchive(scale.ingestReps),
     ingestAppend(scale.ingestReps),
     httpSmall(scale.httpSeconds),
     httpSmallRedis(scale.httpSeconds),

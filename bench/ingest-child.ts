@@ -15,5 +15,5 @@ const t0 = process.hrtime.bigint();
 const report = await runIngest(files, { lakeDir, threads: 2, log: createLogger(process.env.LOG_LEVEL ?? 'warn') });
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 process.stdout.write(
-  `${JSON.stringify({ seconds, level_updates: report.counts.level_updates ?? 0, failed: report.failed, issues: report.issues.length, rows_added: report.rows_added })}\n`,
+  `${JSON.stringify({ seconds, level_updates: report.counts.level_updates ?? 0, failed: report.failed, issues: report.issues.length, rows_added: report.rows_added, phase_seconds: report.phase_seconds })}\n`,
 );

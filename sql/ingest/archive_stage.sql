@@ -24,14 +24,15 @@ WITH src AS (
   SELECT *, CASE event_type WHEN 'price_change' THEN 2 WHEN 'book' THEN 1 WHEN 'last_trade_price' THEN 0 WHEN 'tick_size_change' THEN 3 END AS et_rank
   FROM _ar_src($f)
 ), runs AS (
-  SELECT *, coalesce(sum(CASE WHEN et_rank = 2 THEN 0 ELSE 1 END) OVER (PARTITION BY asset_id, market, recv_ms, ts_ms ORDER BY rn
-                                                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS r
+  -- One window over a token's group: r, and li, a price_change entry's position in its run (rows after the
+  -- last other message of the group; the file lists a message's entries token by token).
+  SELECT *, coalesce(count(*) FILTER (WHERE et_rank <> 2) OVER w, 0) AS r,
+         rn - coalesce(max(rn) FILTER (WHERE et_rank <> 2) OVER w, min(rn) OVER (PARTITION BY asset_id, market, recv_ms, ts_ms) - 1) - 1 AS li
   FROM src WHERE et_rank IS NOT NULL AND recv_ms IS NOT NULL AND market IS NOT NULL
+  WINDOW w AS (PARTITION BY asset_id, market, recv_ms, ts_ms ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 )
 SELECT *,
-       dense_rank() OVER (PARTITION BY market, recv_ms ORDER BY ts_ms, r, et_rank = 2 DESC, CASE WHEN et_rank = 2 THEN -1 ELSE rn END) - 1 AS k,
-       -- A price_change entry's position in its message (the file lists a message's entries token by token).
-       CASE WHEN et_rank = 2 THEN row_number() OVER (PARTITION BY market, recv_ms, ts_ms, r, et_rank = 2 ORDER BY rn) - 1 ELSE 0 END AS li
+       dense_rank() OVER (PARTITION BY market, recv_ms ORDER BY ts_ms, r, et_rank = 2 DESC, CASE WHEN et_rank = 2 THEN -1 ELSE rn END) - 1 AS k
 FROM runs;
 
 -- price_change rows: one level update each. BUY levels are bids, SELL levels are asks; best_bid/best_ask are
@@ -46,25 +47,26 @@ SELECT make_timestamp(recv_ms * 1000) AS recv_ts, make_timestamp(ts_ms * 1000) A
 FROM _ar_m
 WHERE et_rank = 2 AND asset_id IS NOT NULL AND price IS NOT NULL AND size IS NOT NULL AND upper(side) IN ('BUY', 'SELL');
 
--- book rows: bids/asks are JSON text, [["price","size"],…] (objects {"price","size"} accepted too). A book whose
--- depth does not parse is skipped whole (half a book would replace the token's book wrongly) and reported.
+-- book rows: bids/asks are JSON text, [["price","size"],…] (objects {"price","size"} accepted too), parsed with
+-- one typed from_json each. A book whose depth does not parse is skipped whole (half a book would replace the
+-- token's book wrongly) and reported. NULL depth is an empty side.
+CREATE OR REPLACE TEMP MACRO _ar_depth(t) AS CASE
+  WHEN t IS NULL THEN []
+  WHEN NOT json_valid(t) THEN NULL
+  WHEN json_type(t::JSON) <> 'ARRAY' THEN NULL
+  WHEN json_array_length(t::JSON) = 0 THEN []
+  WHEN json_type(t::JSON, '$[0]') = 'ARRAY'
+    THEN list_transform(from_json(t, '[["VARCHAR"]]'), x -> {'price': TRY_CAST(x[1] AS DECIMAL(10,6)), 'size': TRY_CAST(x[2] AS DECIMAL(18,6))})
+  WHEN json_type(t::JSON, '$[0]') = 'OBJECT'
+    THEN list_transform(from_json(t, '[{"price":"VARCHAR","size":"VARCHAR"}]'), x -> {'price': TRY_CAST(x.price AS DECIMAL(10,6)), 'size': TRY_CAST(x.size AS DECIMAL(18,6))})
+END;
 CREATE OR REPLACE TEMP TABLE _ar_bk AS
 WITH j AS (
-  SELECT rn, recv_ms, ts_ms, market, asset_id, k,
-         CASE WHEN bids IS NULL THEN [] WHEN json_valid(bids) AND json_type(bids::JSON) = 'ARRAY' THEN CAST(bids AS JSON[]) END AS jb,
-         CASE WHEN asks IS NULL THEN [] WHEN json_valid(asks) AND json_type(asks::JSON) = 'ARRAY' THEN CAST(asks AS JSON[]) END AS ja
-  FROM _ar_m WHERE et_rank = 1
-), lv AS (
-  SELECT *,
-         list_transform(jb, e -> {'price': TRY_CAST(coalesce(e ->> '$[0]', e ->> '$.price') AS DECIMAL(10,6)),
-                                  'size': TRY_CAST(coalesce(e ->> '$[1]', e ->> '$.size') AS DECIMAL(18,6))}) AS b,
-         list_transform(ja, e -> {'price': TRY_CAST(coalesce(e ->> '$[0]', e ->> '$.price') AS DECIMAL(10,6)),
-                                  'size': TRY_CAST(coalesce(e ->> '$[1]', e ->> '$.size') AS DECIMAL(18,6))}) AS a
-  FROM j
+  SELECT rn, recv_ms, ts_ms, market, asset_id, k, bids, asks, _ar_depth(bids) AS b, _ar_depth(asks) AS a FROM _ar_m WHERE et_rank = 1
 )
 SELECT *, (asset_id IS NULL OR b IS NULL OR a IS NULL
            OR len(list_filter(list_concat(b, a), x -> x.price IS NULL OR x.size IS NULL)) > 0) AS bad
-FROM lv;
+FROM j;
 
 INSERT INTO stg_l2 BY NAME
 WITH ok AS (SELECT * FROM _ar_bk WHERE NOT bad), u AS (
@@ -113,12 +115,16 @@ FROM (
 )
 GROUP BY recv_ms, k, market, ts_ms;
 
+-- A book's depth keeps the archive's text for its levels: each ["price","size"] pair becomes the venue's
+-- {"price":…,"size":…} by one regular expression (an object list is kept as it is).
+CREATE OR REPLACE TEMP MACRO _ar_levels(t) AS CASE WHEN t IS NULL THEN '[]'
+  ELSE regexp_replace(t, '\[\s*("[^"]*")\s*,\s*("[^"]*")\s*\]', '{"price":\1,"size":\2}', 'g') END;
+
 INSERT INTO stg_raw
 SELECT make_timestamp(recv_ms * 1000), recv_ms * 1000000 + k, ['book'], [market],
-       json_object('market', market, 'asset_id', asset_id, 'timestamp', CAST(ts_ms AS VARCHAR), 'hash', 'pmlake-rebuilt:' || (recv_ms * 1000000 + k),
-         'bids', list_transform(b, x -> json_object('price', _ar_dec(x.price), 'size', _ar_dec(x.size))),
-         'asks', list_transform(a, x -> json_object('price', _ar_dec(x.price), 'size', _ar_dec(x.size))),
-         'event_type', 'book')::VARCHAR
+       '{"market":' || to_json(market) || ',"asset_id":' || to_json(asset_id) || ',"timestamp":"' || CAST(ts_ms AS VARCHAR)
+         || '","hash":"pmlake-rebuilt:' || (recv_ms * 1000000 + k) || '","bids":' || _ar_levels(bids) || ',"asks":' || _ar_levels(asks)
+         || ',"event_type":"book"}'
 FROM _ar_bk WHERE NOT bad;
 
 INSERT INTO stg_raw
