@@ -35,9 +35,12 @@ export async function stageArchive(ctx: BatchContext, file: string): Promise<voi
   const l2Before = Number((await rows(conn, 'SELECT count(*) AS n FROM stg_l2'))[0]?.n ?? 0);
   try {
     for (const s of sqlStatements('archive_stage.sql')) await run(conn, s, file);
+    // The positional join of the ranks with the rows relies on both being in file order; never stage a mismatch.
+    const off = Number((await rows(conn, 'SELECT count(*) AS n FROM _ar_m WHERE rn <> k_rn'))[0]?.n ?? 0);
+    if (off > 0) throw new Error(`internal: ${off} archive row(s) out of step with their message ranks`);
     await report(ctx, file, l2Before);
   } finally {
-    for (const t of ['_ar_m', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+    for (const t of ['_ar_k', '_ar_m', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await conn.run('DROP MACRO TABLE IF EXISTS _ar_src');
   }
 }

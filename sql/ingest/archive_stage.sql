@@ -19,21 +19,32 @@ CREATE TEMP TABLE IF NOT EXISTS stg_tape_flags (kind VARCHAR, asset_id VARCHAR, 
 -- seq = recv_ms * 1,000,000 + k, k = the message's rank among the same market's messages of that receive ms,
 -- ordered by venue time, then r (a price_change run before the message that ends it), then file position.
 -- k is local to a market, so a file staged in pieces cut at market boundaries gives the same rows as whole.
-CREATE OR REPLACE TEMP TABLE _ar_m AS
+-- The windows run over narrow rows (the file's wide rows would be carried through their sorts): market and
+-- token as 64-bit hashes (two that collided would only share a ranking: each token's order stays its own).
+CREATE OR REPLACE TEMP TABLE _ar_k AS
 WITH src AS (
-  SELECT *, CASE event_type WHEN 'price_change' THEN 2 WHEN 'book' THEN 1 WHEN 'last_trade_price' THEN 0 WHEN 'tick_size_change' THEN 3 END AS et_rank
-  FROM _ar_src($f)
+  SELECT rn, hash(market) AS mh, hash(asset_id) AS ah, recv_ms, ts_ms,
+         CASE event_type WHEN 'price_change' THEN 2 WHEN 'book' THEN 1 WHEN 'last_trade_price' THEN 0 WHEN 'tick_size_change' THEN 3 END AS et_rank
+  FROM _ar_src($f) WHERE recv_ms IS NOT NULL AND market IS NOT NULL
 ), runs AS (
   -- One window over a token's group: r, and li, a price_change entry's position in its run (rows after the
   -- last other message of the group; the file lists a message's entries token by token).
   SELECT *, coalesce(count(*) FILTER (WHERE et_rank <> 2) OVER w, 0) AS r,
-         rn - coalesce(max(rn) FILTER (WHERE et_rank <> 2) OVER w, min(rn) OVER (PARTITION BY asset_id, market, recv_ms, ts_ms) - 1) - 1 AS li
-  FROM src WHERE et_rank IS NOT NULL AND recv_ms IS NOT NULL AND market IS NOT NULL
-  WINDOW w AS (PARTITION BY asset_id, market, recv_ms, ts_ms ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+         rn - coalesce(max(rn) FILTER (WHERE et_rank <> 2) OVER w, min(rn) OVER (PARTITION BY ah, mh, recv_ms, ts_ms) - 1) - 1 AS li
+  FROM src WHERE et_rank IS NOT NULL
+  WINDOW w AS (PARTITION BY ah, mh, recv_ms, ts_ms ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 )
-SELECT *,
-       dense_rank() OVER (PARTITION BY market, recv_ms ORDER BY ts_ms, r, et_rank = 2 DESC, CASE WHEN et_rank = 2 THEN -1 ELSE rn END) - 1 AS k
-FROM runs;
+SELECT rn AS k_rn,
+       dense_rank() OVER (PARTITION BY mh, recv_ms ORDER BY ts_ms, r, et_rank = 2 DESC, CASE WHEN et_rank = 2 THEN -1 ELSE rn END) - 1 AS k,
+       li::INTEGER AS li, et_rank
+FROM runs ORDER BY rn;
+
+-- Every row of the file with its k: the ranks were computed in file order (k_rn = rn: ingest/archive/stage.ts
+-- checks), so a positional join pairs them without a hash join. Rows the ranking skipped (unknown type, no
+-- receive time) are not in _ar_k and are left out here too: the join is over the rows _ar_k kept.
+CREATE OR REPLACE TEMP TABLE _ar_m AS
+SELECT * FROM (SELECT * FROM _ar_src($f) WHERE recv_ms IS NOT NULL AND market IS NOT NULL AND event_type IN ('price_change', 'book', 'last_trade_price', 'tick_size_change'))
+POSITIONAL JOIN _ar_k;
 
 -- price_change rows: one level update each. BUY levels are bids, SELL levels are asks; best_bid/best_ask are
 -- the integrity layer's top check (as a new-shape entry's). The archive has no book hash; hash is
@@ -96,24 +107,25 @@ INSERT INTO stg_tape_flags
 SELECT 'tick', asset_id, market, recv_ms, recv_ms * 1000000 + k, CAST(new_tick_size AS VARCHAR)
 FROM _ar_m WHERE et_rank = 3 AND asset_id IS NOT NULL AND new_tick_size IS NOT NULL;
 
--- raw: the archive holds no frames. Each message is rebuilt as the venue's JSON (keys in the venue's order,
--- decimals as the venue writes them) whose hash (the message's, or each entry's) is 'pmlake-rebuilt:<seq>' — the
--- replay's marker for a book it rebuilt, plus the message's seq: a reader of raw, and a replay client, can tell
--- rebuilt from recorded, and two equal messages of one receive ms stay two (raw's key is recv_ts and the text).
-CREATE OR REPLACE TEMP MACRO _ar_dec(x) AS CASE WHEN x IS NULL THEN NULL ELSE rtrim(rtrim(CAST(x AS VARCHAR), '0'), '.') END;
+-- raw: the archive holds no frames. Each archive row is rebuilt as a venue message (keys in the venue's order)
+-- whose hash (the message's, or its entry's) is 'pmlake-rebuilt:<seq>' — the replay's marker for a book it
+-- rebuilt, plus the message's seq: a reader of raw, and a replay client, can tell rebuilt from recorded, and two
+-- equal messages of one receive ms stay two (raw's key is recv_ts and the text). A price_change row becomes a
+-- message of its one entry (the file splits a message's entries by token; regrouping them would cost a sort of
+-- the whole file for no change in what a client replays); its entries keep the message's seq.
+-- Text fields are quoted as they are unless they hold a quote or backslash (ids and sides never do).
+CREATE OR REPLACE TEMP MACRO _ar_js(x) AS CASE WHEN x IS NULL THEN 'null'
+  WHEN contains(x, '"') OR contains(x, '\') THEN CAST(to_json(x) AS VARCHAR) ELSE '"' || x || '"' END;
 
 INSERT INTO stg_raw
 SELECT make_timestamp(recv_ms * 1000), recv_ms * 1000000 + k, ['price_change'], [market],
-       '{"market":' || to_json(market) || ',"price_changes":[' || string_agg(e, ',' ORDER BY li) || '],"timestamp":"' || CAST(ts_ms AS VARCHAR) || '","event_type":"price_change"}'
-FROM (
-  SELECT recv_ms, k, market, ts_ms, li,
-         -- A NULL field is left out (best_bid/best_ask: an old-shape entry has none), as the venue would.
-         '{' || concat_ws(',', '"asset_id":' || to_json(asset_id), '"price":' || to_json(_ar_dec(price)), '"size":' || to_json(_ar_dec(size)),
-           '"side":' || to_json(side), '"hash":"pmlake-rebuilt:' || (recv_ms * 1000000 + k) || '"', '"best_bid":' || to_json(_ar_dec(best_bid)),
-           '"best_ask":' || to_json(_ar_dec(best_ask))) || '}' AS e
-  FROM _ar_m WHERE et_rank = 2
-)
-GROUP BY recv_ms, k, market, ts_ms;
+       CASE WHEN best_bid IS NULL OR best_ask IS NULL
+         THEN format('{{"market":{},"price_changes":[{{"asset_id":{},"price":"{}","size":"{}","side":{},"hash":"pmlake-rebuilt:{}"}}],"timestamp":"{}","event_type":"price_change"}}',
+                     _ar_js(market), _ar_js(asset_id), price, size, _ar_js(side), recv_ms * 1000000 + k, ts_ms)
+         ELSE format('{{"market":{},"price_changes":[{{"asset_id":{},"price":"{}","size":"{}","side":{},"hash":"pmlake-rebuilt:{}","best_bid":"{}","best_ask":"{}"}}],"timestamp":"{}","event_type":"price_change"}}',
+                     _ar_js(market), _ar_js(asset_id), price, size, _ar_js(side), recv_ms * 1000000 + k, best_bid, best_ask, ts_ms)
+       END
+FROM _ar_m WHERE et_rank = 2;
 
 -- A book's depth keeps the archive's text for its levels: each ["price","size"] pair becomes the venue's
 -- {"price":…,"size":…} by one regular expression (an object list is kept as it is).
@@ -130,11 +142,11 @@ FROM _ar_bk WHERE NOT bad;
 INSERT INTO stg_raw
 SELECT make_timestamp(recv_ms * 1000), recv_ms * 1000000 + k, [event_type], [market],
        CASE et_rank
-         WHEN 0 THEN json_object('market', market, 'asset_id', asset_id, 'price', _ar_dec(price), 'size', _ar_dec(size),
+         WHEN 0 THEN json_object('market', market, 'asset_id', asset_id, 'price', format('{}', price), 'size', format('{}', size),
                                  'fee_rate_bps', CAST(fee_rate_bps AS VARCHAR), 'side', side, 'timestamp', CAST(ts_ms AS VARCHAR),
                                  'event_type', event_type, 'transaction_hash', transaction_hash, 'hash', 'pmlake-rebuilt:' || (recv_ms * 1000000 + k))
-         ELSE json_object('market', market, 'asset_id', asset_id, 'old_tick_size', _ar_dec(old_tick_size),
-                          'new_tick_size', _ar_dec(new_tick_size), 'timestamp', CAST(ts_ms AS VARCHAR), 'event_type', event_type,
+         ELSE json_object('market', market, 'asset_id', asset_id, 'old_tick_size', format('{}', old_tick_size),
+                          'new_tick_size', format('{}', new_tick_size), 'timestamp', CAST(ts_ms AS VARCHAR), 'event_type', event_type,
                           'hash', 'pmlake-rebuilt:' || (recv_ms * 1000000 + k))
        END::VARCHAR
 FROM _ar_m WHERE et_rank IN (0, 3) AND asset_id IS NOT NULL;
