@@ -74,15 +74,23 @@ export async function readSchema(conn: DuckDBConnection, file: string): Promise<
 }
 
 /**
- * The table macro the staging SQL reads: the file's rows with the columns normalized, a missing optional column
- * as NULL, and each row's position in the file (rn; the file keeps arrival order within a token).
+ * The table macros the staging SQL reads: _ar_all(f), every row of the file with the columns normalized (a missing
+ * optional column as NULL), its position in the file (rn; the file keeps arrival order within a token) and the
+ * market in its stored type (market_n); _ar_src(f, lo, hi), the rows of the markets lo..hi (text, as
+ * `CAST(market AS VARCHAR)` gives them), a filter on the stored column that Parquet's statistics answer: the file
+ * is sorted by market, so a piece reads only its row groups.
  */
-export function sourceMacro(schema: ArchiveSchema): string {
+export function sourceMacros(schema: ArchiveSchema): string[] {
   const cols = [...REQUIRED, ...OPTIONAL].map((col) => {
     const type = schema.columns.get(col);
     const t = TARGET[col];
     return `${type === undefined ? `NULL::${t.type}` : readAs(col, type)} AS ${t.as}`;
   });
-  return `CREATE OR REPLACE TEMP MACRO _ar_src(f) AS TABLE
-    SELECT file_row_number AS rn, ${cols.join(', ')} FROM read_parquet(f, file_row_number = true)`;
+  const marketType = schema.columns.get('market') ?? 'VARCHAR';
+  return [
+    `CREATE OR REPLACE TEMP MACRO _ar_all(f) AS TABLE
+       SELECT file_row_number AS rn, "market" AS market_n, ${cols.join(', ')} FROM read_parquet(f, file_row_number = true)`,
+    `CREATE OR REPLACE TEMP MACRO _ar_src(f, lo, hi) AS TABLE
+       SELECT * FROM _ar_all(f) WHERE market_n BETWEEN CAST(lo AS ${marketType}) AND CAST(hi AS ${marketType})`,
+  ];
 }

@@ -1,25 +1,90 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { BatchContext } from '../types.js';
 import { bump, sqlStatements } from '../ws/common.js';
-import { readSchema, sourceMacro } from './columns.js';
+import { readSchema, sourceMacros } from './columns.js';
 
 const KNOWN = ['book', 'price_change', 'last_trade_price', 'tick_size_change'];
 
-async function run(conn: DuckDBConnection, sql: string, file: string): Promise<void> {
-  const profile = process.env.PMLAKE_PROFILE === '1';
-  const t = performance.now();
-  // Only statements that read the file take it as a parameter.
-  await (sql.includes('$f') ? conn.run(sql, { f: file }) : conn.run(sql));
-  if (profile) process.stderr.write(`[profile] archive_stage.sql ${(performance.now() - t).toFixed(0)} ms: ${sql.slice(0, 60).replace(/\s+/g, ' ')}\n`);
+/**
+ * Rows per piece: a file is staged in pieces of whole markets of about this many rows, so the staging SQL's
+ * intermediate tables (message ranks, rows with their ranks) hold one piece, not the hour. Message ranks are
+ * local to a market: the pieces stage the same rows as the file whole. The batch is not written between pieces:
+ * a batch of some markets only would look, to the tape's silence checks (ingest/integrity/gaps.ts), like a
+ * capture that lost the others.
+ */
+export function pieceRows(): number {
+  return Number(process.env.PMLAKE_ARCHIVE_PIECE_ROWS ?? 2_000_000);
 }
 
-async function rows(conn: DuckDBConnection, sql: string): Promise<Record<string, unknown>[]> {
-  return (await conn.runAndReadAll(sql)).getRowObjectsJS();
+type Piece = { lo: string; hi: string; rows: number };
+
+async function rows(conn: DuckDBConnection, sql: string, params?: Record<string, string>): Promise<Record<string, unknown>[]> {
+  return (await conn.runAndReadAll(sql, params)).getRowObjectsJS();
+}
+
+/** Consecutive markets (in the file's order) grouped into pieces of about `size` rows. */
+async function pieces(conn: DuckDBConnection, file: string, size: number): Promise<Piece[]> {
+  const counts = await rows(
+    conn,
+    `SELECT CAST(market_n AS VARCHAR) AS m, count(*) AS n FROM _ar_all($f) WHERE market_n IS NOT NULL GROUP BY market_n ORDER BY market_n`,
+    { f: file },
+  );
+  const out: Piece[] = [];
+  for (const r of counts) {
+    const m = String(r.m);
+    const n = Number(r.n);
+    const last = out.at(-1);
+    if (last && last.rows + n <= size) {
+      last.hi = m;
+      last.rows += n;
+    } else out.push({ lo: m, hi: m, rows: n });
+  }
+  return out;
+}
+
+/** What the pieces could not stage, summed over them: count and first file row of each kind. */
+type Tally = Record<string, { n: number; first: number }>;
+
+async function stagePiece(conn: DuckDBConnection, file: string, p: Piece, tally: Tally): Promise<number> {
+  const profile = process.env.PMLAKE_PROFILE === '1';
+  const params = { f: file, lo: p.lo, hi: p.hi };
+  for (const sql of sqlStatements('archive_stage.sql')) {
+    const t = performance.now();
+    // Only statements that read the file take its parameters.
+    await (sql.includes('$f') ? conn.run(sql, params) : conn.run(sql));
+    if (profile) process.stderr.write(`[profile] archive_stage.sql ${(performance.now() - t).toFixed(0)} ms: ${sql.slice(0, 60).replace(/\s+/g, ' ')}\n`);
+  }
+  // The positional join of the ranks with the rows relies on both being in file order; never stage a mismatch.
+  const off = Number((await rows(conn, 'SELECT count(*) AS n FROM _ar_m WHERE rn <> k_rn'))[0]?.n ?? 0);
+  if (off > 0) throw new Error(`internal: ${off} archive row(s) out of step with their message ranks`);
+  const badPc = `et_rank = 2 AND (asset_id IS NULL OR price IS NULL OR size IS NULL OR side IS NULL OR upper(side) NOT IN ('BUY', 'SELL'))`;
+  const badLt = `et_rank = 0 AND (asset_id IS NULL OR price IS NULL OR size IS NULL)`;
+  const m = (
+    await rows(
+      conn,
+      `SELECT (SELECT count(*) FROM (SELECT DISTINCT market, recv_ms, k FROM _ar_m WHERE et_rank = 2)) AS pc_msgs,
+              count(*) FILTER (WHERE ${badPc}) AS bad_pc, min(rn) FILTER (WHERE ${badPc}) AS bad_pc_rn,
+              count(*) FILTER (WHERE ${badLt}) AS bad_lt, min(rn) FILTER (WHERE ${badLt}) AS bad_lt_rn,
+              (SELECT count(*) FROM _ar_bk WHERE bad) AS bad_bk, (SELECT min(rn) FROM _ar_bk WHERE bad) AS bad_bk_rn
+       FROM _ar_m`,
+    )
+  )[0]!;
+  const add = (key: string, n: unknown, first: unknown): void => {
+    if (!Number(n)) return;
+    const t = (tally[key] ??= { n: 0, first: Infinity });
+    t.n += Number(n);
+    t.first = Math.min(t.first, Number(first));
+  };
+  add('bad_pc', m.bad_pc, m.bad_pc_rn);
+  add('bad_lt', m.bad_lt, m.bad_lt_rn);
+  add('bad_bk', m.bad_bk, m.bad_bk_rn);
+  for (const t of ['_ar_k', '_ar_m', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  return Number(m.pc_msgs);
 }
 
 /**
- * Stages one archive file (sql/ingest/archive_stage.sql), then counts what it read and reports, with the
- * file row (0-based, as Parquet readers number them) of the first, what it could not stage.
+ * Stages one archive file (sql/ingest/archive_stage.sql) piece by piece, then counts what it read and reports,
+ * with the file row (0-based, as Parquet readers number them) of the first, what it could not stage.
  */
 export async function stageArchive(ctx: BatchContext, file: string): Promise<void> {
   const { conn } = ctx;
@@ -31,64 +96,59 @@ export async function stageArchive(ctx: BatchContext, file: string): Promise<voi
     ctx.issues.push({ file, message: `archive column(s) ${schema.missingOptional.join(', ')} missing: read as NULL` });
     bump(ctx, 'archive_missing_columns', schema.missingOptional.length);
   }
-  await conn.run(sourceMacro(schema));
-  const l2Before = Number((await rows(conn, 'SELECT count(*) AS n FROM stg_l2'))[0]?.n ?? 0);
+  for (const sql of sourceMacros(schema)) await conn.run(sql);
+  const tally: Tally = {};
   try {
-    for (const s of sqlStatements('archive_stage.sql')) await run(conn, s, file);
-    // The positional join of the ranks with the rows relies on both being in file order; never stage a mismatch.
-    const off = Number((await rows(conn, 'SELECT count(*) AS n FROM _ar_m WHERE rn <> k_rn'))[0]?.n ?? 0);
-    if (off > 0) throw new Error(`internal: ${off} archive row(s) out of step with their message ranks`);
-    await report(ctx, file, l2Before);
+    const parts = await pieces(conn, file, pieceRows());
+    for (const p of parts) {
+      const before = Number((await rows(conn, 'SELECT count(*) AS n FROM stg_l2'))[0]?.n ?? 0);
+      bump(ctx, 'msg_price_change', await stagePiece(conn, file, p, tally));
+      bump(ctx, 'level_updates', Number((await rows(conn, 'SELECT count(*) AS n FROM stg_l2'))[0]?.n ?? 0) - before);
+      if (parts.length > 1) bump(ctx, 'archive_pieces', 1);
+    }
+    await report(ctx, file, tally);
   } finally {
     for (const t of ['_ar_k', '_ar_m', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await conn.run('DROP MACRO TABLE IF EXISTS _ar_src');
+    await conn.run('DROP MACRO TABLE IF EXISTS _ar_all');
   }
 }
 
-async function report(ctx: BatchContext, file: string, l2Before: number): Promise<void> {
-  const { conn } = ctx;
+async function report(ctx: BatchContext, file: string, tally: Tally): Promise<void> {
   const issue = (n: number, first: unknown, what: string, counter: string): void => {
     if (!n) return;
     bump(ctx, counter, n);
     ctx.issues.push({ file, message: `${n} ${what}; first at file row ${String(first)}`, count: n });
   };
-  // Every row of the file by type, and the rows the staging SQL left out (it reads only known, timed rows).
-  const all = await conn.runAndReadAll(
+  // Every row of the file by type, and the rows the pieces left out (they read only known, timed rows).
+  const all = await rows(
+    ctx.conn,
     `SELECT coalesce(event_type, '(none)') AS t, count(*) AS n,
-            count(*) FILTER (WHERE recv_ms IS NULL OR market IS NULL) AS untimed, min(rn) FILTER (WHERE recv_ms IS NULL OR market IS NULL) AS untimed_rn,
+            count(*) FILTER (WHERE recv_ms IS NULL OR market_n IS NULL) AS untimed, min(rn) FILTER (WHERE recv_ms IS NULL OR market_n IS NULL) AS untimed_rn,
             min(rn) AS first_rn
-     FROM _ar_src($f) GROUP BY 1`,
+     FROM _ar_all($f) GROUP BY 1`,
     { f: file },
   );
   let untimed = 0;
   let untimedRn = Infinity;
-  for (const r of all.getRowObjectsJS()) {
+  for (const r of all) {
     const type = String(r.t);
     const n = Number(r.n);
     bump(ctx, 'archive_rows', n);
     if (KNOWN.includes(type)) {
-      bump(ctx, `msg_${type}`, type === 'price_change' ? 0 : n - Number(r.untimed));
+      if (type !== 'price_change') bump(ctx, `msg_${type}`, n - Number(r.untimed));
       untimed += Number(r.untimed);
       if (r.untimed_rn !== null) untimedRn = Math.min(untimedRn, Number(r.untimed_rn));
     } else issue(n, r.first_rn, `row(s) of unknown event_type "${type}", skipped`, 'unknown_event_types');
   }
   issue(untimed, untimedRn, 'row(s) without timestamp_received or market, skipped', 'archive_rows_untimed');
-  const m = (
-    await rows(
-      conn,
-      `SELECT count(DISTINCT (market, recv_ms, k)) FILTER (WHERE et_rank = 2) AS pc_msgs,
-              count(*) FILTER (WHERE et_rank = 2 AND (asset_id IS NULL OR price IS NULL OR size IS NULL OR upper(side) NOT IN ('BUY', 'SELL') OR side IS NULL)) AS bad_pc,
-              min(rn) FILTER (WHERE et_rank = 2 AND (asset_id IS NULL OR price IS NULL OR size IS NULL OR upper(side) NOT IN ('BUY', 'SELL') OR side IS NULL)) AS bad_pc_rn,
-              count(*) FILTER (WHERE et_rank = 0 AND (asset_id IS NULL OR price IS NULL OR size IS NULL)) AS bad_lt,
-              min(rn) FILTER (WHERE et_rank = 0 AND (asset_id IS NULL OR price IS NULL OR size IS NULL)) AS bad_lt_rn
-       FROM _ar_m`,
-    )
-  )[0]!;
-  bump(ctx, 'msg_price_change', Number(m.pc_msgs));
-  issue(Number(m.bad_pc), m.bad_pc_rn, 'price_change row(s) with a missing token, bad side or missing price/size, skipped', 'bad_level_updates');
-  issue(Number(m.bad_lt), m.bad_lt_rn, 'last_trade_price row(s) without token, price or size, skipped', 'bad_last_trades');
-  const b = (await rows(conn, `SELECT count(*) FILTER (WHERE bad) AS n, min(rn) FILTER (WHERE bad) AS rn FROM _ar_bk`))[0]!;
-  issue(Number(b.n), b.rn, 'book row(s) whose bids/asks are not a JSON list of [price, size] pairs (or lack a token), skipped whole', 'bad_books');
-  const l2 = Number((await rows(conn, 'SELECT count(*) AS n FROM stg_l2'))[0]?.n ?? 0);
-  bump(ctx, 'level_updates', l2 - l2Before);
+  const t = (k: string): { n: number; first: number } => tally[k] ?? { n: 0, first: 0 };
+  issue(t('bad_pc').n, t('bad_pc').first, 'price_change row(s) with a missing token, bad side or missing price/size, skipped', 'bad_level_updates');
+  issue(t('bad_lt').n, t('bad_lt').first, 'last_trade_price row(s) without token, price or size, skipped', 'bad_last_trades');
+  issue(
+    t('bad_bk').n,
+    t('bad_bk').first,
+    'book row(s) whose bids/asks are not a JSON list of [price, size] pairs (or lack a token), skipped whole',
+    'bad_books',
+  );
 }

@@ -1,6 +1,6 @@
 -- The public archive's hourly Parquet files (docs/archive-format.md) → the tape's staging tables, as the websocket
--- path fills them (ws_stage.sql). Input: the table macro _ar_src(f) (ingest/archive/columns.ts: the file's
--- columns normalized) and $f. Output: rows appended to stg_l2, stg_last_trades,
+-- path fills them (ws_stage.sql). Input: the table macro _ar_src(f, lo, hi) (ingest/archive/columns.ts: the
+-- file's columns normalized, the rows of markets lo..hi: a file is staged in pieces of whole markets) and $f, $lo, $hi. Output: rows appended to stg_l2, stg_last_trades,
 -- stg_tape_flags and stg_raw. One archive row is one level change (price_change), one whole book (book, levels as
 -- JSON text), one trade or one tick change.
 --
@@ -23,9 +23,9 @@ CREATE TEMP TABLE IF NOT EXISTS stg_tape_flags (kind VARCHAR, asset_id VARCHAR, 
 -- token as 64-bit hashes (two that collided would only share a ranking: each token's order stays its own).
 CREATE OR REPLACE TEMP TABLE _ar_k AS
 WITH src AS (
-  SELECT rn, hash(market) AS mh, hash(asset_id) AS ah, recv_ms, ts_ms,
+  SELECT rn, hash(market_n) AS mh, hash(asset_id) AS ah, recv_ms, ts_ms,
          CASE event_type WHEN 'price_change' THEN 2 WHEN 'book' THEN 1 WHEN 'last_trade_price' THEN 0 WHEN 'tick_size_change' THEN 3 END AS et_rank
-  FROM _ar_src($f) WHERE recv_ms IS NOT NULL AND market IS NOT NULL
+  FROM _ar_src($f, $lo, $hi) WHERE recv_ms IS NOT NULL AND market_n IS NOT NULL
 ), runs AS (
   -- One window over a token's group: r, and li, a price_change entry's position in its run (rows after the
   -- last other message of the group; the file lists a message's entries token by token).
@@ -43,7 +43,7 @@ FROM runs ORDER BY rn;
 -- checks), so a positional join pairs them without a hash join. Rows the ranking skipped (unknown type, no
 -- receive time) are not in _ar_k and are left out here too: the join is over the rows _ar_k kept.
 CREATE OR REPLACE TEMP TABLE _ar_m AS
-SELECT * FROM (SELECT * FROM _ar_src($f) WHERE recv_ms IS NOT NULL AND market IS NOT NULL AND event_type IN ('price_change', 'book', 'last_trade_price', 'tick_size_change'))
+SELECT * FROM (SELECT * EXCLUDE (market_n) FROM _ar_src($f, $lo, $hi) WHERE recv_ms IS NOT NULL AND market_n IS NOT NULL AND event_type IN ('price_change', 'book', 'last_trade_price', 'tick_size_change'))
 POSITIONAL JOIN _ar_k;
 
 -- price_change rows: one level update each. BUY levels are bids, SELL levels are asks; best_bid/best_ask are

@@ -119,5 +119,16 @@ describe('archive rows and websocket frames of one capture land the same lake', 
       expect(l.arReport.counts.top_checks).toBeGreaterThan(100);
       expect(l.arReport.counts.top_mismatches ?? 0).toBe(0);
     });
+    it('staged in pieces of a few markets: the same lake', async () => {
+      process.env.PMLAKE_ARCHIVE_PIECE_ROWS = '800';
+      try {
+        const archives = wsFiles.map((f) => ({ name: `polymarket_orderbook_${path.basename(f, '.jsonl')}T00.parquet`, files: [f] }));
+        const l = await bothWays('gen-pieces', wsFiles, archives, 'blob');
+        expect(l.arReport.counts.archive_pieces).toBeGreaterThan(2);
+        await expectSameLakes(l, wsFiles);
+      } finally {
+        delete process.env.PMLAKE_ARCHIVE_PIECE_ROWS;
+      }
+    });
   });
 });
