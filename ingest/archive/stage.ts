@@ -22,17 +22,44 @@ async function rows(conn: DuckDBConnection, sql: string, params?: Record<string,
   return (await conn.runAndReadAll(sql, params)).getRowObjectsJS();
 }
 
-/** Consecutive markets (in the file's order) grouped into pieces of about `size` rows. */
-async function pieces(conn: DuckDBConnection, file: string, size: number): Promise<Piece[]> {
-  const counts = await rows(
+type TypeCount = { n: number; untimed: number; untimedRn: number; firstRn: number };
+/** One scan of the file's cheap columns: rows per market (for the pieces) and per event type (for the report). */
+type Census = { markets: { m: string; n: number }[]; types: Map<string, TypeCount> };
+
+async function census(conn: DuckDBConnection, file: string): Promise<Census> {
+  const groups = await rows(
     conn,
-    `SELECT CAST(market_n AS VARCHAR) AS m, count(*) AS n FROM _ar_all($f) WHERE market_n IS NOT NULL GROUP BY market_n ORDER BY market_n`,
+    `SELECT CAST(market_n AS VARCHAR) AS m, t, n, untimed, untimed_rn, first_rn FROM (
+       SELECT market_n, coalesce(event_type, '(none)') AS t, count(*) AS n,
+              count(*) FILTER (WHERE recv_ms IS NULL OR market_n IS NULL) AS untimed,
+              min(rn) FILTER (WHERE recv_ms IS NULL OR market_n IS NULL) AS untimed_rn, min(rn) AS first_rn
+       FROM _ar_all($f) GROUP BY ALL)
+     ORDER BY market_n NULLS LAST`,
     { f: file },
   );
+  const markets: { m: string; n: number }[] = [];
+  const types = new Map<string, TypeCount>();
+  for (const g of groups) {
+    const n = Number(g.n);
+    if (g.m !== null) {
+      const last = markets.at(-1);
+      if (last && last.m === String(g.m)) last.n += n;
+      else markets.push({ m: String(g.m), n });
+    }
+    const t = types.get(String(g.t)) ?? { n: 0, untimed: 0, untimedRn: Infinity, firstRn: Infinity };
+    t.n += n;
+    t.untimed += Number(g.untimed);
+    if (g.untimed_rn !== null) t.untimedRn = Math.min(t.untimedRn, Number(g.untimed_rn));
+    t.firstRn = Math.min(t.firstRn, Number(g.first_rn));
+    types.set(String(g.t), t);
+  }
+  return { markets, types };
+}
+
+/** Consecutive markets (in the file's order) grouped into pieces of about `size` rows. */
+function pieces(markets: Census['markets'], size: number): Piece[] {
   const out: Piece[] = [];
-  for (const r of counts) {
-    const m = String(r.m);
-    const n = Number(r.n);
+  for (const { m, n } of markets) {
     const last = out.at(-1);
     if (last && last.rows + n <= size) {
       last.hi = m;
@@ -99,14 +126,15 @@ export async function stageArchive(ctx: BatchContext, file: string): Promise<voi
   for (const sql of sourceMacros(schema)) await conn.run(sql);
   const tally: Tally = {};
   try {
-    const parts = await pieces(conn, file, pieceRows());
+    const counted = await census(conn, file);
+    const parts = pieces(counted.markets, pieceRows());
     for (const p of parts) {
       const before = Number((await rows(conn, 'SELECT count(*) AS n FROM stg_l2'))[0]?.n ?? 0);
       bump(ctx, 'msg_price_change', await stagePiece(conn, file, p, tally));
       bump(ctx, 'level_updates', Number((await rows(conn, 'SELECT count(*) AS n FROM stg_l2'))[0]?.n ?? 0) - before);
       if (parts.length > 1) bump(ctx, 'archive_pieces', 1);
     }
-    await report(ctx, file, tally);
+    report(ctx, file, counted.types, tally);
   } finally {
     for (const t of ['_ar_k', '_ar_m', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await conn.run('DROP MACRO TABLE IF EXISTS _ar_src');
@@ -114,32 +142,22 @@ export async function stageArchive(ctx: BatchContext, file: string): Promise<voi
   }
 }
 
-async function report(ctx: BatchContext, file: string, tally: Tally): Promise<void> {
+function report(ctx: BatchContext, file: string, types: Map<string, TypeCount>, tally: Tally): void {
   const issue = (n: number, first: unknown, what: string, counter: string): void => {
     if (!n) return;
     bump(ctx, counter, n);
     ctx.issues.push({ file, message: `${n} ${what}; first at file row ${String(first)}`, count: n });
   };
   // Every row of the file by type, and the rows the pieces left out (they read only known, timed rows).
-  const all = await rows(
-    ctx.conn,
-    `SELECT coalesce(event_type, '(none)') AS t, count(*) AS n,
-            count(*) FILTER (WHERE recv_ms IS NULL OR market_n IS NULL) AS untimed, min(rn) FILTER (WHERE recv_ms IS NULL OR market_n IS NULL) AS untimed_rn,
-            min(rn) AS first_rn
-     FROM _ar_all($f) GROUP BY 1`,
-    { f: file },
-  );
   let untimed = 0;
   let untimedRn = Infinity;
-  for (const r of all) {
-    const type = String(r.t);
-    const n = Number(r.n);
-    bump(ctx, 'archive_rows', n);
+  for (const [type, r] of types) {
+    bump(ctx, 'archive_rows', r.n);
     if (KNOWN.includes(type)) {
-      if (type !== 'price_change') bump(ctx, `msg_${type}`, n - Number(r.untimed));
-      untimed += Number(r.untimed);
-      if (r.untimed_rn !== null) untimedRn = Math.min(untimedRn, Number(r.untimed_rn));
-    } else issue(n, r.first_rn, `row(s) of unknown event_type "${type}", skipped`, 'unknown_event_types');
+      if (type !== 'price_change') bump(ctx, `msg_${type}`, r.n - r.untimed);
+      untimed += r.untimed;
+      untimedRn = Math.min(untimedRn, r.untimedRn);
+    } else issue(r.n, r.firstRn, `row(s) of unknown event_type "${type}", skipped`, 'unknown_event_types');
   }
   issue(untimed, untimedRn, 'row(s) without timestamp_received or market, skipped', 'archive_rows_untimed');
   const t = (k: string): { n: number; first: number } => tally[k] ?? { n: 0, first: 0 };
