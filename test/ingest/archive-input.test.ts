@@ -6,6 +6,7 @@ import { runIngest } from '../../ingest/run.js';
 import { generate } from '../../ingest/generate/index.js';
 import { captureRows, writeArchiveFile, type ArchiveRow } from '../../ingest/generate/archive.js';
 import { archiveHandler } from '../../ingest/archive/index.js';
+import { dryRunIngest } from '../../ingest/dry-run.js';
 import { currentVersion } from '../../src/lake/versions.js';
 import { lakeRows, tempDir } from './oracle.js';
 
@@ -102,6 +103,9 @@ describe('malformed archive input: clear issues, the rest lands', () => {
       conn.closeSync();
       db.closeSync();
     }
+    // pmlake ingest --dry-run tells the archive file's rows and span, exactly.
+    const dry = await dryRunIngest([named], { lakeDir: path.join(tmp.dir, 'lake-detect') });
+    expect(dry.inputs[0]).toMatchObject({ format: 'archive-parquet', rows: n, estimated: false, would: 'land' });
     const r = await runIngest([named, other], { lakeDir: path.join(tmp.dir, 'lake-detect'), derived: false });
     expect(r.ingested).toBe(1);
     expect(r.issues).toEqual([{ file: other, message: 'format not recognised; file skipped' }]);
