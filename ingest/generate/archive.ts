@@ -126,8 +126,9 @@ export type ArchiveWriteOptions = {
 };
 
 const SELECT: Record<string, string> = {
-  timestamp_received: 'CAST(make_timestamp(timestamp_received * 1000) AS TIMESTAMP_MS)',
-  timestamp: 'CAST(make_timestamp("timestamp" * 1000) AS TIMESTAMP_MS)',
+  // timestamp[ms, UTC] in the archive: UTC-adjusted (DuckDB writes it in microseconds; the values are whole ms).
+  timestamp_received: 'CAST(make_timestamp(timestamp_received * 1000) AS TIMESTAMPTZ)',
+  timestamp: 'CAST(make_timestamp("timestamp" * 1000) AS TIMESTAMPTZ)',
   market: 'CAST(market AS BLOB)',
   event_type: 'event_type',
   asset_id: 'asset_id',
@@ -165,6 +166,7 @@ export async function writeArchiveFile(rows: Iterable<ArchiveRow>, out: string, 
   const db = await DuckDBInstance.create(':memory:', { threads: '2', memory_limit: '1GB' });
   const conn = await db.connect();
   try {
+    await conn.run(`SET TimeZone = 'UTC'`);
     const cols = Object.entries(SELECT)
       .filter(([c]) => !(opts.drop ?? []).includes(c))
       .map(([c, e]) => `${c === 'market' && opts.market === 'varchar' ? 'market' : e} AS "${c}"`);
