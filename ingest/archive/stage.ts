@@ -105,7 +105,7 @@ async function stagePiece(conn: DuckDBConnection, file: string, p: Piece, tally:
   add('bad_pc', m.bad_pc, m.bad_pc_rn);
   add('bad_lt', m.bad_lt, m.bad_lt_rn);
   add('bad_bk', m.bad_bk, m.bad_bk_rn);
-  for (const t of ['_ar_k', '_ar_m', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  for (const t of ['_ar_r', '_ar_k', '_ar_m', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
   return Number(m.pc_msgs);
 }
 
@@ -136,7 +136,7 @@ export async function stageArchive(ctx: BatchContext, file: string): Promise<voi
     }
     report(ctx, file, counted.types, tally);
   } finally {
-    for (const t of ['_ar_k', '_ar_m', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+    for (const t of ['_ar_r', '_ar_k', '_ar_m', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await conn.run('DROP MACRO TABLE IF EXISTS _ar_src');
     await conn.run('DROP MACRO TABLE IF EXISTS _ar_all');
   }

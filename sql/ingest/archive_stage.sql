@@ -19,32 +19,36 @@ CREATE TEMP TABLE IF NOT EXISTS stg_tape_flags (kind VARCHAR, asset_id VARCHAR, 
 -- seq = recv_ms * 1,000,000 + k, k = the message's rank among the same market's messages of that receive ms,
 -- ordered by venue time, then r (a price_change run before the message that ends it), then file position.
 -- k is local to a market, so a file staged in pieces cut at market boundaries gives the same rows as whole.
--- The windows run over narrow rows (the file's wide rows would be carried through their sorts): market and
--- token as 64-bit hashes (two that collided would only share a ranking: each token's order stays its own).
+-- The piece's rows, read once (the staging steps below read them several times): known types with a receive
+-- time and a market.
+CREATE OR REPLACE TEMP TABLE _ar_r AS
+SELECT * EXCLUDE (market_n), hash(market_n) AS mh,
+       CASE event_type WHEN 'price_change' THEN 2 WHEN 'book' THEN 1 WHEN 'last_trade_price' THEN 0 WHEN 'tick_size_change' THEN 3 END AS et_rank
+FROM _ar_src($f, $lo, $hi)
+WHERE recv_ms IS NOT NULL AND market_n IS NOT NULL AND event_type IN ('price_change', 'book', 'last_trade_price', 'tick_size_change');
+
+-- The windows run over narrow rows (the wide rows would be carried through their sorts): market and token as
+-- 64-bit hashes (two that collided would only share a ranking: each token's order stays its own).
 CREATE OR REPLACE TEMP TABLE _ar_k AS
 WITH src AS (
-  SELECT rn, hash(market_n) AS mh, hash(asset_id) AS ah, recv_ms, ts_ms,
-         CASE event_type WHEN 'price_change' THEN 2 WHEN 'book' THEN 1 WHEN 'last_trade_price' THEN 0 WHEN 'tick_size_change' THEN 3 END AS et_rank
-  FROM _ar_src($f, $lo, $hi) WHERE recv_ms IS NOT NULL AND market_n IS NOT NULL
+  SELECT rn, mh, hash(asset_id) AS ah, recv_ms, ts_ms, et_rank FROM _ar_r
 ), runs AS (
   -- One window over a token's group: r, and li, a price_change entry's position in its run (rows after the
   -- last other message of the group; the file lists a message's entries token by token).
   SELECT *, coalesce(count(*) FILTER (WHERE et_rank <> 2) OVER w, 0) AS r,
          rn - coalesce(max(rn) FILTER (WHERE et_rank <> 2) OVER w, min(rn) OVER (PARTITION BY ah, mh, recv_ms, ts_ms) - 1) - 1 AS li
-  FROM src WHERE et_rank IS NOT NULL
+  FROM src
   WINDOW w AS (PARTITION BY ah, mh, recv_ms, ts_ms ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 )
 SELECT rn AS k_rn,
        dense_rank() OVER (PARTITION BY mh, recv_ms ORDER BY ts_ms, r, et_rank = 2 DESC, CASE WHEN et_rank = 2 THEN -1 ELSE rn END) - 1 AS k,
-       li::INTEGER AS li, et_rank
+       li::INTEGER AS li
 FROM runs ORDER BY rn;
 
--- Every row of the file with its k: the ranks were computed in file order (k_rn = rn: ingest/archive/stage.ts
--- checks), so a positional join pairs them without a hash join. Rows the ranking skipped (unknown type, no
--- receive time) are not in _ar_k and are left out here too: the join is over the rows _ar_k kept.
-CREATE OR REPLACE TEMP TABLE _ar_m AS
-SELECT * FROM (SELECT * EXCLUDE (market_n) FROM _ar_src($f, $lo, $hi) WHERE recv_ms IS NOT NULL AND market_n IS NOT NULL AND event_type IN ('price_change', 'book', 'last_trade_price', 'tick_size_change'))
-POSITIONAL JOIN _ar_k;
+-- The rows with their ranks: both tables are in file order (k_rn = rn: ingest/archive/stage.ts checks), so a
+-- positional join pairs them without a hash join.
+CREATE OR REPLACE TEMP TABLE _ar_m AS SELECT * FROM _ar_r POSITIONAL JOIN _ar_k;
+DROP TABLE _ar_r;
 
 -- price_change rows: one level update each. BUY levels are bids, SELL levels are asks; best_bid/best_ask are
 -- the integrity layer's top check (as a new-shape entry's). The archive has no book hash; hash is
