@@ -1,5 +1,6 @@
 import { NotFound } from '../errors.js';
 import { mapLimit } from '../map-limit.js';
+import { tokensStartingAfterQuery } from '../query/tape-starts.js';
 import type { LakeSession } from '../lake/session.js';
 import type { Row } from '../lake/values.js';
 import { bookAt } from '../markets/book-at.js';
@@ -64,8 +65,22 @@ export async function openingBook(session: LakeSession, a: KnownAsset, atUs: big
  * of the channel parses single-message frames, and some drop array frames), none for an asset without tape before.
  */
 export async function openingBookFrames(session: LakeSession, assets: readonly KnownAsset[], atUs: bigint): Promise<string[]> {
+  // A replay from before an asset's first data (a market's whole life) has no book to rebuild: one small read of
+  // the catalogue's token stats spares each asset its book statements.
+  const stats = session.version.files('token_stats');
+  let empty = new Set<string>();
+  if (stats.length > 0 && assets.length > 0) {
+    const rows = await session.rows(
+      tokensStartingAfterQuery(
+        stats,
+        assets.map((a) => a.assetId),
+        atUs - 1n,
+      ),
+    );
+    empty = new Set(rows.map((r) => String(r.token_id)));
+  }
   // Each book is its own statements on its own connection: rebuilt side by side.
-  const books = await mapLimit(assets, LOOKUPS_IN_FLIGHT, (a) => openingBook(session, a, atUs));
+  const books = await mapLimit(assets, LOOKUPS_IN_FLIGHT, (a) => (empty.has(a.assetId) ? Promise.resolve(null) : openingBook(session, a, atUs)));
   return books.filter((b): b is string => b !== null);
 }
 
