@@ -52,6 +52,7 @@ export async function ingestCommand(args: string[]): Promise<number> {
       threads: config.duckdbThreads ?? 2,
       memoryLimit: config.duckdbMemory,
       onProgress: (p) => display.onProgress(p),
+      memoryBudget: config.ingestMemory,
       graceSeconds: config.lakeGraceSeconds,
       compactSmallFiles: config.compactSmallFiles,
       databaseUrl: config.databaseUrl,

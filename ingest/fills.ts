@@ -4,6 +4,7 @@ import { csvHeader, firstLine, loadJsonObjects } from './metadata/json.js';
 import { ingestSql } from './metadata/sql.js';
 import type { BatchContext, SourceHandler } from './types.js';
 import { surveyFills } from './fills-survey.js';
+import { JSON_CAP, jsonObjectLimit } from './memory.js';
 
 /**
  * On-chain OrderFilled events → trades. Accepted shapes (documented in lake/README.md):
@@ -113,8 +114,8 @@ async function loadJson(ctx: BatchContext, file: string): Promise<boolean> {
     await ctx.conn.run(
       `CREATE OR REPLACE TEMP TABLE _fills_raw AS
        SELECT row_number() OVER () AS line, ${coalesced(sqlIdent)}
-       FROM read_json($file, format = 'auto', columns = ${columns}, maximum_object_size = 268435456)`,
-      { file },
+       FROM read_json($file, format = 'auto', columns = ${columns}, maximum_object_size = $max)`,
+      { file, max: jsonObjectLimit(file, JSON_CAP) },
     );
     return true;
   } catch (err) {

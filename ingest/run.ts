@@ -20,6 +20,7 @@ import { optionsHandler } from './options.js';
 import { deriveCandles } from './candles.js';
 import { finalizeCatalog } from './catalog.js';
 import { makeScratchDir, openScratchDb, scratchConnection, sweepScratch } from './scratch.js';
+import { duckdbMemorySetting, planIngestMemory, releaseEmptyStaging, stagedTableBytes } from './memory.js';
 import { VersionDraft } from './versions.js';
 import { sweepLake, type SweepReport } from './sweep.js';
 import { adoptLegacyLake } from './adopt.js';
@@ -40,8 +41,11 @@ export type IngestOptions = {
   snapshotSeconds?: number;
   log?: Logger;
   threads?: number;
+  /** DuckDB's memory_limit at most (PMLAKE_DUCKDB_MEMORY); the budget's share of DuckDB when lower. */
   memoryLimit?: string;
-  /** Flush a batch once this many rows are staged (bounds memory and temp disk). */
+  /** Bytes the process may hold resident whatever the batch (PMLAKE_INGEST_MEMORY; default 4 GiB; ingest/memory.ts). */
+  memoryBudget?: number;
+  /** Flush a batch once this many rows are staged (bounds temp disk), or sooner when they outgrow the memory budget. */
   batchRows?: number;
   /** Progress lines on stderr every few seconds (the CLI turns this on). */
   progress?: boolean;
@@ -162,6 +166,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
   const lakeDir = path.resolve(opts.lakeDir);
   const log = opts.log ?? createLogger('silent');
   const batchRows = opts.batchRows ?? 20_000_000;
+  const memory = planIngestMemory(opts.memoryBudget, opts.memoryLimit);
   fs.mkdirSync(lakeDir, { recursive: true });
   const release = await acquireLakeLock(lakeDir, { databaseUrl: opts.databaseUrl });
   const report: IngestReport = {
@@ -253,7 +258,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
 
     const { instance, conn } = await openScratchDb(lakeDir, workDir, {
       threads: opts.threads,
-      memoryLimit: opts.memoryLimit,
+      memoryLimit: duckdbMemorySetting(memory.duckdbLimit),
       readDirs: [...new Set(files.map((f) => path.dirname(f)))],
     });
     let side: DuckDBConnection | undefined;
@@ -274,12 +279,14 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         issues: report.issues,
         counts: report.counts,
         landed: {},
+        tapeChunkBytes: memory.tapeChunkBytes,
       };
       const stagedRows = async (): Promise<number> => {
         let staged = 0;
         for (const d of STAGED) staged += await count(conn, `SELECT count(*) FROM stg_${d}`);
         return staged;
       };
+      const batchFull = async (): Promise<boolean> => (await stagedRows()) >= batchRows || (await stagedTableBytes(conn)) >= memory.stagedBytes;
       let marks = new Map<string, number>();
       let pending: LedgerEntry[] = [];
       if (opts.progress) {
@@ -352,11 +359,12 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         progress('batch');
         pending = [];
         for (const d of STAGED) await conn.run(`DELETE FROM stg_${d}`);
+        await releaseEmptyStaging(conn);
       };
       // Between chunks of one big file: write what is staged so far. The file itself enters the ledger only
       // with the batch that holds its last chunk; a crash before that re-stages it whole, which de-duplicates.
       ctx.maybeFlush = async () => {
-        if ((await stagedRows()) < batchRows) return;
+        if (!(await batchFull())) return;
         await flush();
         marks = await stagingMarks(conn);
       };
@@ -416,7 +424,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
           handler: item.handler.name,
           ingested_at: new Date().toISOString(),
         });
-        if ((await stagedRows()) >= batchRows) await flush();
+        if (await batchFull()) await flush();
       }
       await flush();
       const small = opts.compactSmallFiles ?? 16;

@@ -2,6 +2,17 @@ import path from 'node:path';
 import os from 'node:os';
 import { z } from 'zod';
 
+const BYTE_SIZE = /^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i;
+const UNIT: Record<string, number> = { kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
+
+/** Bytes of a size as DuckDB's memory_limit spells it: KB/MB/GB/TB are powers of 1000, KiB/MiB/GiB/TiB of 1024. */
+export function parseByteSize(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]+)$/i.exec(text.trim());
+  const unit = m ? UNIT[m[2]!.toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new Error(`not a size: ${text}`);
+  return Math.floor(Number(m[1]) * unit);
+}
+
 /**
  * All configuration comes from the environment, read once here and validated.
  * A bad value stops the process at start-up with a message naming the variable.
@@ -33,10 +44,18 @@ const EnvSchema = z
     PMLAKE_COMPACT_SMALL_FILES: z.coerce.number().int().min(0).max(10_000).default(16),
     /** DuckDB resources: a 2-core machine by default. */
     PMLAKE_DUCKDB_THREADS: z.coerce.number().int().min(1).max(256).optional(),
-    PMLAKE_DUCKDB_MEMORY: z
+    PMLAKE_DUCKDB_MEMORY: z.string().regex(BYTE_SIZE).default('4GB'),
+    /**
+     * What one `pmlake ingest` process may hold resident (DuckDB, the book replay, Node) whatever the batch:
+     * ingest/memory.ts gives DuckDB a share of it (never more than PMLAKE_DUCKDB_MEMORY) and writes a batch out
+     * before its staged rows outgrow it.
+     */
+    PMLAKE_INGEST_MEMORY: z
       .string()
-      .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i)
-      .default('4GB'),
+      .regex(BYTE_SIZE, 'a size such as 4GiB or 600MB')
+      .transform(parseByteSize)
+      .refine((b) => b >= 256 * 2 ** 20, 'at least 256MiB')
+      .default(4 * 2 ** 30),
     /** S3-compatible object storage for exports; unset → files under PMLAKE_STATE/exports behind pmlake's own signed links. */
     PMLAKE_S3_ENDPOINT: z.string().url().optional(),
     PMLAKE_S3_BUCKET: z
@@ -199,6 +218,8 @@ export type Config = {
   compactSmallFiles: number;
   duckdbThreads: number | undefined;
   duckdbMemory: string;
+  /** Bytes (PMLAKE_INGEST_MEMORY). */
+  ingestMemory: number;
   s3: {
     endpoint: string | undefined;
     bucket: string;
@@ -268,6 +289,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     compactSmallFiles: e.PMLAKE_COMPACT_SMALL_FILES,
     duckdbThreads: e.PMLAKE_DUCKDB_THREADS,
     duckdbMemory: e.PMLAKE_DUCKDB_MEMORY,
+    ingestMemory: e.PMLAKE_INGEST_MEMORY,
     s3: Object.freeze({
       endpoint: e.PMLAKE_S3_ENDPOINT,
       bucket: e.PMLAKE_S3_BUCKET,

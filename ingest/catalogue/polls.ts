@@ -6,6 +6,7 @@ import { ensureCatalogStaging } from '../catalog.js';
 import { classifyMetaObjs, dropMetaTables, stageMetaRecords } from '../metadata.js';
 import { ingestSql } from '../metadata/sql.js';
 import { makeScratchDir } from '../scratch.js';
+import { JSON_CAP, jsonObjectLimit } from '../memory.js';
 import { noteLanded, type BatchContext, type SourceHandler } from '../types.js';
 
 /**
@@ -162,8 +163,8 @@ async function stagePoll(ctx: BatchContext, file: string): Promise<void> {
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE _poll_lines AS
        SELECT (json->>'l')::BIGINT AS l, json->'o' AS o
-       FROM read_json_objects($f, format = 'newline_delimited', maximum_object_size = 268435456)`,
-      { f: pagesFile },
+       FROM read_json_objects($f, format = 'newline_delimited', maximum_object_size = $max)`,
+      { f: pagesFile, max: jsonObjectLimit(pagesFile, JSON_CAP) },
     );
     const recordsMark = await stagePages(ctx, file, path.basename(file));
     const obs = Number((await rows(ctx, 'SELECT count(*) AS n FROM _poll_obs'))[0]!.n);

@@ -4,6 +4,7 @@ import zlib from 'node:zlib';
 import { sqlIdent } from '../../src/lake/duckdb.js';
 import type { BatchContext } from '../types.js';
 import { makeScratchDir } from '../scratch.js';
+import { JSON_CAP, jsonObjectLimit } from '../memory.js';
 
 /**
  * Loads every top-level JSON object of a file (a JSON array, one object, or JSON lines; .gz transparently)
@@ -17,8 +18,8 @@ export async function loadJsonObjects(ctx: BatchContext, file: string, table: st
     await ctx.conn.run(
       `CREATE OR REPLACE TEMP TABLE ${t} AS
        SELECT row_number() OVER () AS ord, json AS obj
-       FROM read_json_objects($file, format = 'auto', maximum_object_size = 268435456)`,
-      { file },
+       FROM read_json_objects($file, format = 'auto', maximum_object_size = $max)`,
+      { file, max: jsonObjectLimit(file, JSON_CAP) },
     );
     return true;
   } catch (err) {
@@ -73,8 +74,8 @@ async function loadLineByLine(ctx: BatchContext, file: string, t: string, duckMe
     await ctx.conn.run(
       `CREATE OR REPLACE TEMP TABLE ${t} AS
        SELECT (json->>'l')::BIGINT AS ord, json->'o' AS obj
-       FROM read_json_objects($tmp, format = 'newline_delimited', maximum_object_size = 268435456)`,
-      { tmp },
+       FROM read_json_objects($tmp, format = 'newline_delimited', maximum_object_size = $max)`,
+      { tmp, max: jsonObjectLimit(tmp, JSON_CAP) },
     );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

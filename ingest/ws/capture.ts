@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { BatchContext, SourceHandler } from '../types.js';
 import { surveyCapture } from './survey.js';
 import { makeScratchDir } from '../scratch.js';
+import { jsonObjectLimit } from '../memory.js';
 import { bump, finishTape, NO_CARRY, runSqlFile, type Carry, type TapeBatchContext } from './common.js';
 import { chunkBytes, splitLines } from './json.js';
 import { dropCopies, replaceLaterCopies, stagedMarks } from './capture-redundancy.js';
@@ -52,12 +53,12 @@ async function stageCapture(ctx: TapeBatchContext, file: string): Promise<void> 
   const state: FileState = { carry: NO_CARRY, source: null, recorder: '', lastMs: null };
   const torn = lastLineTorn(file);
   try {
-    if (fs.statSync(file).size <= chunkBytes()) {
+    if (fs.statSync(file).size <= chunkBytes(ctx)) {
       await stagePart(ctx, file, file, 0, state, torn);
     } else {
       const dir = makeScratchDir(ctx.lakeDir, 'chunks');
       try {
-        const chunks = [...splitLines(file, dir, chunkBytes())];
+        const chunks = [...splitLines(file, dir, chunkBytes(ctx))];
         for (const [i, chunk] of chunks.entries()) {
           await stagePart(ctx, chunk.path, file, chunk.firstLine - 1, state, torn && i === chunks.length - 1);
           fs.rmSync(chunk.path, { force: true });
@@ -130,7 +131,7 @@ async function stagePart(ctx: BatchContext, part: string, file: string, lineOffs
       `CREATE OR REPLACE TEMP TABLE _cap_ln AS
        SELECT ordinality + $off AS line, * EXCLUDE (ordinality)
        FROM read_json($f, format = 'newline_delimited', columns = ${COLUMNS}, ignore_errors = true, maximum_object_size = $max) WITH ORDINALITY`,
-      { f: read.path, off: lineOffset, max: MAX_LINE_BYTES },
+      { f: read.path, off: lineOffset, max: jsonObjectLimit(read.path, MAX_LINE_BYTES) },
     );
   } finally {
     read.cleanup();

@@ -51,8 +51,11 @@ const KNOWN = ['book', 'price_change', 'last_trade_price', 'tick_size_change', '
 export type Carry = { recvMs: number | null; nextK: number };
 export const NO_CARRY: Carry = { recvMs: null, nextK: 0 };
 
-/** A batch context whose orchestrator may flush between chunks of one big file (ingest/run.ts). */
-export type TapeBatchContext = BatchContext & { maybeFlush?: () => Promise<void> };
+/**
+ * A batch context whose orchestrator may flush between chunks of one big file (ingest/run.ts), chunks of about
+ * `tapeChunkBytes` (its memory budget's, ingest/memory.ts).
+ */
+export type TapeBatchContext = BatchContext & { maybeFlush?: () => Promise<void>; tapeChunkBytes?: number };
 
 export async function finishTape(
   ctx: BatchContext,

@@ -4,6 +4,7 @@ import type { BatchContext, SourceHandler } from '../types.js';
 import { surveyTapeJson } from './survey.js';
 import { bump, finishTape, NO_CARRY, runSqlFile, type Carry, type TapeBatchContext } from './common.js';
 import { makeScratchDir } from '../scratch.js';
+import { JSON_CAP, jsonObjectLimit } from '../memory.js';
 
 /**
  * Websocket captures in every JSON layout seen in the wild — a file holding an array of frames, an array of
@@ -41,23 +42,24 @@ async function loadElements(ctx: BatchContext, file: string): Promise<void> {
     `CREATE OR REPLACE TEMP TABLE _ws_el AS
      SELECT ordinality AS el, json AS j,
             CASE left(json, 1) WHEN '{' THEN true WHEN '[' THEN false ELSE left(ltrim(json), 1) = '{' END AS obj
-     FROM read_json_objects($f, format = 'auto', maximum_object_size = 268435456) WITH ORDINALITY`,
-    { f: file },
+     FROM read_json_objects($f, format = 'auto', maximum_object_size = $max) WITH ORDINALITY`,
+    { f: file, max: jsonObjectLimit(file, JSON_CAP) },
   );
 }
 
 /**
  * JSON lines files above this size are staged in chunks cut at line ends, and the orchestrator may flush a
  * batch between chunks, so a multi-GB day of tape never sits in staging at once. Receive time and k carry
- * over the cut, so seq is the same as if the file had been staged whole.
+ * over the cut, so seq is the same as if the file had been staged whole. The orchestrator sizes the chunks to its
+ * memory budget (ingest/memory.ts); PMLAKE_TAPE_CHUNK_BYTES overrides it (tests).
  */
-export function chunkBytes(): number {
-  return Number(process.env.PMLAKE_TAPE_CHUNK_BYTES ?? 128 * 1024 * 1024);
+export function chunkBytes(ctx: TapeBatchContext): number {
+  return Number(process.env.PMLAKE_TAPE_CHUNK_BYTES ?? ctx.tapeChunkBytes ?? 128 * 1024 * 1024);
 }
 
 async function stageJson(ctx: TapeBatchContext, file: string): Promise<void> {
   const isLines = /\.(jsonl|ndjson)$/i.test(file);
-  const bytes = chunkBytes();
+  const bytes = chunkBytes(ctx);
   if (!isLines || fs.statSync(file).size <= bytes) {
     await stagePart(ctx, file, file, isLines ? 0 : null, NO_CARRY);
     return;
