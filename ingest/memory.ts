@@ -20,8 +20,12 @@ export const DEFAULT_INGEST_MEMORY = 4 * 2 ** 30;
 /** The largest JSON element (a frame, a page, a record) the JSON formats accept. */
 export const JSON_CAP = 256 * 2 ** 20;
 
-/** Shares of the budget; the rest (a third) is Node, JavaScript and memory DuckDB does not account. */
-const DUCKDB_SHARE = 0.5;
+/**
+ * Node with its modules and the replay's JavaScript take about this much whatever the batch; of the rest DuckDB
+ * gets a share, its allocations outside the buffer pool (and the allocator's slack) growing with it.
+ */
+const FIXED = 320 * 2 ** 20;
+const DUCKDB_SHARE = 0.55;
 const STAGED_SHARE = 0.2;
 /** A JSON lines chunk stages several times its size (frames kept as text, messages, level rows, temporaries). */
 const CHUNK_OF_STAGED = 1 / 8;
@@ -40,7 +44,7 @@ export type IngestMemoryPlan = {
 };
 
 export function planIngestMemory(budget: number = DEFAULT_INGEST_MEMORY, duckdbMemory?: string): IngestMemoryPlan {
-  const share = Math.floor(budget * DUCKDB_SHARE);
+  const share = Math.max(64 * 2 ** 20, Math.floor((budget - FIXED) * DUCKDB_SHARE));
   const duckdbLimit = duckdbMemory === undefined ? share : Math.min(share, parseByteSize(duckdbMemory));
   const stagedBytes = Math.floor(Math.min(budget * STAGED_SHARE, duckdbLimit * 0.6));
   const tapeChunkBytes = Math.max(MIN_CHUNK, Math.min(MAX_CHUNK, Math.floor(stagedBytes * CHUNK_OF_STAGED)));

@@ -54,7 +54,7 @@ const EnvSchema = z
       .string()
       .regex(BYTE_SIZE, 'a size such as 4GiB or 600MB')
       .transform(parseByteSize)
-      .refine((b) => b >= 256 * 2 ** 20, 'at least 256MiB')
+      .refine((b) => b >= 512 * 2 ** 20, 'at least 512MiB')
       .default(4 * 2 ** 30),
     /** S3-compatible object storage for exports; unset → files under PMLAKE_STATE/exports behind pmlake's own signed links. */
     PMLAKE_S3_ENDPOINT: z.string().url().optional(),
