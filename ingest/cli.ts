@@ -113,6 +113,7 @@ async function followCommand(args: string[]): Promise<number> {
     log,
     databaseUrl: config.databaseUrl,
     memoryLimit: config.duckdbMemory,
+    memoryBudget: config.ingestMemory,
     threads: config.duckdbThreads ?? 2,
     snapshotSeconds: config.snapshotSeconds,
     graceSeconds: config.lakeGraceSeconds,

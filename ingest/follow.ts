@@ -41,6 +41,8 @@ export type FollowOptions = {
   log: Logger;
   databaseUrl?: string;
   memoryLimit?: string;
+  /** Resident memory of a cycle at most (PMLAKE_INGEST_MEMORY; ingest/memory.ts). */
+  memoryBudget?: number;
   threads?: number;
   /** PMLAKE_SNAPSHOT_SECONDS (default 60). */
   snapshotSeconds?: number;
@@ -160,6 +162,7 @@ export class Follower {
           log,
           threads: this.opts.threads,
           memoryLimit: this.opts.memoryLimit,
+          memoryBudget: this.opts.memoryBudget,
           databaseUrl: this.opts.databaseUrl,
           snapshotSeconds: this.opts.snapshotSeconds,
           graceSeconds,
