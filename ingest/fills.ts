@@ -5,6 +5,7 @@ import { ingestSql } from './metadata/sql.js';
 import type { BatchContext, SourceHandler } from './types.js';
 import { surveyFills } from './fills-survey.js';
 import { JSON_CAP, jsonObjectLimit } from './memory.js';
+import { stageLineChunks } from './chunked.js';
 
 /**
  * On-chain OrderFilled events → trades. Accepted shapes (documented in lake/README.md):
@@ -175,9 +176,13 @@ export const fillsHandler: SourceHandler = {
   name: 'on-chain OrderFilled events (JSON / JSONL decoded events, Goldsky CSV)',
   detect,
   async stage(ctx, file) {
-    const ok = /\.csv(\.gz)?$/i.test(file) ? await loadCsv(ctx, file) : await loadJson(ctx, file);
-    if (!ok) return;
-    await deriveFills(ctx, file);
+    if (/\.csv(\.gz)?$/i.test(file)) {
+      if (await loadCsv(ctx, file)) await deriveFills(ctx, file);
+      return;
+    }
+    await stageLineChunks(ctx, file, async (part) => {
+      if (await loadJson(ctx, part)) await deriveFills(ctx, part);
+    });
   },
   survey: (conn, file) => surveyFills(conn, file, Object.values(EXCHANGE_CONTRACTS)),
 };

@@ -24,7 +24,7 @@ export const JSON_CAP = 256 * 2 ** 20;
  * Node with its modules and the replay's JavaScript take about this much whatever the batch; of the rest DuckDB
  * gets a share, its allocations outside the buffer pool (and the allocator's slack) growing with it.
  */
-const FIXED = 320 * 2 ** 20;
+const FIXED = 384 * 2 ** 20;
 const DUCKDB_SHARE = 0.55;
 const STAGED_SHARE = 0.2;
 /** A JSON lines chunk stages several times its size (frames kept as text, messages, level rows, temporaries). */

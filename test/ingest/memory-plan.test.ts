@@ -4,9 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { jsonObjectLimit, planIngestMemory, releaseEmptyStaging, stagedTableBytes } from '../../ingest/memory.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { runIngest } from '../../ingest/run.js';
+import { currentFiles } from '../../src/lake/versions.js';
 import { tempDir } from '../helpers/server.js';
 
-/** The memory budget's shares, its variable, and the release of emptied staging tables in a real DuckDB. */
+/**
+ * The memory budget's shares, its variable, the release of emptied staging tables in a real DuckDB, and a fills
+ * file staged in chunks.
+ */
 
 const GiB = 2 ** 30;
 const MiB = 2 ** 20;
@@ -80,5 +85,33 @@ describe('ingest memory plan', () => {
     expect(Number((await conn.runAndReadAll('SELECT count(*) FROM stg_b')).getRows()[0]![0])).toBe(1000);
     await conn.run(`INSERT INTO stg_a VALUES (1, 'again')`);
     expect(Number((await conn.runAndReadAll('SELECT count(*) FROM stg_a')).getRows()[0]![0])).toBe(1);
+  });
+
+  it('stages a fills file in chunks with batches cut between them: every fill lands once, a bad line is named by its place in the file', async () => {
+    // Distinct fills: the fixture's first fill with its log index 1…n (the trade id is transaction-log index).
+    const first = fs.readFileSync(path.resolve('test/fixtures/fills/order_filled_synthetic.jsonl'), 'utf8').split('\n')[0]!;
+    const n = 3000;
+    const bad = 2345;
+    const lines = Array.from({ length: n }, (_, i) =>
+      i + 1 === bad ? '{"event":"OrderFilled", oops' : first.replace('"log_index":1,', `"log_index":${i + 1},`),
+    );
+    const file = path.join(tmp.dir, 'fills-big.jsonl');
+    fs.writeFileSync(file, `${lines.join('\n')}\n`);
+    const lake = path.join(tmp.dir, 'lake-fills');
+    process.env.PMLAKE_TAPE_CHUNK_BYTES = String(100_000);
+    try {
+      const r = await runIngest([file], { lakeDir: lake, batchRows: 500, derived: false, compactSmallFiles: 0 });
+      expect(r.batches).toBeGreaterThan(3);
+      expect(r.issues).toEqual([expect.objectContaining({ file, line: bad })]);
+    } finally {
+      delete process.env.PMLAKE_TAPE_CHUNK_BYTES;
+    }
+    const list = `[${currentFiles(lake, 'trades')
+      .map((f) => `'${f}'`)
+      .join(', ')}]`;
+    const got = (
+      await conn.runAndReadAll(`SELECT count(*) AS n, count(DISTINCT log_index) AS d, min(log_index) AS lo, max(log_index) AS hi FROM read_parquet(${list})`)
+    ).getRowObjectsJS()[0]!;
+    expect([Number(got.n), Number(got.d), Number(got.lo), Number(got.hi)]).toEqual([n - 1, n - 1, 1, n]);
   });
 });
