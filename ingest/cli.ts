@@ -11,11 +11,12 @@ import { dryRunIngest } from './dry-run.js';
 import { dryRunTable } from './dry-run-table.js';
 import { logProgress, type ProgressDisplay } from './progress.js';
 import { terminalProgress } from './progress-tty.js';
+import { QUEUE_USAGE, queueCommand, workerCommand } from './queue/cli.js';
 
 export const USAGE = `usage: pmlake ingest [--progress-seconds=S] <file-or-dir>...
        pmlake ingest --dry-run <file-or-dir>...
        pmlake ingest --follow DIR...
-  Progress goes to stderr: on a terminal one line redrawn in place (inputs done of total, bytes, level updates/s,
+${QUEUE_USAGE.replace('usage:', '      ')}  Progress goes to stderr: on a terminal one line redrawn in place (inputs done of total, bytes, level updates/s,
   elapsed, ETA, phase); elsewhere a pino line "ingest progress" every S seconds (default 10) with the same figures.
   The closing report is one JSON document on stdout.
   --dry-run lists what would land (per input: format, already ingested or not, bytes, hours covered, estimated
@@ -31,6 +32,8 @@ export const USAGE = `usage: pmlake ingest [--progress-seconds=S] <file-or-dir>.
  */
 export async function ingestCommand(args: string[]): Promise<number> {
   if (args.includes('--follow')) return followCommand(args.filter((a) => a !== '--follow'));
+  if (args.includes('--queue')) return queueCommand(args.filter((a) => a !== '--queue'));
+  if (args.includes('--worker')) return workerCommand(args);
   const paths = args.filter((a) => !a.startsWith('--'));
   const everySeconds = Number(/^--progress-seconds=(.+)$/.exec(args.find((a) => a.startsWith('--progress-seconds=')) ?? '')?.[1] ?? 10);
   if (paths.length === 0 || args.includes('--help') || !(everySeconds > 0)) {

@@ -187,7 +187,7 @@ function takeLockFile(lakeDir: string, holdsAdvisory: boolean): () => void {
  * because machines may mount one shared lake at different paths. Two first ingests racing to create it agree:
  * each writes its own candidate and link()s it into place, which fails when the id already exists.
  */
-function lakeIdentity(lakeDir: string): string {
+export function lakeIdentity(lakeDir: string): string {
   const file = path.join(ingestDir(lakeDir), 'lake-id');
   const read = (): string | undefined => {
     try {

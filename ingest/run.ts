@@ -75,6 +75,13 @@ export type IngestOptions = {
   onFile?: (file: string, outcome: 'landed' | 'skipped' | 'failed') => void;
   /** Told the run's figures when the inputs are known, a phase begins, an input is done, a batch is published, and at the end (ingest/progress.ts renders them). */
   onProgress?: (p: IngestProgress) => void;
+  /**
+   * Queue workers (ingest/queue/worker.ts): stage without the lake lock and take it (this returns its release)
+   * only when the first batch is about to be derived and published. Nothing is swept or adopted at the start
+   * then (other workers stage meanwhile; the worker sweeps under the lock), and nothing is compacted unless the
+   * lock was taken.
+   */
+  lockWhenPublishing?: () => Promise<() => Promise<void>>;
 };
 
 export type IngestReport = {
@@ -100,7 +107,7 @@ export type IngestReport = {
   compacted?: CompactReport;
 };
 
-const KIND_ORDER: Record<SourceKind, number> = { metadata: 0, fills: 1, options: 2, ws: 3 };
+export const KIND_ORDER: Record<SourceKind, number> = { metadata: 0, fills: 1, options: 2, ws: 3 };
 
 /** Every format handler, statically imported: a broken handler is a type or load error, never a skipped source. */
 // The roles' own files first: their page bodies and decoded logs would also match the metadata and fills detectors.
@@ -168,7 +175,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
   const batchRows = opts.batchRows ?? 20_000_000;
   const memory = planIngestMemory(opts.memoryBudget, opts.memoryLimit);
   fs.mkdirSync(lakeDir, { recursive: true });
-  const release = await acquireLakeLock(lakeDir, { databaseUrl: opts.databaseUrl });
+  let release = opts.lockWhenPublishing ? undefined : await acquireLakeLock(lakeDir, { databaseUrl: opts.databaseUrl });
   const report: IngestReport = {
     files: 0,
     ingested: 0,
@@ -204,8 +211,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
   let hasher: FileHasher | undefined;
   try {
     // Only under the lock: another running ingest's temp files are not leftovers.
-    sweepTempFiles(lakeDir);
-    const swept = sweepScratch(lakeDir);
+    const swept = release ? (sweepTempFiles(lakeDir), sweepScratch(lakeDir)) : 0;
     if (swept > 0) log.info({ bytes: swept }, 'removed scratch files a killed ingest left');
     workDir = makeScratchDir(lakeDir, 'run');
     const { files, missing } = expandInputs(paths);
@@ -266,9 +272,9 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       // The second connection: merges of REPLAY_FREE data sets while the first one replays books.
       side = await scratchConnection(instance);
       const sideConn = side;
-      const adopted = await adoptLegacyLake(conn, lakeDir);
+      const adopted = release ? await adoptLegacyLake(conn, lakeDir) : null;
       if (adopted) report.versions_published.push(adopted.version);
-      if (opts.sweep !== false) report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);
+      if (release && opts.sweep !== false) report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);
       for (const d of STAGED) await conn.run(`CREATE ${REPLAY_FREE.includes(d) ? '' : 'TEMP '}TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
       const ctx: TapeBatchContext = {
         conn,
@@ -302,6 +308,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
 
       const flush = async (): Promise<void> => {
         if (pending.length === 0 && (await stagedRows()) === 0) return;
+        if (!release && opts.lockWhenPublishing) release = await opts.lockWhenPublishing();
         // Everything the batch writes goes into one draft, published whole after the catalogue.
         ctx.lake = new VersionDraft(lakeDir);
         const added: Record<string, number> = {};
@@ -429,7 +436,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       await flush();
       const small = opts.compactSmallFiles ?? 16;
       const policy = opts.compact ?? (small > 0 ? (c: DuckDBConnection) => compactLake(c, lakeDir, { smallFiles: small }) : null);
-      if (policy) {
+      if (policy && release) {
         const c = await timed('compact', () => policy(conn));
         if (c !== null && c.version !== null) {
           report.compacted = c;
@@ -448,7 +455,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     if (progressTimer) clearInterval(progressTimer);
     if (hasher !== opts.hasher) await hasher?.close();
     if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
-    await release();
+    await release?.();
   }
   report.seconds = Math.round((performance.now() - t0) / 10) / 100;
   report.level_updates_per_second = report.seconds > 0 ? Math.round((report.counts.level_updates ?? 0) / report.seconds) : 0;

@@ -310,6 +310,34 @@ const migrations = (d: Dialect): Migration[] => [
       INSERT INTO export_purges (user_id, requested_at) SELECT id, deleted_at FROM users WHERE deleted_at IS NOT NULL;
     `,
   },
+  {
+    // The ingest queue (ingest/queue/): inputs of one lake (its id, ingest/ledger.ts lakeIdentity) by content
+    // hash, in the order they are to land (`seq`), taken by `pmlake ingest --worker` processes under leases as
+    // export jobs are. Status: queued → running → done | failed; `report` holds the item's costs (JSON).
+    id: 600,
+    name: 'ingest queue',
+    sql: `
+      CREATE TABLE ingest_queue (
+        seq ${d.seq},
+        lake TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        path TEXT NOT NULL,
+        bytes ${d.bigint} NOT NULL,
+        handler TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        worker TEXT,
+        lease_until TEXT,
+        error TEXT,
+        report TEXT,
+        enqueued_at TEXT NOT NULL,
+        started_at TEXT,
+        completed_at TEXT,
+        UNIQUE (lake, sha256)
+      );
+      CREATE INDEX ingest_queue_claim ON ingest_queue(lake, status, seq);
+    `,
+  },
 ];
 
 export const SQLITE_MIGRATIONS = migrations(SQLITE);
