@@ -35,7 +35,7 @@ export type GateDeps = {
   signal: AbortSignal;
 };
 
-/** Once per worker process, at its first lock: what killed writers left in the lake (the stagers never write there). */
+/** Whether this process swept what killed writers left in the lake (the stagers never write there) yet. */
 let swept = false;
 
 /** Longest pause between two looks at the queue while waiting: the lake stands idle for at most this after a publish. */
@@ -105,7 +105,8 @@ export class PublishGate {
     const { db, lakeDir, worker, leaseMs } = this.deps;
     try {
       if (!(await renewItem(db, this.item.seq, worker, leaseMs))) throw new GaveBack('the item’s lease was lost before publishing');
-      if (!swept) {
+      // Once per process, and whenever the item was taken before: its holder may have died mid-publish.
+      if (!swept || this.item.attempts > 1) {
         swept = true;
         const temps = sweepTempFiles(lakeDir);
         const lake = sweepLake(lakeDir, this.deps.graceSeconds * 1000);
