@@ -12,6 +12,7 @@ import { lakeContent } from '../helpers/lake-content.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { runCli, spawnCli, type CliRun } from './lakeutil.js';
 import { tempDir } from './oracle.js';
+import { manifestsOnDisk, namedPaths, parquetOnDisk } from './versions-util.js';
 
 /**
  * `pmlake ingest --queue` / `--worker` (ingest/queue/): two worker processes over one lake and a real PostgreSQL,
@@ -89,6 +90,9 @@ describe('ingest queue workers', () => {
     expect(rows.find((r) => r.seq === victimSeq)?.attempts).toBe(2);
     const ledger = readLedger(lake);
     expect(ledger.size).toBe(7);
+    // What the victim wrote and never published was swept by the worker that took its item over.
+    const named = new Set(manifestsOnDisk(lake).flatMap((m) => [...namedPaths(m)]));
+    expect(parquetOnDisk(lake).filter((f) => !named.has(f))).toEqual([]);
     expect(new Set([...ledger.values()].map((e) => e.sha256))).toEqual(new Set(rows.map((r) => r.sha256)));
 
     // The reference: one process, one batch per input (runIngest flushes after every file with batchRows 1).
