@@ -52,6 +52,8 @@ export type Child = {
   /** The `pmlake-test:` marker lines printed so far. */
   markers(): string[];
   kill(): void;
+  /** The process id (to send it another signal than SIGKILL). */
+  pid: number;
   /** Called on every stderr chunk. */
   onStderr(cb: () => void): void;
   /** Everything printed on stderr so far. */
@@ -85,5 +87,6 @@ export function spawnCli(args: string[], env: Record<string, string>): Child {
     },
     onStderr: (cb) => listeners.push(cb),
     stderr: () => stderr,
+    pid: child.pid ?? 0,
   };
 }

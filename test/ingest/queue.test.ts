@@ -32,7 +32,7 @@ beforeAll(async () => {
   pg = await startTestPostgres();
   state = await StateStore.connect({ stateDir: tmp.dir, databaseUrl: pg.url });
   gen = path.join(tmp.dir, 'gen');
-  await generate({ markets: 8, days: 3, seed: 31, start: '2025-10-13', out: gen, workers: 0, rate: 0.5 });
+  await generate({ markets: 8, days: 2, seed: 31, start: '2025-10-13', out: gen, workers: 0, rate: 0.5 });
   inputs = [path.join(gen, 'markets'), path.join(gen, 'fills'), path.join(gen, 'ws')];
 }, 120_000);
 
@@ -41,6 +41,15 @@ afterAll(async () => {
   await pg?.close();
   tmp.cleanup();
 });
+
+/** Polls `cond` every 50 ms until it holds; fails after `ms`. */
+async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 /** The seq of the first tape item a worker's log says it took, if any. */
 function tapeItemTaken(stderr: string): number | undefined {
@@ -58,7 +67,7 @@ describe('ingest queue workers', () => {
     const env = { PMLAKE_LAKE: lake, PMLAKE_DATABASE_URL: pg.url, PMLAKE_STATE: path.join(tmp.dir, 'state') };
     const queued = await runCli(['ingest', '--queue', ...inputs], env);
     expect(queued.code, queued.stderr).toBe(0);
-    expect(JSON.parse(queued.stdout)).toMatchObject({ files: 7, queued: 7, already_queued: 0, already_landed: 0 });
+    expect(JSON.parse(queued.stdout)).toMatchObject({ files: 5, queued: 5, already_queued: 0, already_landed: 0 });
 
     // The victim pauses after each data set it merges (the orchestrator's test hook) and says so; once it holds a
     // tape item the second worker starts, and the victim is killed when its l2 is written, before its publish.
@@ -76,7 +85,7 @@ describe('ingest queue workers', () => {
     const victimSeq = tapeItemTaken(killed.stderr);
     expect(victimSeq).toBeGreaterThan(0);
     // The item was mid-publish: its l2 files written, no version naming them, nothing in the ledger for it.
-    expect(readLedger(lake).size).toBeLessThan(7);
+    expect(readLedger(lake).size).toBeLessThan(5);
 
     const rest = await survivor!.done;
     expect(rest.code, rest.stderr.slice(-3000)).toBe(0);
@@ -85,11 +94,11 @@ describe('ingest queue workers', () => {
 
     const lakeId = lakeIdentity(lake);
     const rows = await queueItems(state, lakeId);
-    expect(rows.map((r) => r.status)).toEqual(Array(7).fill('done'));
+    expect(rows.map((r) => r.status)).toEqual(Array(5).fill('done'));
     // Taken twice: by the victim, then by the survivor once the lease ran out (a give-back is not an attempt).
     expect(rows.find((r) => r.seq === victimSeq)?.attempts).toBe(2);
     const ledger = readLedger(lake);
-    expect(ledger.size).toBe(7);
+    expect(ledger.size).toBe(5);
     // What the victim wrote and never published was swept by the worker that took its item over.
     const named = new Set(manifestsOnDisk(lake).flatMap((m) => [...namedPaths(m)]));
     expect(parquetOnDisk(lake).filter((f) => !named.has(f))).toEqual([]);
@@ -114,12 +123,29 @@ describe('ingest queue workers', () => {
     const version = currentVersion(lake).version;
     const again = await runCli(['ingest', '--queue', ...inputs], env);
     expect(again.code, again.stderr).toBe(0);
-    expect(JSON.parse(again.stdout)).toMatchObject({ files: 7, queued: 0, already_landed: 7 });
-    expect(await queueItems(state, lakeId)).toHaveLength(7);
+    expect(JSON.parse(again.stdout)).toMatchObject({ files: 5, queued: 0, already_landed: 5 });
+    expect(await queueItems(state, lakeId)).toHaveLength(5);
     const idle = await runCli(['ingest', '--worker'], env);
     expect(idle.code, idle.stderr).toBe(0);
     expect(JSON.parse(idle.stdout)).toMatchObject({ items: 0 });
     expect(currentVersion(lake).version).toBe(version);
     expect(fs.readdirSync(lake).some((n) => n.includes('.tmp-'))).toBe(false);
   }, 180_000);
+
+  it('a worker with --wait lands what is queued after it started, and ends with 0 on SIGTERM', async () => {
+    const lake = path.join(tmp.dir, 'waiting');
+    const env = { PMLAKE_LAKE: lake, PMLAKE_DATABASE_URL: pg.url, PMLAKE_STATE: path.join(tmp.dir, 'state'), LOG_LEVEL: 'info' };
+    const worker = spawnCli(['ingest', '--worker', '--wait'], env);
+    await until(() => worker.stderr().includes('"msg":"ingest worker started"'), 30_000, 'the worker to start');
+    const file = path.join(gen, 'markets', 'gamma_markets.json');
+    const queued = await runCli(['ingest', '--queue', file], env);
+    expect(queued.code, queued.stderr).toBe(0);
+    await until(() => worker.stderr().includes('"msg":"ingest item finished"'), 30_000, 'the item to land');
+    expect(readLedger(lake).size).toBe(1);
+    expect((await queueItems(state, lakeIdentity(lake))).map((r) => r.status)).toEqual(['done']);
+    process.kill(worker.pid, 'SIGTERM');
+    const end = await worker.done;
+    expect(end.code, end.stderr.slice(-2000)).toBe(0);
+    expect(JSON.parse(end.stdout)).toMatchObject({ items: 1, landed: 1 });
+  }, 60_000);
 });
