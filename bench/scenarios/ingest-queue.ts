@@ -102,9 +102,10 @@ function describeCosts(workers: number, rounds: Round[]): string {
   const costs = rounds.flatMap((r) => r.workers.flatMap((w) => w.costs)).filter((c) => c.outcome === 'landed');
   const mean = (f: (c: (typeof costs)[number]) => number): string => (costs.reduce((s, c) => s + f(c), 0) / Math.max(1, costs.length)).toFixed(2);
   const perWorker = rounds.flatMap((r) => r.workers.map((w) => w.level_updates_per_second));
+  const cpu = rounds.map((r) => r.workers.reduce((s, w) => s + w.cpu_seconds, 0).toFixed(0));
   return (
     `${workers} worker(s), ${costs.length} items: per item ${mean((c) => c.seconds)} s wall, ${mean((c) => c.stage_seconds)} s staging (no lock), ` +
     `${mean((c) => c.locked_seconds)} s under the lock, ${mean((c) => c.turn_wait_seconds + c.lock_wait_seconds)} s waiting for turn and lock; ` +
-    `level updates/s per worker ${perWorker.map((v) => Math.round(v)).join(', ')}`
+    `level updates/s per worker ${perWorker.map((v) => Math.round(v)).join(', ')}; CPU seconds per round (all workers) ${cpu.join(', ')}`
   );
 }

@@ -58,6 +58,8 @@ export type WorkerReport = {
   failed: number;
   given_back: number;
   seconds: number;
+  /** CPU seconds of the whole process (DuckDB's threads included): the cost that does not depend on the machine's load. */
+  cpu_seconds: number;
   level_updates: number;
   level_updates_per_second: number;
   turn_wait_seconds: number;
@@ -95,6 +97,7 @@ export async function runQueueWorker(opts: QueueWorkerOptions): Promise<WorkerRe
   const seconds = (performance.now() - t0) / 1000;
   const count = (o: ItemCost['outcome']): number => costs.filter((c) => c.outcome === o).length;
   const levelUpdates = costs.reduce((s, c) => s + c.level_updates, 0);
+  const cpu = process.cpuUsage();
   return {
     worker,
     items: costs.length,
@@ -103,6 +106,7 @@ export async function runQueueWorker(opts: QueueWorkerOptions): Promise<WorkerRe
     failed: count('failed'),
     given_back: count('given back'),
     seconds: round(seconds),
+    cpu_seconds: round((cpu.user + cpu.system) / 1e6),
     level_updates: levelUpdates,
     level_updates_per_second: seconds > 0 ? Math.round(levelUpdates / seconds) : 0,
     turn_wait_seconds: round(costs.reduce((s, c) => s + c.turn_wait_seconds, 0)),
