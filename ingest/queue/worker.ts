@@ -166,7 +166,8 @@ async function processItem(ctx: Ctx, item: QueueItem): Promise<ItemCost> {
   } finally {
     clearInterval(timer);
     ctx.stop.removeEventListener('abort', onStop);
-    await gate.releaseIfHeld();
+    // The lock's session lost with the database: the server dropped the lock with it; the worker goes on.
+    await gate.releaseIfHeld().catch((err: unknown) => log.warn({ err, seq: item.seq }, 'lake lock not released cleanly'));
   }
   const cost: ItemCost = {
     seq: item.seq,

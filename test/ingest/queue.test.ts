@@ -68,6 +68,9 @@ describe('ingest queue workers', () => {
     const queued = await runCli(['ingest', '--queue', ...inputs], env);
     expect(queued.code, queued.stderr).toBe(0);
     expect(JSON.parse(queued.stdout)).toMatchObject({ files: 5, queued: 5, already_queued: 0, already_landed: 0 });
+    // The same content again (a directory and one of its files) while it waits: nothing new.
+    const twice = await runCli(['ingest', '--queue', inputs[2]!, path.join(gen, 'markets', 'gamma_markets.json')], env);
+    expect(JSON.parse(twice.stdout)).toMatchObject({ files: 3, queued: 0, already_queued: 3 });
 
     // The victim pauses after each data set it merges (the orchestrator's test hook) and says so; once it holds a
     // tape item the second worker starts, and the victim is killed when its l2 is written, before its publish.
