@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { WorkerReport } from '../../ingest/queue/worker.js';
+import type { ItemCost, WorkerReport } from '../../ingest/queue/worker.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
 import { NotAvailable, sideBySide, type BenchContext, type Sample, type Scenario, type ScenarioRow } from '../runner.js';
 import { REPO, runToExit } from '../server.js';
@@ -97,15 +97,22 @@ export function ingestQueue(maxReps: number, markets: number, days: number): Sce
   };
 }
 
-/** Per-item costs over every round with `workers` workers (landed items only). */
+/** Per-item costs over every round with `workers` workers (landed items only), overall and per format. */
 function describeCosts(workers: number, rounds: Round[]): string {
   const costs = rounds.flatMap((r) => r.workers.flatMap((w) => w.costs)).filter((c) => c.outcome === 'landed');
-  const mean = (f: (c: (typeof costs)[number]) => number): string => (costs.reduce((s, c) => s + f(c), 0) / Math.max(1, costs.length)).toFixed(2);
   const perWorker = rounds.flatMap((r) => r.workers.map((w) => w.level_updates_per_second));
   const cpu = rounds.map((r) => r.workers.reduce((s, w) => s + w.cpu_seconds, 0).toFixed(0));
+  const formats = [...new Set(costs.map((c) => c.handler))].map((h) => `${h.split(' ')[0]}: ${itemCosts(costs.filter((c) => c.handler === h))}`);
   return (
-    `${workers} worker(s), ${costs.length} items: per item ${mean((c) => c.seconds)} s wall, ${mean((c) => c.stage_seconds)} s staging (no lock), ` +
-    `${mean((c) => c.locked_seconds)} s under the lock, ${mean((c) => c.turn_wait_seconds + c.lock_wait_seconds)} s waiting for turn and lock; ` +
+    `${workers} worker(s), per item ${itemCosts(costs)}; by format ${formats.join('; ')}; ` +
     `level updates/s per worker ${perWorker.map((v) => Math.round(v)).join(', ')}; CPU seconds per round (all workers) ${cpu.join(', ')}`
+  );
+}
+
+function itemCosts(costs: ItemCost[]): string {
+  const mean = (f: (c: ItemCost) => number): string => (costs.reduce((s, c) => s + f(c), 0) / Math.max(1, costs.length)).toFixed(2);
+  return (
+    `${mean((c) => c.seconds)} s wall, ${mean((c) => c.stage_seconds)} s staging (no lock), ${mean((c) => c.locked_seconds)} s under the lock, ` +
+    `${mean((c) => c.turn_wait_seconds + c.lock_wait_seconds)} s waiting for turn and lock, ${mean((c) => c.level_updates)} level updates (${costs.length} items)`
   );
 }

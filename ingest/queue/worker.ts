@@ -38,6 +38,8 @@ export type QueueWorkerOptions = {
 export type ItemCost = {
   seq: number;
   file: string;
+  /** The format's handler (ingest/types.ts SourceHandler name): costs differ by format. */
+  handler: string;
   outcome: 'landed' | 'skipped' | 'failed' | 'retry' | 'given back';
   worker: string;
   seconds: number;
@@ -172,6 +174,7 @@ async function processItem(ctx: Ctx, item: QueueItem): Promise<ItemCost> {
   const cost: ItemCost = {
     seq: item.seq,
     file: item.path,
+    handler: item.handler,
     outcome,
     worker,
     seconds: round((performance.now() - t0) / 1000),
