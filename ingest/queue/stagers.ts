@@ -1,3 +1,4 @@
+import { archiveHandler } from '../archive/index.js';
 import { chainFilesHandler } from '../chain/files.js';
 import { fillsHandler } from '../fills.js';
 import { metadataHandler } from '../metadata.js';
@@ -12,7 +13,9 @@ import { wsJsonHandler } from '../ws/json.js';
  * definitions, and any format not listed here) waits for its turn and stages under the lock, as a single ingest
  * would. A handler whose staging starts to read the lake must leave this list.
  */
-const LAKE_FREE_STAGING = new Set([wsJsonHandler, wsCsvHandler, fillsHandler, metadataHandler, optionsHandler, chainFilesHandler].map((h) => h.name));
+const LAKE_FREE_STAGING = new Set(
+  [archiveHandler, wsJsonHandler, wsCsvHandler, fillsHandler, metadataHandler, optionsHandler, chainFilesHandler].map((h) => h.name),
+);
 
 export function stagesWithoutLake(handlerName: string): boolean {
   return LAKE_FREE_STAGING.has(handlerName);
