@@ -214,9 +214,9 @@ export async function ensureLake(opts: {
     const inputs = ['markets', 'fills', 'ws', 'options'].map((d) => path.join(dataDir, d)).filter((d) => fs.existsSync(d));
     const i = await runCli(
       ['ingest', ...inputs],
-      // More memory for DuckDB than the service's default: a default-scale batch of trades and its candles
-      // would otherwise spill most of itself to disk.
-      { ...process.env, PMLAKE_LAKE: lakeDir, PMLAKE_DUCKDB_THREADS: '2', PMLAKE_DUCKDB_MEMORY: '12GB', LOG_LEVEL: 'info' },
+      // Ingest's own memory budget (PMLAKE_INGEST_MEMORY, 4 GiB by default) sizes DuckDB and the batches: the
+      // build's peak is the figure the budget promises, whatever the scale.
+      { ...process.env, PMLAKE_LAKE: lakeDir, PMLAKE_DUCKDB_THREADS: '2', LOG_LEVEL: 'info' },
       path.join(opts.workDir, 'ingest.log'),
       log,
     );
