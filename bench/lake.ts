@@ -214,9 +214,10 @@ export async function ensureLake(opts: {
     const inputs = ['markets', 'fills', 'ws', 'options'].map((d) => path.join(dataDir, d)).filter((d) => fs.existsSync(d));
     const i = await runCli(
       ['ingest', ...inputs],
-      // Ingest's own memory budget (PMLAKE_INGEST_MEMORY, 4 GiB by default) sizes DuckDB and the batches: the
-      // build's peak is the figure the budget promises, whatever the scale.
-      { ...process.env, PMLAKE_LAKE: lakeDir, PMLAKE_DUCKDB_THREADS: '2', LOG_LEVEL: 'info' },
+      // A budget above ingest's default (PMLAKE_INGEST_MEMORY, 4 GiB): under 4 GiB the default-scale build fails
+      // in the candles of a batch of fills (DuckDB out of memory at its 1.9 GiB share), so the build keeps the
+      // room it had before the budget existed until that step is bounded; the peak it reaches is recorded.
+      { ...process.env, PMLAKE_LAKE: lakeDir, PMLAKE_DUCKDB_THREADS: '2', PMLAKE_INGEST_MEMORY: '16GiB', LOG_LEVEL: 'info' },
       path.join(opts.workDir, 'ingest.log'),
       log,
     );
