@@ -60,6 +60,18 @@ function expectedFor(f: FixFrame, assets: Set<string>, custom: boolean): unknown
   return f.text.trimStart().startsWith('[') ? kept : kept[0];
 }
 
+/** The replay of a stretch of frames to these assets, closed 1000 and equal to the venue rule computed here. */
+async function replayStretch(lines: FixFrame[], assets: Set<string>, custom: boolean): Promise<ReturnType<typeof connect>> {
+  const want = lines.map((f) => expectedFor(f, assets, custom)).filter((x) => x !== undefined);
+  const c = connect(url(lines[0]!.recvMs - 1000, lines.at(-1)!.recvMs + 1), {
+    key,
+    subscription: { assets_ids: [...assets], type: 'market', custom_feature_enabled: custom },
+  });
+  expect((await c.close).code).toBe(1000);
+  expect(c.texts.map((t) => JSON.parse(t) as unknown)).toEqual(want);
+  return c;
+}
+
 describe('replay of the market channel', () => {
   it('all assets of the day: the captures’ frames in receive order, byte for byte, then close 1000', async () => {
     const c = connect(url(DAY_FROM, DAY_TO), { key, subscription: { assets_ids: dayAssets, type: 'market', custom_feature_enabled: true } });
@@ -93,13 +105,8 @@ describe('replay of the market channel', () => {
     const asset = String((pc.msgs[0]!.price_changes as Msg[])[1]!.asset_id);
     const bba = String(lines.find((f) => f.msgs[0]!.event_type === 'best_bid_ask')!.msgs[0]!.asset_id);
     const assets = new Set([asset, bba]);
-    const from = lines[0]!.recvMs - 1000;
-    const to = lines.at(-1)!.recvMs + 1;
     for (const custom of [false, true]) {
-      const want = lines.map((f) => expectedFor(f, assets, custom)).filter((x) => x !== undefined);
-      const c = connect(url(from, to), { key, subscription: { assets_ids: [...assets], type: 'market', custom_feature_enabled: custom } });
-      expect((await c.close).code).toBe(1000);
-      expect(c.texts.map((t) => JSON.parse(t) as unknown)).toEqual(want);
+      const c = await replayStretch(lines, assets, custom);
       const msgs = c.texts.map((t) => JSON.parse(t) as Msg);
       expect(msgs.map((m) => m.event_type).includes('best_bid_ask')).toBe(custom);
       // The price_change spans two assets; the connection gets its one entry.
@@ -112,13 +119,8 @@ describe('replay of the market channel', () => {
     // Whole markets: the lake read flags their frames as received whole (no parse); the expectation is the same rule.
     const lines = frames.filter((f) => f.recvMs >= Date.parse('2026-08-14T00:00:00Z'));
     const assets = new Set(lines.flatMap((f) => f.msgs.flatMap(assetsOf)));
-    const from = lines[0]!.recvMs - 1000;
-    const to = lines.at(-1)!.recvMs + 1;
     for (const custom of [false, true]) {
-      const want = lines.map((f) => expectedFor(f, assets, custom)).filter((x) => x !== undefined);
-      const c = connect(url(from, to), { key, subscription: { assets_ids: [...assets], type: 'market', custom_feature_enabled: custom } });
-      expect((await c.close).code).toBe(1000);
-      expect(c.texts.map((t) => JSON.parse(t) as unknown)).toEqual(want);
+      const c = await replayStretch(lines, assets, custom);
       // A frame none of whose messages is dropped is the recorded text itself.
       const kept = lines.filter((f) => custom || f.msgs.every((m) => m.event_type !== 'best_bid_ask'));
       expect(kept.length).toBeGreaterThan(0);
