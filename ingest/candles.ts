@@ -1,3 +1,4 @@
+import { parseByteSize } from '../src/config.js';
 import { columnDdl } from '../src/lake/layout.js';
 import { resolveTradeTokens, parquetList } from './catalog.js';
 import type { BatchContext } from './types.js';
@@ -11,6 +12,10 @@ import type { BatchContext } from './types.js';
  * two different ingests is still one correct candle. candles_1m is declared `onConflict: 'replace'` in
  * src/lake/layout.ts, so the partition merge lets these recomputed rows replace the old ones.
  *
+ * A month of a busy venue is far more trades than DuckDB's share of the ingest budget holds, and the de-duplication
+ * and the per-minute state grow with them: each month is derived in buckets of its touched tokens (a hash of the
+ * token id), sized from the memory limit, so memory stays bounded whatever the lake or the batch holds.
+ *
  * Also resolves the staged trades' outcome fields through the catalogue first (resolveTradeTokens), which
  * must happen before the trades partitions are written; the orchestrator calls this before merging.
  */
@@ -20,34 +25,65 @@ export async function deriveCandles(ctx: BatchContext): Promise<void> {
   if (Number(exists.getRowObjectsJS()[0]!.n) === 0) return;
   await resolveTradeTokens(ctx);
   await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_candles_1m (${columnDdl('candles_1m')})`);
-
-  const months = (await conn.runAndReadAll(`SELECT DISTINCT strftime(ts, '%Y-%m') AS m FROM stg_trades WHERE ts IS NOT NULL ORDER BY 1`))
-    .getRowObjectsJS()
-    .map((r) => String(r.m));
-  if (months.length === 0) return;
-  const files = ctx.lake.partitionFiles('trades', months);
-  const lakeTrades =
-    files.length > 0
-      ? `SELECT id, token_id, ts, block_number, log_index, price, size, usd_value, 0 AS _src
-       FROM read_parquet(${parquetList(files)})
-       WHERE (token_id, strftime(ts, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)
-       UNION ALL `
-      : '';
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _cdl_touched AS
      SELECT DISTINCT token_id, strftime(ts, '%Y-%m') AS month FROM stg_trades WHERE ts IS NOT NULL AND token_id IS NOT NULL`,
   );
+  const months = (await conn.runAndReadAll(`SELECT DISTINCT month FROM _cdl_touched ORDER BY 1`)).getRowObjectsJS().map((r) => String(r.month));
+  await conn.run(`DELETE FROM stg_candles_1m WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)`);
+  const chunkRows = ctx.candleChunkRows ?? (await candleChunkRows(conn));
+  for (const month of months) {
+    const files = ctx.lake.partitionFiles('trades', [month]);
+    // A token-month's candles need all of its trades at once, the lake's included: a busy month is far more
+    // than memory holds, so its tokens are split into hash buckets few enough trades each, one bucket at a time.
+    const rows =
+      (await countRows(conn, `SELECT count(*) AS n FROM stg_trades WHERE strftime(ts, '%Y-%m') = $month`, { month })) + (await lakeRows(conn, files));
+    const buckets = Math.max(1, Math.ceil(rows / chunkRows));
+    ctx.counts.candle_chunks = (ctx.counts.candle_chunks ?? 0) + buckets;
+    for (let bucket = 0; bucket < buckets; bucket++) await minuteCandles(ctx, files, { month, buckets, bucket });
+  }
+  const n = await conn.runAndReadAll(`SELECT count(*) AS n FROM stg_candles_1m`);
+  ctx.counts.candles_1m = Number(n.getRowObjectsJS()[0]!.n);
+  // Hourly candles of the same token-months, rolled up from their (complete, recomputed) minutes: an hour
+  // never straddles a month, so a touched token-month's hours are complete too.
+  await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_candles_1h (${columnDdl('candles_1h')})`);
+  await conn.run(`DELETE FROM stg_candles_1h WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)`);
+  await conn.run(
+    `INSERT INTO stg_candles_1h BY NAME ${hourlyFrom(
+      `(SELECT * FROM stg_candles_1m WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched))`,
+    )}`,
+  );
+  await backfillHourly(ctx);
+  const h = await conn.runAndReadAll(`SELECT count(*) AS n FROM stg_candles_1h`);
+  ctx.counts.candles_1h = Number(h.getRowObjectsJS()[0]!.n);
+  await conn.run(`DROP TABLE IF EXISTS _cdl_touched`);
+}
+
+type Chunk = { month: string; buckets: number; bucket: number };
+
+/** The minute candles of one bucket of one month's touched tokens, from the lake's trades and the staged ones. */
+async function minuteCandles(ctx: BatchContext, files: string[], chunk: Chunk): Promise<void> {
+  const { conn } = ctx;
+  const inChunk = `strftime(ts, '%Y-%m') = $month AND hash(token_id) % $buckets = $bucket
+       AND token_id IN (SELECT token_id FROM _cdl_touched WHERE month = $month)`;
+  const lakeTrades =
+    files.length > 0
+      ? `SELECT id, token_id, ts, block_number, log_index, price, size, usd_value, 0 AS _src
+       FROM read_parquet(${parquetList(files)}) WHERE ${inChunk}
+       UNION ALL `
+      : '';
+  const params = { month: chunk.month, buckets: BigInt(chunk.buckets), bucket: BigInt(chunk.bucket) };
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _cdl_trades AS
      SELECT * FROM (
        ${lakeTrades}SELECT id, token_id, ts, block_number, log_index, price, size, usd_value, 1 AS _src
-       FROM stg_trades WHERE ts IS NOT NULL AND token_id IS NOT NULL)
+       FROM stg_trades WHERE ts IS NOT NULL AND ${inChunk})
      -- The same trade may be in the lake and staged again; the lake's row wins, as in the trades merge.
      QUALIFY row_number() OVER (PARTITION BY id ORDER BY _src) = 1`,
+    params,
   );
   // open / close are the first / last trade in chain order: block time, then block number (two blocks can
   // share a second), then log index (the order of events inside a block), then id as a last resort.
-  await conn.run(`DELETE FROM stg_candles_1m WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)`);
   await conn.run(
     `INSERT INTO stg_candles_1m BY NAME
      SELECT token_id,
@@ -65,21 +101,26 @@ export async function deriveCandles(ctx: BatchContext): Promise<void> {
             count(*) AS trade_count
      FROM _cdl_trades GROUP BY token_id, date_trunc('minute', ts)`,
   );
-  const n = await conn.runAndReadAll(`SELECT count(*) AS n FROM stg_candles_1m`);
-  ctx.counts.candles_1m = Number(n.getRowObjectsJS()[0]!.n);
-  // Hourly candles of the same token-months, rolled up from their (complete, recomputed) minutes: an hour
-  // never straddles a month, so a touched token-month's hours are complete too.
-  await conn.run(`CREATE TEMP TABLE IF NOT EXISTS stg_candles_1h (${columnDdl('candles_1h')})`);
-  await conn.run(`DELETE FROM stg_candles_1h WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched)`);
-  await conn.run(
-    `INSERT INTO stg_candles_1h BY NAME ${hourlyFrom(
-      `(SELECT * FROM stg_candles_1m WHERE (token_id, strftime(bucket, '%Y-%m')) IN (SELECT token_id, month FROM _cdl_touched))`,
-    )}`,
-  );
-  await backfillHourly(ctx);
-  const h = await conn.runAndReadAll(`SELECT count(*) AS n FROM stg_candles_1h`);
-  ctx.counts.candles_1h = Number(h.getRowObjectsJS()[0]!.n);
-  for (const t of ['_cdl_touched', '_cdl_trades']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  await conn.run(`DROP TABLE IF EXISTS _cdl_trades`);
+}
+
+/**
+ * Trades per chunk: one per KiB of DuckDB's memory limit. A trade row (two long ids, a timestamp, decimals) with
+ * the de-duplication's and the aggregate's state is a few hundred bytes, so a chunk keeps well inside the limit.
+ */
+async function candleChunkRows(conn: BatchContext['conn']): Promise<number> {
+  const r = await conn.runAndReadAll(`SELECT current_setting('memory_limit') AS m`);
+  return Math.max(100_000, Math.floor(parseByteSize(String(r.getRowObjectsJS()[0]!.m)) / 1024));
+}
+
+async function lakeRows(conn: BatchContext['conn'], files: string[]): Promise<number> {
+  if (files.length === 0) return 0;
+  return countRows(conn, `SELECT coalesce(sum(num_rows), 0) AS n FROM parquet_file_metadata(${parquetList(files)})`, {});
+}
+
+async function countRows(conn: BatchContext['conn'], sql: string, params: Record<string, string>): Promise<number> {
+  const r = await conn.runAndReadAll(sql, params);
+  return Number(r.getRowObjectsJS()[0]!.n);
 }
 
 /** Hourly candles of a candles_1m-shaped source: first minute's open, last minute's close. */

@@ -45,6 +45,8 @@ export type IngestOptions = {
   memoryLimit?: string;
   /** Bytes the process may hold resident whatever the batch (PMLAKE_INGEST_MEMORY; default 4 GiB; ingest/memory.ts). */
   memoryBudget?: number;
+  /** Trades per candles chunk (default: one per KiB of DuckDB's memory limit; ingest/candles.ts). */
+  candleChunkRows?: number;
   /** Flush a batch once this many rows are staged (bounds temp disk), or sooner when they outgrow the memory budget. */
   batchRows?: number;
   /** Progress lines on stderr every few seconds (the CLI turns this on). */
@@ -282,6 +284,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         lake: new VersionDraft(lakeDir),
         log,
         snapshotSeconds: opts.snapshotSeconds ?? 60,
+        candleChunkRows: opts.candleChunkRows,
         issues: report.issues,
         counts: report.counts,
         landed: {},

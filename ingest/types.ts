@@ -28,6 +28,8 @@ export type BatchContext = {
   lake: VersionDraft;
   log: Logger;
   snapshotSeconds: number;
+  /** Trades per candles chunk; unset, derived from DuckDB's memory limit (ingest/candles.ts). */
+  candleChunkRows?: number;
   /** Malformed input is reported here (file and line) and the rest of the batch goes on. */
   issues: IngestIssue[];
   /** Counters for the report, e.g. { frames: 42, level_updates: 1200, unknown_event_types: 1 }. */

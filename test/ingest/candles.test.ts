@@ -84,4 +84,24 @@ describe('candles_1m', () => {
     expect(await lakeCandles(lake, 'candles_1h')).toEqual(want);
     expect(await lakeCandles(lake)).toEqual(expectedCandles(trades));
   });
+
+  it('a month too large for one pass is derived in token buckets, each day against the lake, with the same candles', async () => {
+    const lake = path.join(tmp.dir, 'chunked');
+    const gen = path.join(tmp.dir, 'gen-chunked');
+    await generate({ markets: 6, days: 2, seed: 11, out: gen, workers: 0 });
+    const days = fs
+      .readdirSync(path.join(gen, 'fills'))
+      .sort()
+      .map((f) => path.join(gen, 'fills', f));
+    const seen: string[] = [];
+    for (const day of days) {
+      seen.push(day);
+      // 200 trades a chunk: the second day's month (its trades plus the first day's in the lake) takes many buckets.
+      const report = await runIngest([day], { lakeDir: lake, candleChunkRows: 200 });
+      expect(report.counts.candle_chunks).toBeGreaterThan(4);
+      const trades = seen.flatMap(expectedTrades);
+      expect(await lakeCandles(lake)).toEqual(expectedCandles(trades));
+      expect(await lakeCandles(lake, 'candles_1h')).toEqual(expectedCandles(trades, 3600));
+    }
+  });
 });
