@@ -1,6 +1,8 @@
 import type { Request, Response } from 'express';
 import { ipKeyGenerator } from 'express-rate-limit';
 import { planOf } from '../accounts/plans.js';
+import type { Principal } from '../accounts/principal.js';
+import { RateLimited } from '../errors.js';
 import type { CounterStore, Hits, Limits } from '../limits/index.js';
 
 /**
@@ -36,8 +38,35 @@ export type RateLimiters = { default: Limiter; orders: Limiter };
 /** Whose bucket a request counts against. Runs after the credentials were resolved (req.principal). */
 export function rateKey(req: Request): string {
   const p = req.principal;
-  if (p) return p.keyId ? `key:${p.keyId}` : `user:${p.userId}`;
+  if (p) return principalKey(p);
   return `ip:${ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown')}`;
+}
+
+function principalKey(p: Principal): string {
+  return p.keyId ? `key:${p.keyId}` : `user:${p.userId}`;
+}
+
+/**
+ * A WebSocket handshake (a replay) counted in the caller's default bucket like any request. It is no Express
+ * request, so the replay's gate counts it here, once the caller is known, and a refusal is the same 429 with the
+ * same headers. The returned function gives the slot back, for a handshake refused with a 5xx.
+ */
+export async function countUpgrade(limits: Limits, principal: Principal): Promise<() => void> {
+  const store = limits.counters('default', WINDOW_MS);
+  const key = principalKey(principal);
+  const got = await store.increment(key, Date.now());
+  const limit = planOf(principal.plan).requests_per_minute;
+  if (got.hits > limit) {
+    throw new RateLimited((got.resetAt - Date.now()) / 1000, {
+      'X-RateLimit-Limit': String(limit),
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(Math.ceil(got.resetAt / 1000)),
+    });
+  }
+  return () => {
+    const done = store.decrement(key, got.resetAt);
+    if (done instanceof Promise) done.catch(() => {});
+  };
 }
 
 function limiter(limitOf: (req: Request) => number, store: CounterStore): Limiter {

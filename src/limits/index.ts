@@ -23,7 +23,16 @@ export type Limits = {
 
 export async function openLimits(redisUrl: string | undefined, log: Logger): Promise<Limits> {
   if (!redisUrl) {
-    return { where: 'memory', counters: (_family, windowMs) => new MemoryCounterStore(windowMs), downloadRate: undefined, close: async () => {} };
+    // One store per family, as Redis keys do: the replay's handshake counts in the default bucket the HTTP
+    // limiter counts in (src/http/ratelimit.ts).
+    const stores = new Map<string, MemoryCounterStore>();
+    const counters = (family: string, windowMs: number): CounterStore => {
+      const key = `${family}:${windowMs}`;
+      let store = stores.get(key);
+      if (!store) stores.set(key, (store = new MemoryCounterStore(windowMs)));
+      return store;
+    };
+    return { where: 'memory', counters, downloadRate: undefined, close: async () => {} };
   }
   const redis = await RedisLimits.open(redisUrl, log);
   return {

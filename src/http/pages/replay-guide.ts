@@ -12,7 +12,7 @@ export const REPLAY_GUIDE = `<section id="replay">
   order, first each asset's book at <code>from</code> (rebuilt from the lake: <code>"hash":"pmlake-rebuilt"</code>).
   <code>speed</code>: 1 = as recorded, 60 = sixty times faster, 0 = as fast as the client reads. At <code>to</code> the socket
   closes with 1000. The key goes in <code>X-API-Key</code>, or in <code>api_key</code> where the client cannot set headers. Needs
-  a plan with the raw tape; the bytes sent count against fair use like a download. Refusals before the upgrade are
+  a plan with the raw tape; the bytes sent count against fair use like a download, and each connection counts as one request against the key's rate limit. Refusals before the upgrade are
   the usual JSON <code>{"detail": …}</code>; after it, close codes 4400 (malformed subscription), 4404 (unknown asset),
   4408 (no subscription within 30 s), 4413 (over 500 assets), 4429 (fair use reached), 1011 (server error).</p>
 </section>`;

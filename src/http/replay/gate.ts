@@ -7,11 +7,13 @@ import type { Principal } from '../../accounts/principal.js';
 import { Forbidden, parse, ServiceError, Unauthorized, Unavailable } from '../../errors.js';
 import type { AppContext } from '../context.js';
 import { statusOf } from '../errors.js';
+import { countUpgrade } from '../ratelimit.js';
 
 /**
  * What a replay's handshake passes before it is upgraded, the same rules as a download of the raw tape: its
  * query parsed by zod (422 naming the parameter), the credentials (`X-API-Key`, or the `api_key` query parameter
- * a browser's WebSocket must use; 401), the `download` scope (403), then the usage meter's `begin` — the plan
+ * a browser's WebSocket must use; 401), the caller's request rate (counted in the same bucket as its HTTP
+ * requests; 429), the `download` scope (403), then the usage meter's `begin` — the plan
  * covers the data set (402), the download rate (429 with Retry-After), fair use left (429). A refusal is an
  * ordinary HTTP answer with the JSON `detail`, written on the socket before any upgrade; nothing is charged.
  */
@@ -53,6 +55,23 @@ export async function admitReplay<S extends z.ZodType>(
   const authorization = req.headers.authorization;
   const principal = apiKey !== undefined || authorization !== undefined ? await ctx.auth.authenticate({ apiKey, authorization }) : null;
   if (!principal) throw new Unauthorized('Invalid API key');
+  const refund = ctx.config.rateLimits ? await countUpgrade(ctx.limits, principal) : () => {};
+  try {
+    return await admitKnown(ctx, spec, query, principal, running);
+  } catch (err) {
+    // As for any request: a refusal of the caller's (4xx) keeps its hit, a failure of the server's gives it back.
+    if (!(err instanceof ServiceError) || statusOf(err) >= 500) refund();
+    throw err;
+  }
+}
+
+async function admitKnown<S extends z.ZodType>(
+  ctx: AppContext,
+  spec: ReplayGateSpec<S>,
+  query: z.infer<S>,
+  principal: Principal,
+  running: number,
+): Promise<ReplayGrant<z.infer<S>>> {
   if (!principal.scopes.includes('download')) throw new Forbidden("This API key lacks the 'download' scope");
   if (running >= MAX_CONCURRENT_REPLAYS) throw new Unavailable('Server busy: too many replays in progress; retry shortly', 5);
   await spec.authorize?.(query, principal, ctx);
