@@ -103,5 +103,16 @@ describe('candles_1m', () => {
       expect(await lakeCandles(lake)).toEqual(expectedCandles(trades));
       expect(await lakeCandles(lake, 'candles_1h')).toEqual(expectedCandles(trades, 3600));
     }
+    // The first day again under another content hash: every minute it touches is recomputed from the lake's
+    // trades (found again, de-duplicated) in buckets, and comes out the same.
+    const copy = path.join(tmp.dir, 'day-again.jsonl');
+    fs.writeFileSync(copy, `${fs.readFileSync(days[0]!, 'utf8')}\n`);
+    const again = await runIngest([copy], { lakeDir: lake, candleChunkRows: 200 });
+    expect(again.ingested).toBe(1);
+    expect(again.counts.candle_chunks).toBeGreaterThanOrEqual(Math.ceil((2 * expectedTrades(days[0]!).length) / 200));
+    expect(again.rows_added.candles_1m ?? 0).toBe(0);
+    const trades = seen.flatMap(expectedTrades);
+    expect(await lakeCandles(lake)).toEqual(expectedCandles(trades));
+    expect(await lakeCandles(lake, 'candles_1h')).toEqual(expectedCandles(trades, 3600));
   });
 });
