@@ -7,6 +7,7 @@ import { dec, OutFile } from './psv.js';
 import { IntegrityTracker } from './integrity/tracker.js';
 import { dropIntegrityTemps, ensureIntegrityStaging, loadOutages, loadSeeds, stageIntegrity } from './integrity/stage.js';
 import { deriveCoverage } from './integrity/coverage.js';
+import { loadGapSeed } from './integrity/gap-state.js';
 import type { VersionDraft } from './versions.js';
 
 /**
@@ -225,6 +226,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
   stats.seededTokens = Number((await conn.runAndReadAll('SELECT count(*) FROM _bk_seed')).getRows()[0]?.[0] ?? 0);
   const seeds = await loadSeeds(conn, ctx.lake);
   const outages = await loadOutages(conn, ctx.lake);
+  const gapSeed = await loadGapSeed(conn, ctx.lake);
   await runSqlFile(conn, 'books_input.sql');
 
   const dir = makeScratchDir(lakeDir, 'books');
@@ -237,7 +239,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     // At a `book` checkpoint the replayed sides move here, to be compared with the venue's (ingest/integrity/).
     let oldBids = new Side();
     let oldAsks = new Side();
-    const checks = new IntegrityTracker(dir, seeds, snapOut, topOut, outages);
+    const checks = new IntegrityTracker(dir, seeds, snapOut, topOut, outages, gapSeed);
     let tick = -1;
     // Trades taken since the token's last `book`, per price (see the trade rows below). Kept apart from the book
     // itself: the stored books are the l2 replay exactly (lake/README.md's rule, and what the API replays at query

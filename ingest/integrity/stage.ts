@@ -1,6 +1,7 @@
 import { DuckDBListValue, type DuckDBConnection } from '@duckdb/node-api';
 import type { VersionDraft } from '../versions.js';
 import { IntegrityTracker, type TokenSeed } from './tracker.js';
+import { dropGapTemps, writeGapState } from './gap-state.js';
 
 /**
  * SQL around the integrity tracker (ingest/integrity/tracker.ts): what it needs from the lake before the replay
@@ -112,6 +113,7 @@ export async function stageIntegrity(conn: DuckDBConnection, lake: VersionDraft,
     { f: f.afterGap },
   );
   await rewriteVerified(conn, lake, f.reopened);
+  await writeGapState(conn, lake, f.gapRecent, f.gapOutages);
 }
 
 /**
@@ -150,5 +152,6 @@ async function rewriteVerified(conn: DuckDBConnection, lake: VersionDraft, reope
 
 export async function dropIntegrityTemps(conn: DuckDBConnection): Promise<void> {
   for (const t of ['_int_open', '_int_reopen']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  await dropGapTemps(conn);
   await conn.run('DELETE FROM stg_tape_flags');
 }

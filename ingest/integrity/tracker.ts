@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { dec, OutFile } from '../psv.js';
-import { GapFinder } from './gaps.js';
+import { GapFinder, NO_GAP_SEED, type GapSeed } from './gaps.js';
 import { diffBooks, type LevelMap } from './levels.js';
 
 /**
@@ -33,8 +33,10 @@ export class IntegrityTracker {
   readonly incidents: OutFile;
   readonly afterGap: OutFile;
   readonly reopened: OutFile;
+  private readonly gapRecent: OutFile;
+  private readonly gapOutages: OutFile;
   readonly counts: IntegrityCounts = { book_checks: 0, book_mismatches: 0, top_checks: 0, top_mismatches: 0, incidents: 0 };
-  private gaps = new GapFinder();
+  private readonly gaps: GapFinder;
 
   /** The token's tick in 1e-6 units (-1 unknown): the replay checks prices against it. */
   tick = -1;
@@ -53,6 +55,7 @@ export class IntegrityTracker {
   /**
    * `outages`: per token, the capture outages (capture_disconnect: from ms, to ms) of the batch and the lake. A
    * stretch overlapping one is not verified even when its closing `book` passes: nothing proves what it missed.
+   * `gapSeed`: the silence finder's state from the lake (ingest/integrity/gap-state.ts).
    */
   constructor(
     dir: string,
@@ -60,16 +63,27 @@ export class IntegrityTracker {
     private readonly snapOut: OutFile,
     private readonly topOut: OutFile,
     private readonly outages: ReadonlyMap<number, readonly (readonly [number, number])[]> = new Map(),
+    gapSeed: GapSeed = NO_GAP_SEED,
   ) {
     this.checkpoints = new OutFile(dir, 'checkpoints.psv');
     this.incidents = new OutFile(dir, 'incidents.psv');
     this.afterGap = new OutFile(dir, 'after_gap.psv');
     this.reopened = new OutFile(dir, 'reopened.psv');
+    this.gapRecent = new OutFile(dir, 'gap_recent.psv');
+    this.gapOutages = new OutFile(dir, 'gap_outages.psv');
+    this.gaps = new GapFinder(gapSeed);
   }
 
-  static files(dir: string): { checkpoints: string; incidents: string; afterGap: string; reopened: string } {
+  static files(dir: string): { checkpoints: string; incidents: string; afterGap: string; reopened: string; gapRecent: string; gapOutages: string } {
     const f = (n: string): string => path.join(dir, n);
-    return { checkpoints: f('checkpoints.psv'), incidents: f('incidents.psv'), afterGap: f('after_gap.psv'), reopened: f('reopened.psv') };
+    return {
+      checkpoints: f('checkpoints.psv'),
+      incidents: f('incidents.psv'),
+      afterGap: f('after_gap.psv'),
+      reopened: f('reopened.psv'),
+      gapRecent: f('gap_recent.psv'),
+      gapOutages: f('gap_outages.psv'),
+    };
   }
 
   startToken(tok: number): void {
@@ -225,8 +239,8 @@ export class IntegrityTracker {
   finish(): void {
     this.endToken();
     this.tok = -1;
-    const g = this.gaps.finish(this.incidents);
+    const g = this.gaps.finish(this.incidents, { recent: this.gapRecent, outages: this.gapOutages });
     this.counts.incidents += g.disconnects + g.silences;
-    for (const f of [this.checkpoints, this.incidents, this.afterGap, this.reopened]) f.close();
+    for (const f of [this.checkpoints, this.incidents, this.afterGap, this.reopened, this.gapRecent, this.gapOutages]) f.close();
   }
 }

@@ -16,12 +16,14 @@ import { DATASETS, type DatasetDef, type DatasetName } from './layout.js';
  * read as version 0, listed from the directories; the first ingest or compaction adopts those files into version 1.
  */
 
-/** The catalogue's internal sets (ingest/catalog.ts): versioned like data sets, but not part of the API. */
+/** Internal sets, versioned like data sets but not part of the API: the catalogue's (ingest/catalog.ts) and the silence finder's state. */
 export const RECORD_SETS = {
   market_records: 'catalog/market_records',
   series_records: 'catalog/series_records',
   /** Per token: trades and book snapshots in the lake and their time span, kept up to date by each batch. */
   token_stats: 'catalog/token_stats',
+  /** Per token and for the whole capture: the last receive times and the outages (ingest/integrity/gap-state.ts). */
+  tape_gaps: 'integrity/tape_gaps',
 } as const;
 export type SetName = DatasetName | keyof typeof RECORD_SETS;
 export const SET_NAMES = [...(Object.keys(DATASETS) as DatasetName[]), ...(Object.keys(RECORD_SETS) as (keyof typeof RECORD_SETS)[])];
