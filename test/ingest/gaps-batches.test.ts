@@ -195,7 +195,7 @@ describe('silences and disconnects across batch cuts', () => {
   it('batches cut inside files land the same incidents', async () => {
     const lake = path.join(tmp.dir, 'chunks');
     const before = process.env.PMLAKE_TAPE_CHUNK_BYTES;
-    process.env.PMLAKE_TAPE_CHUNK_BYTES = String(16 * 1024);
+    process.env.PMLAKE_TAPE_CHUNK_BYTES = String(40 * 1024);
     try {
       const r = await runIngest(inputs, { lakeDir: lake, derived: false, batchRows: 1 });
       expect(r.batches).toBeGreaterThan(inputs.length * 2);
