@@ -3,83 +3,96 @@ import type { OutFile } from '../psv.js';
 /**
  * Silences found in the tape's receive times (lake/README.md "Tape integrity"), after the replay. Spacings are
  * taken between distinct receive times (messages of one instant — both tokens of a price_change, a trade's
- * book — are one arrival), and the bar is the median spacing times a factor, not the mean: a few long pauses
- * must not raise the bar that finds them, and a quiet token may be quiet.
+ * book — are one arrival), and the bar is the typical (median) spacing times a factor, not the mean: a few long
+ * pauses must not raise the bar that finds them, and a quiet token may be quiet.
  * - capture `disconnect`: no book/price_change message of any token for longer than
- *   max(CAPTURE_MIN_SECONDS, CAPTURE_FACTOR × the median of the capture's spacings among its RECENT distinct
- *   receive times before the gap); recorded once per token that has a message before and after it.
- * - token `silence`: a token without a message for longer than max(TOKEN_MIN_SECONDS, TOKEN_FACTOR × the median
- *   of its own spacings among its RECENT distinct receive times before the gap), counting only the time the
- *   capture was alive (the gap minus the disconnects inside it), once the token has MIN_MESSAGES distinct
- *   receive times before the gap.
- * Every figure looks only backwards, over a fixed number of receive times, so where ingest cuts batches changes
- * nothing: the lake keeps each token's and the capture's last RECENT receive times and the capture's outages
- * (ingest/integrity/gap-state.ts), a batch starts from them, and it decides exactly the gaps that end at a
- * receive time it brings (a time already stored was decided by the batch that brought it).
+ *   max(CAPTURE_MIN_SECONDS, CAPTURE_FACTOR × the capture's typical spacing); recorded once per token that has a
+ *   message before and after it.
+ * - token `silence`: a token without a message for longer than max(TOKEN_MIN_SECONDS, TOKEN_FACTOR × its own
+ *   typical spacing), counting only the time the capture was alive (the gap minus the disconnects inside it).
+ * The typical spacing is the median of the spacings before the gap, kept as a histogram of quarter-octave
+ * buckets (the median's bucket middle is the figure) whose counts are halved whenever they reach HISTORY, so it
+ * follows a changing pace; a gap is judged once MIN_SPACINGS spacings came before it. Every figure looks only
+ * backwards and the state is integers, so where ingest cuts batches changes nothing: the lake keeps each token's
+ * and the capture's last receive time and histogram, and the capture's outages (ingest/integrity/gap-state.ts);
+ * a batch starts from them and decides exactly the gaps that end after the stored last receive time (earlier
+ * times were decided by the batch that brought them).
  */
 export const CAPTURE_MIN_SECONDS = 120;
 export const CAPTURE_FACTOR = 40;
 export const TOKEN_MIN_SECONDS = 600;
 export const TOKEN_FACTOR = 20;
-export const MIN_MESSAGES = 3;
-/** Distinct receive times the typical spacing is taken over (so at most RECENT - 1 spacings). */
-export const RECENT = 16;
+export const MIN_SPACINGS = 16;
+export const HISTORY = 1024;
+/** Buckets per octave of the spacing histogram, and how many (2^40 ms: decades). */
+const PER_OCTAVE = 4;
+const BUCKETS = 40 * PER_OCTAVE;
 
 /** A silence of the whole capture: the last receive time before it, the first after, and the typical spacing then. */
 export type Outage = { fromMs: number; toMs: number; typicalMs: number };
 
-/** What the lake holds before the batch (ingest/integrity/gap-state.ts). Lists ascending. */
+/** One stream's state (a token's, or the capture's): its last receive ms and its spacing histogram by bucket. */
+export type StreamSeed = { lastMs: number; hist: readonly number[] };
+
+/** What the lake holds before the batch (ingest/integrity/gap-state.ts). */
 export type GapSeed = {
-  /** Per touched token (the replay's number): its last RECENT distinct receive ms. */
-  tokens: ReadonlyMap<number, readonly number[]>;
-  /** The capture's (every token's) last RECENT distinct receive ms. */
-  capture: readonly number[];
+  /** Per touched token (the replay's number). */
+  tokens: ReadonlyMap<number, StreamSeed>;
+  capture: StreamSeed | undefined;
   /** The capture's outages a touched token may have lived through (sorted by fromMs). */
   outages: readonly Outage[];
 };
 
-export const NO_GAP_SEED: GapSeed = { tokens: new Map(), capture: [], outages: [] };
+export const NO_GAP_SEED: GapSeed = { tokens: new Map(), capture: undefined, outages: [] };
 
-/** Where the batch's new state goes: `tok|ms,ms,…` (tok 0: the capture) and `from|to|typical` (new outages). */
-export type GapStateOut = { recent: OutFile; outages: OutFile };
+/** Where the batch's new state goes: `tok|last_ms|count,count,…` (tok 0: the capture) and `from|to|typical` (new outages). */
+export type GapStateOut = { streams: OutFile; outages: OutFile };
 
-/** Median of the spacings among times[lo..hi] (ascending, distinct); 0 when there is none. */
-function medianSpacing(times: ArrayLike<number>, lo: number, hi: number): number {
-  const d: number[] = [];
-  for (let i = Math.max(lo, 0) + 1; i <= hi; i += 1) d.push(times[i]! - times[i - 1]!);
-  if (d.length === 0) return 0;
-  d.sort((a, b) => a - b);
-  const n = d.length;
-  return n % 2 ? d[(n - 1) >> 1]! : (d[n / 2 - 1]! + d[n / 2]!) / 2;
-}
+/** The running spacing statistic of one stream. */
+class Spacings {
+  private readonly hist = new Int32Array(BUCKETS);
+  private n = 0;
+  last = Number.NaN;
 
-/**
- * The stored times then the batch's, distinct and ascending; `own[i]` is the index in the batch arrays of the
- * first message at times[i] when the batch brings that time (a time the lake already holds: -1).
- */
-function merge(stored: readonly number[], ms: Float64Array, lo: number, hi: number): { times: number[]; own: number[] } {
-  const times: number[] = [];
-  const own: number[] = [];
-  const held = new Set(stored);
-  let s = 0;
-  let b = lo;
-  while (s < stored.length || b < hi) {
-    if (b >= hi || (s < stored.length && stored[s]! <= ms[b]!)) {
-      const t = stored[s++]!;
-      if (times[times.length - 1] !== t) {
-        times.push(t);
-        own.push(-1);
-      }
-    } else {
-      const t = ms[b]!;
-      if (times[times.length - 1] !== t) {
-        times.push(t);
-        own.push(held.has(t) ? -1 : b);
-      }
-      b += 1;
+  constructor(seed: StreamSeed | undefined) {
+    if (!seed) return;
+    this.last = seed.lastMs;
+    seed.hist.forEach((c, k) => {
+      this.hist[k] = c;
+      this.n += c;
+    });
+  }
+
+  get judged(): boolean {
+    return this.n >= MIN_SPACINGS;
+  }
+
+  /** The middle of the median spacing's bucket, ms. */
+  typical(): number {
+    let c = 0;
+    for (let k = 0; k < BUCKETS; k += 1) {
+      c += this.hist[k]!;
+      if (2 * c >= this.n) return 2 ** ((k + 0.5) / PER_OCTAVE);
+    }
+    return 0;
+  }
+
+  add(gap: number): void {
+    this.hist[Math.min(BUCKETS - 1, Math.floor(PER_OCTAVE * Math.log2(gap)))]! += 1;
+    this.n += 1;
+    if (this.n < HISTORY) return;
+    this.n = 0;
+    for (let k = 0; k < BUCKETS; k += 1) {
+      this.hist[k] = this.hist[k]! >> 1;
+      this.n += this.hist[k]!;
     }
   }
-  return { times, own };
+
+  line(id: number): string {
+    let top = BUCKETS;
+    while (top > 0 && this.hist[top - 1] === 0) top -= 1;
+    return `${id}|${this.last}|${this.hist.subarray(0, top).join(',')}`;
+  }
 }
 
 /** Index of the first outage that begins at or after `ms` (outages sorted by fromMs). */
@@ -125,19 +138,22 @@ export class GapFinder {
     this.spans[this.spans.length - 1] = this.n;
   }
 
-  /** The capture's new outages (gaps ending at a receive time of this batch); writes the capture's state line. */
+  /** The capture's new outages (gaps ending after its stored last receive time); writes the capture's state line. */
   private captureOutages(state: GapStateOut): Outage[] {
     const all = this.ms.slice(0, this.n).sort();
-    const { times, own } = merge(this.seed.capture, all, 0, all.length);
+    const cap = new Spacings(this.seed.capture);
     const found: Outage[] = [];
-    for (let i = 1; i < times.length; i += 1) {
-      const gap = times[i]! - times[i - 1]!;
-      // The bar is never below the minimum: shorter gaps need no median.
-      if (own[i]! < 0 || gap <= CAPTURE_MIN_SECONDS * 1000) continue;
-      const typical = medianSpacing(times, i - RECENT, i - 1);
-      if (gap > Math.max(CAPTURE_MIN_SECONDS * 1000, CAPTURE_FACTOR * typical)) found.push({ fromMs: times[i - 1]!, toMs: times[i]!, typicalMs: typical });
+    for (const t of all) {
+      if (t <= cap.last) continue;
+      const gap = t - cap.last;
+      if (cap.judged && gap > CAPTURE_MIN_SECONDS * 1000) {
+        const typical = cap.typical();
+        if (gap > Math.max(CAPTURE_MIN_SECONDS * 1000, CAPTURE_FACTOR * typical)) found.push({ fromMs: cap.last, toMs: t, typicalMs: typical });
+      }
+      if (!Number.isNaN(cap.last)) cap.add(gap);
+      cap.last = t;
     }
-    if (times.length > 0) state.recent.push(`0|${times.slice(-RECENT).join(',')}`);
+    if (!Number.isNaN(cap.last)) state.streams.push(cap.line(0));
     for (const o of found) state.outages.push(`${o.fromMs}|${o.toMs}|${o.typicalMs}`);
     return found;
   }
@@ -155,12 +171,14 @@ export class GapFinder {
       const lo = this.spans[s + 1]!;
       const hi = this.spans[s + 2]!;
       if (hi === lo) continue;
-      const { times, own } = merge(this.seed.tokens.get(tok) ?? [], this.ms, lo, hi);
-      for (let i = 1; i < times.length; i += 1) {
-        const j = own[i]!;
-        if (j < 0) continue;
-        const from = times[i - 1]!;
-        const to = times[i]!;
+      const st = new Spacings(this.seed.tokens.get(tok));
+      for (let j = lo; j < hi; j += 1) {
+        const to = this.ms[j]!;
+        // Messages of one instant are one arrival; a time the lake holds was decided by the batch that brought it.
+        if (to <= st.last) continue;
+        const from = st.last;
+        st.last = to;
+        if (Number.isNaN(from)) continue;
         // The outages this token lived through end before this message: it reveals them.
         let down = 0;
         for (let x = firstFrom(downs, from); x < downs.length; x += 1) {
@@ -171,16 +189,19 @@ export class GapFinder {
           disconnects += 1;
           down += d.toMs - d.fromMs;
         }
-        if (i < MIN_MESSAGES || to - from <= TOKEN_MIN_SECONDS * 1000) continue;
-        const typical = medianSpacing(times, i - RECENT, i - 1);
-        const limit = Math.max(TOKEN_MIN_SECONDS * 1000, TOKEN_FACTOR * typical);
-        // Alive time: the outages inside the gap do not count (both ends of an outage are receive times, so
-        // one overlapping the gap lies inside it whole).
-        if (to - from - down <= limit) continue;
-        out.push(`${tok}|silence|${from}|${to}|${to}|${this.ks[j]}|{"seconds":${sec(to - from)},"typical_seconds":${sec(typical)}}`);
-        silences += 1;
+        const gap = to - from;
+        // Alive time: the outages inside the gap do not count (both ends of an outage are receive times, so one
+        // overlapping the gap lies inside it whole).
+        if (st.judged && gap - down > TOKEN_MIN_SECONDS * 1000) {
+          const typical = st.typical();
+          if (gap - down > Math.max(TOKEN_MIN_SECONDS * 1000, TOKEN_FACTOR * typical)) {
+            out.push(`${tok}|silence|${from}|${to}|${to}|${this.ks[j]}|{"seconds":${sec(gap)},"typical_seconds":${sec(typical)}}`);
+            silences += 1;
+          }
+        }
+        st.add(gap);
       }
-      state.recent.push(`${tok}|${times.slice(-RECENT).join(',')}`);
+      state.streams.push(st.line(tok));
     }
     return { disconnects, silences };
   }

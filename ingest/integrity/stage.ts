@@ -113,7 +113,7 @@ export async function stageIntegrity(conn: DuckDBConnection, lake: VersionDraft,
     { f: f.afterGap },
   );
   await rewriteVerified(conn, lake, f.reopened);
-  await writeGapState(conn, lake, f.gapRecent, f.gapOutages);
+  await writeGapState(conn, lake, f.gapStreams, f.gapOutages);
 }
 
 /**

@@ -33,7 +33,7 @@ export class IntegrityTracker {
   readonly incidents: OutFile;
   readonly afterGap: OutFile;
   readonly reopened: OutFile;
-  private readonly gapRecent: OutFile;
+  private readonly gapStreams: OutFile;
   private readonly gapOutages: OutFile;
   readonly counts: IntegrityCounts = { book_checks: 0, book_mismatches: 0, top_checks: 0, top_mismatches: 0, incidents: 0 };
   private readonly gaps: GapFinder;
@@ -69,19 +69,19 @@ export class IntegrityTracker {
     this.incidents = new OutFile(dir, 'incidents.psv');
     this.afterGap = new OutFile(dir, 'after_gap.psv');
     this.reopened = new OutFile(dir, 'reopened.psv');
-    this.gapRecent = new OutFile(dir, 'gap_recent.psv');
+    this.gapStreams = new OutFile(dir, 'gap_streams.psv');
     this.gapOutages = new OutFile(dir, 'gap_outages.psv');
     this.gaps = new GapFinder(gapSeed);
   }
 
-  static files(dir: string): { checkpoints: string; incidents: string; afterGap: string; reopened: string; gapRecent: string; gapOutages: string } {
+  static files(dir: string): { checkpoints: string; incidents: string; afterGap: string; reopened: string; gapStreams: string; gapOutages: string } {
     const f = (n: string): string => path.join(dir, n);
     return {
       checkpoints: f('checkpoints.psv'),
       incidents: f('incidents.psv'),
       afterGap: f('after_gap.psv'),
       reopened: f('reopened.psv'),
-      gapRecent: f('gap_recent.psv'),
+      gapStreams: f('gap_streams.psv'),
       gapOutages: f('gap_outages.psv'),
     };
   }
@@ -239,8 +239,8 @@ export class IntegrityTracker {
   finish(): void {
     this.endToken();
     this.tok = -1;
-    const g = this.gaps.finish(this.incidents, { recent: this.gapRecent, outages: this.gapOutages });
+    const g = this.gaps.finish(this.incidents, { streams: this.gapStreams, outages: this.gapOutages });
     this.counts.incidents += g.disconnects + g.silences;
-    for (const f of [this.checkpoints, this.incidents, this.afterGap, this.reopened, this.gapRecent, this.gapOutages]) f.close();
+    for (const f of [this.checkpoints, this.incidents, this.afterGap, this.reopened, this.gapStreams, this.gapOutages]) f.close();
   }
 }

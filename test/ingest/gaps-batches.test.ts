@@ -128,21 +128,39 @@ function expected(): Row[] {
       }
     }
   }
-  const typical = (ts: number[], i: number): number => {
-    const d: number[] = [];
-    for (let j = Math.max(1, i - 15); j < i; j += 1) d.push(ts[j]! - ts[j - 1]!);
-    d.sort((a, b) => a - b);
-    if (d.length === 0) return 0;
-    return d.length % 2 ? d[(d.length - 1) / 2]! : (d[d.length / 2 - 1]! + d[d.length / 2]!) / 2;
+  // The typical spacing: the median of the spacings before, counted in quarter-octave buckets (bucket k holds
+  // spacings of 2^(k/4) ms up to the next), halved once they count 1024, read as its bucket's middle; judged
+  // from 16 spacings on.
+  type Hist = { counts: number[]; n: number };
+  const newHist = (): Hist => ({ counts: [], n: 0 });
+  const typical = (h: Hist): number => {
+    let c = 0;
+    for (let k = 0; k < h.counts.length; k += 1) {
+      c += h.counts[k] ?? 0;
+      if (2 * c >= h.n) return 2 ** ((k + 0.5) / 4);
+    }
+    return 0;
+  };
+  const count = (h: Hist, gap: number): void => {
+    const k = Math.floor(4 * Math.log2(gap));
+    h.counts[k] = (h.counts[k] ?? 0) + 1;
+    h.n += 1;
+    if (h.n < 1024) return;
+    h.counts = h.counts.map((c) => Math.floor((c ?? 0) / 2));
+    h.n = h.counts.reduce((a, c) => a + (c ?? 0), 0);
   };
   const downs: { a: number; b: number; typ: number }[] = [];
+  const ch = newHist();
   for (let i = 1; i < capture.length; i += 1) {
-    const typ = typical(capture, i);
-    if (capture[i]! - capture[i - 1]! > Math.max(120_000, 40 * typ)) downs.push({ a: capture[i - 1]!, b: capture[i]!, typ });
+    const gap = capture[i]! - capture[i - 1]!;
+    const typ = typical(ch);
+    if (ch.n >= 16 && gap > Math.max(120_000, 40 * typ)) downs.push({ a: capture[i - 1]!, b: capture[i]!, typ });
+    count(ch, gap);
   }
   const detail = (ms: number, typ: number): string => JSON.stringify({ seconds: ms / 1000, typical_seconds: Math.round(typ) / 1000 });
   const out: Row[] = [];
   for (const [tok, { ms, seq }] of perToken) {
+    const h = newHist();
     for (let i = 1; i < ms.length; i += 1) {
       const [p, t] = [ms[i - 1]!, ms[i]!];
       let down = 0;
@@ -151,10 +169,11 @@ function expected(): Row[] {
         out.push({ asset_id: tok, kind: 'disconnect', from_ms: d.a, to_ms: d.b, seq: String(seq[i]), detail: detail(d.b - d.a, d.typ) });
         down += d.b - d.a;
       }
-      const typ = typical(ms, i);
-      if (i >= 3 && t - p - down > Math.max(600_000, 20 * typ)) {
+      const typ = typical(h);
+      if (h.n >= 16 && t - p - down > Math.max(600_000, 20 * typ)) {
         out.push({ asset_id: tok, kind: 'silence', from_ms: p, to_ms: t, seq: String(seq[i]), detail: detail(t - p, typ) });
       }
+      count(h, t - p);
     }
   }
   return out;
