@@ -22,7 +22,9 @@ afterAll(() => tmp.cleanup());
 
 const base = { markets: 4, days: 2, seed: 21, start: '2025-09-14', busy: 1, rate: 1.2, workers: 0 };
 const SILENCE_FROM = Date.parse('2025-09-14T12:00:00Z');
-const faultOpts = { dropRate: 0.003, silences: [{ fromMs: SILENCE_FROM, seconds: 1800 }], duplicates: 2, crossed: 2 };
+// An hour: this small tape's capture pauses about a minute between messages, so the disconnect bar (40 × the
+// typical spacing before it) is some 45 minutes here; the silence must clear it plainly.
+const faultOpts = { dropRate: 0.003, silences: [{ fromMs: SILENCE_FROM, seconds: 3600 }], duplicates: 2, crossed: 2 };
 
 type Tape = { dir: string; lake: string; report: GenerateReport; truth: Truth; msgs: Map<string, TapeMessage[]> };
 let clean: Tape;
@@ -214,7 +216,7 @@ describe('the ingest finds the injected faults', () => {
     expect(found).toBeGreaterThan(2);
   });
 
-  it('the same tape ingested one day per batch gives the same checkpoints (state carried across batches)', async () => {
+  it('the same tape ingested one day per batch gives the same checkpoints and incidents (state carried across batches)', async () => {
     const lake = path.join(faulty.dir, 'lake-by-day');
     for (const f of faulty.report.files.ws) {
       const r = await runIngest([path.join(faulty.dir, f)], { lakeDir: lake, derived: false });
@@ -222,6 +224,9 @@ describe('the ingest finds the injected faults', () => {
     }
     const split = await bookCheckpoints({ ...faulty, lake });
     expect(split).toEqual(await bookCheckpoints(faulty));
+    const detailed = (t: Tape): Promise<Record<string, unknown>[]> =>
+      rows(t, 'incidents', (f) => `SELECT asset_id, kind, from_ts, to_ts, seq::VARCHAR AS seq, detail FROM ${f} ORDER BY ALL`);
+    expect(await detailed({ ...faulty, lake })).toEqual(await detailed(faulty));
   });
 
   it('duplicates, the silence and the crossed updates are found at their true times', async () => {
