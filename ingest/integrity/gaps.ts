@@ -161,9 +161,7 @@ export class GapFinder {
   /** Writes the incidents as `tok|kind|from_ms|to_ms|seq_ms|seq_k|detail` lines, and the new state. */
   finish(out: OutFile, state: GapStateOut): { disconnects: number; silences: number } {
     const known = new Set(this.seed.outages.map((o) => `${o.fromMs}|${o.toMs}`));
-    const downs = [...this.seed.outages, ...this.captureOutages(state).filter((o) => !known.has(`${o.fromMs}|${o.toMs}`))].sort(
-      (a, b) => a.fromMs - b.fromMs,
-    );
+    const downs = [...this.seed.outages, ...this.captureOutages(state).filter((o) => !known.has(`${o.fromMs}|${o.toMs}`))].sort((a, b) => a.fromMs - b.fromMs);
     let disconnects = 0;
     let silences = 0;
     for (let s = 0; s < this.spans.length; s += 3) {

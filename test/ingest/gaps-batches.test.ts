@@ -52,7 +52,14 @@ function tape(): Line[] {
     // Busy all along.
     { id: '1001', market: '0xaa', at: times(r, 5, 11, 0, 240, []) },
     // Silent 25 minutes across the first cut (a silence), and 40 minutes around the outage (18 of them alive: one too).
-    { id: '1002', market: '0xaa', at: times(r, 30, 60, 0, 240, [[62, 87], [140, 180]]) },
+    {
+      id: '1002',
+      market: '0xaa',
+      at: times(r, 30, 60, 0, 240, [
+        [62, 87],
+        [140, 180],
+      ]),
+    },
     // Silent 30 minutes around the outage, only 8 of them alive: a disconnect, no silence.
     { id: '2001', market: '0xbb', at: times(r, 20, 40, 0, 240, [[145, 175]]) },
     // Quiet: one message every half hour is its normal pace.
@@ -95,7 +102,13 @@ beforeAll(() => {
   const bounds = [T0, ...CUTS.map((c) => T0 + c * MIN), Infinity];
   inputs = bounds.slice(0, -1).map((from, i) => {
     const file = path.join(tmp.dir, `tape-${i}.jsonl`);
-    fs.writeFileSync(file, `${lines.filter((l) => l.ms >= from && l.ms < bounds[i + 1]!).map((l) => `${l.text}\n`).join('')}`);
+    fs.writeFileSync(
+      file,
+      `${lines
+        .filter((l) => l.ms >= from && l.ms < bounds[i + 1]!)
+        .map((l) => `${l.text}\n`)
+        .join('')}`,
+    );
     return file;
   });
 });
