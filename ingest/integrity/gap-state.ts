@@ -12,19 +12,32 @@ import type { GapSeed, Outage, StreamSeed } from './gaps.js';
  * (ingest/integrity/gaps.ts). Needs `_bk_touch` (ingest/books.ts).
  */
 
-const COLUMNS = 'asset_id VARCHAR, last_ms BIGINT, spacing_hist INTEGER[], outage_from_ms BIGINT, outage_to_ms BIGINT, outage_typical_ms DOUBLE';
+const NAMES = 'asset_id, last_ms, spacing_hist, outage_from_ms, outage_to_ms, outage_typical_ms';
 
-/** The state for the batch's tokens; only outages a touched token can have lived through are read. */
-export async function loadGapSeed(conn: DuckDBConnection, lake: VersionDraft): Promise<GapSeed> {
+/** The stored state, or an empty relation of its columns. */
+function stored(lake: VersionDraft): { sql: string; params: Record<string, DuckDBListValue> } {
   const files = lake.files('tape_gaps');
-  if (files.length === 0) return { tokens: new Map(), capture: undefined, outages: [] };
-  const f = new DuckDBListValue(files);
-  await conn.run(`CREATE OR REPLACE TEMP TABLE _gap_stored AS SELECT * FROM read_parquet($f::VARCHAR[])`, { f });
+  return files.length > 0
+    ? { sql: 'read_parquet($s::VARCHAR[])', params: { s: new DuckDBListValue(files) } }
+    : {
+        sql: `(SELECT * FROM (VALUES (NULL::VARCHAR, NULL::BIGINT, NULL::INTEGER[], NULL::BIGINT, NULL::BIGINT, NULL::DOUBLE)) v(${NAMES}) WHERE false)`,
+        params: {},
+      };
+}
+
+/**
+ * The state of the batch's tokens and of the capture (only their rows are read, never the whole file into memory);
+ * only outages a touched token can have lived through.
+ */
+export async function loadGapSeed(conn: DuckDBConnection, lake: VersionDraft): Promise<GapSeed> {
+  if (lake.files('tape_gaps').length === 0) return { tokens: new Map(), capture: undefined, outages: [] };
+  const src = stored(lake);
   const tokens = new Map<number, StreamSeed>();
   let capture: StreamSeed | undefined;
   const rows = await conn.runAndReadAll(
-    `SELECT coalesce(t.tok, 0) AS tok, s.last_ms::DOUBLE AS last_ms, s.spacing_hist FROM _gap_stored s LEFT JOIN _bk_touch t USING (asset_id)
+    `SELECT coalesce(t.tok, 0) AS tok, s.last_ms::DOUBLE AS last_ms, s.spacing_hist FROM ${src.sql} s LEFT JOIN _bk_touch t USING (asset_id)
      WHERE s.last_ms IS NOT NULL AND (s.asset_id IS NULL OR t.tok IS NOT NULL)`,
+    src.params,
   );
   for (const [tok, last, hist] of rows.getRowsJS()) {
     const seed = { lastMs: Number(last), hist: (hist as number[]).map(Number) };
@@ -32,15 +45,16 @@ export async function loadGapSeed(conn: DuckDBConnection, lake: VersionDraft): P
     else tokens.set(Number(tok), seed);
   }
   // A touched token's gaps begin at its last stored time at the earliest, or in this batch.
-  let since = Math.min(...[...tokens.values()].map((t) => t.lastMs));
+  let since = Infinity;
+  for (const t of tokens.values()) since = Math.min(since, t.lastMs);
   const first = (await conn.runAndReadAll('SELECT min(min_seq) // 1000000 FROM _bk_touch')).getRowsJS()[0]?.[0];
   if (first !== null && first !== undefined) since = Math.min(since, Number(first));
   const outages: Outage[] = [];
   if (Number.isFinite(since)) {
     const o = await conn.runAndReadAll(
-      `SELECT outage_from_ms::DOUBLE, outage_to_ms::DOUBLE, outage_typical_ms FROM _gap_stored
+      `SELECT outage_from_ms::DOUBLE, outage_to_ms::DOUBLE, outage_typical_ms FROM ${src.sql}
        WHERE outage_from_ms IS NOT NULL AND outage_to_ms > $since ORDER BY outage_from_ms, outage_to_ms`,
-      { since },
+      { ...src.params, since },
     );
     for (const [from, to, typical] of o.getRowsJS()) outages.push({ fromMs: Number(from), toMs: Number(to), typicalMs: Number(typical) });
   }
@@ -54,7 +68,7 @@ const CSV = `delim = '|', quote = '', escape = '', header = false, auto_detect =
  * new state, the stored outages and the new ones. Files: ingest/integrity/tracker.ts `files`.
  */
 export async function writeGapState(conn: DuckDBConnection, lake: VersionDraft, streamFile: string, outageFile: string): Promise<void> {
-  if (lake.files('tape_gaps').length === 0) await conn.run(`CREATE OR REPLACE TEMP TABLE _gap_stored (${COLUMNS})`);
+  const src = stored(lake);
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _gap_new AS
      SELECT t.asset_id, r.last_ms, CASE WHEN coalesce(r.hist, '') = '' THEN []::INTEGER[] ELSE list_transform(string_split(r.hist, ','), x -> x::INTEGER) END AS spacing_hist
@@ -64,19 +78,19 @@ export async function writeGapState(conn: DuckDBConnection, lake: VersionDraft, 
   );
   const select = `
     SELECT asset_id, last_ms, spacing_hist, NULL::BIGINT AS outage_from_ms, NULL::BIGINT AS outage_to_ms, NULL::DOUBLE AS outage_typical_ms
-    FROM _gap_stored s
+    FROM ${src.sql} s
     WHERE s.last_ms IS NOT NULL AND NOT EXISTS (SELECT 1 FROM _gap_new r WHERE r.asset_id IS NOT DISTINCT FROM s.asset_id)
     UNION ALL SELECT asset_id, last_ms, spacing_hist, NULL, NULL, NULL FROM _gap_new
     UNION ALL SELECT NULL, NULL, NULL, outage_from_ms, outage_to_ms, any_value(outage_typical_ms ORDER BY src) FROM (
-      SELECT outage_from_ms, outage_to_ms, outage_typical_ms, 0 AS src FROM _gap_stored WHERE outage_from_ms IS NOT NULL
+      SELECT outage_from_ms, outage_to_ms, outage_typical_ms, 0 AS src FROM ${src.sql} WHERE outage_from_ms IS NOT NULL
       UNION ALL SELECT o.f, o.t, o.typical, 1 FROM read_csv($o, ${CSV}, columns = {'f': 'BIGINT', 't': 'BIGINT', 'typical': 'DOUBLE'}) o)
     GROUP BY outage_from_ms, outage_to_ms
     ORDER BY 1 NULLS FIRST, 4, 5`;
   const file = lake.newFile('tape_gaps', null);
-  const rows = await writeParquetFile(conn, select, file, { o: outageFile });
+  const rows = await writeParquetFile(conn, select, file, { ...src.params, o: outageFile });
   lake.replaceSingle('tape_gaps', file, rows);
 }
 
 export async function dropGapTemps(conn: DuckDBConnection): Promise<void> {
-  for (const t of ['_gap_stored', '_gap_new']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  await conn.run('DROP TABLE IF EXISTS _gap_new');
 }
