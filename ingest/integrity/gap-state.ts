@@ -86,6 +86,16 @@ export async function writeGapState(conn: DuckDBConnection, lake: VersionDraft, 
       UNION ALL SELECT o.f, o.t, o.typical, 1 FROM read_csv($o, ${CSV}, columns = {'f': 'BIGINT', 't': 'BIGINT', 'typical': 'DOUBLE'}) o)
     GROUP BY outage_from_ms, outage_to_ms
     ORDER BY 1 NULLS FIRST, 4, 5`;
+  // A batch that changes no state (tape the lake already holds) writes nothing: re-ingesting publishes no version.
+  const changed = await conn.runAndReadAll(
+    `SELECT (SELECT count(*) FROM (SELECT asset_id, last_ms, spacing_hist FROM _gap_new
+               EXCEPT SELECT asset_id, last_ms, spacing_hist FROM ${src.sql} s
+               WHERE s.last_ms IS NOT NULL AND (s.asset_id IS NULL OR s.asset_id IN (SELECT asset_id FROM _gap_new))))
+          + (SELECT count(*) FROM read_csv($o, ${CSV}, columns = {'f': 'BIGINT', 't': 'BIGINT', 'typical': 'DOUBLE'}) o
+             WHERE NOT EXISTS (SELECT 1 FROM ${src.sql} s WHERE s.outage_from_ms = o.f AND s.outage_to_ms = o.t)) AS n`,
+    { ...src.params, o: outageFile },
+  );
+  if (Number(changed.getRowsJS()[0]?.[0] ?? 0) === 0) return;
   const file = lake.newFile('tape_gaps', null);
   const rows = await writeParquetFile(conn, select, file, { ...src.params, o: outageFile });
   lake.replaceSingle('tape_gaps', file, rows);
