@@ -198,6 +198,8 @@ export function currentFiles(lakeDir: string, name: SetName): string[] {
  */
 export function legacyManifest(lakeDir: string): Manifest {
   const sets: Partial<Record<SetName, FileEntry[]>> = {};
+  // Sets born after versions: an unversioned lake never had them, so a file there is a killed first run's leftover.
+  const versionedOnly: readonly SetName[] = ['tape_gaps'];
   const parquet = (rel: string): string[] => {
     try {
       return fs
@@ -210,6 +212,7 @@ export function legacyManifest(lakeDir: string): Manifest {
     }
   };
   for (const name of SET_NAMES) {
+    if (versionedOnly.includes(name)) continue;
     const dir = setDir(name);
     const kind = setPartition(name);
     const entries: FileEntry[] = [];
