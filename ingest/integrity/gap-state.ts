@@ -1,13 +1,14 @@
 import { DuckDBListValue, type DuckDBConnection } from '@duckdb/node-api';
 import { writeParquetFile } from '../partitions.js';
 import type { VersionDraft } from '../versions.js';
-import type { GapSeed, Outage, StreamSeed } from './gaps.js';
+import { FRESH_AFTER_MS, type GapSeed, type Outage, type StreamSeed } from './gaps.js';
 
 /**
  * The silence finder's state in the lake (`integrity/tape_gaps`, one file rewritten by every batch that lands
  * tape): per token its last receive ms and spacing histogram (`asset_id`, `last_ms`, `spacing_hist`: counts by
- * quarter-octave bucket), the capture's (`asset_id` NULL), and the capture's outages (`outage_from_ms`,
- * `outage_to_ms`, `outage_typical_ms`; `last_ms` NULL).
+ * quarter-octave bucket, comma-separated text only the finder reads), the capture's (`asset_id` NULL), and the
+ * capture's outages (`outage_from_ms`, `outage_to_ms`, `outage_typical_ms`; `last_ms` NULL). Tokens and outages
+ * more than FRESH_AFTER_DAYS behind the capture's last receive time are dropped: no later gap can use them.
  * With it a batch decides the gaps that end in it exactly as one batch of all the tape would
  * (ingest/integrity/gaps.ts). Needs `_bk_touch` (ingest/books.ts).
  */
@@ -20,7 +21,7 @@ function stored(lake: VersionDraft): { sql: string; params: Record<string, DuckD
   return files.length > 0
     ? { sql: 'read_parquet($s::VARCHAR[])', params: { s: new DuckDBListValue(files) } }
     : {
-        sql: `(SELECT * FROM (VALUES (NULL::VARCHAR, NULL::BIGINT, NULL::INTEGER[], NULL::BIGINT, NULL::BIGINT, NULL::DOUBLE)) v(${NAMES}) WHERE false)`,
+        sql: `(SELECT * FROM (VALUES (NULL::VARCHAR, NULL::BIGINT, NULL::VARCHAR, NULL::BIGINT, NULL::BIGINT, NULL::DOUBLE)) v(${NAMES}) WHERE false)`,
         params: {},
       };
 }
@@ -40,7 +41,7 @@ export async function loadGapSeed(conn: DuckDBConnection, lake: VersionDraft): P
     src.params,
   );
   for (const [tok, last, hist] of rows.getRowsJS()) {
-    const seed = { lastMs: Number(last), hist: (hist as number[]).map(Number) };
+    const seed = { lastMs: Number(last), hist: String(hist ?? '') };
     if (Number(tok) === 0) capture = seed;
     else tokens.set(Number(tok), seed);
   }
@@ -71,21 +72,29 @@ export async function writeGapState(conn: DuckDBConnection, lake: VersionDraft, 
   const src = stored(lake);
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE _gap_new AS
-     SELECT t.asset_id, r.last_ms, CASE WHEN coalesce(r.hist, '') = '' THEN []::INTEGER[] ELSE list_transform(string_split(r.hist, ','), x -> x::INTEGER) END AS spacing_hist
+     SELECT t.asset_id, r.last_ms, coalesce(r.hist, '') AS spacing_hist
      FROM read_csv($f, ${CSV}, columns = {'tok': 'INTEGER', 'last_ms': 'BIGINT', 'hist': 'VARCHAR'}) r LEFT JOIN _bk_touch t USING (tok)
      WHERE r.tok = 0 OR t.asset_id IS NOT NULL`,
     { f: streamFile },
   );
+  // Later tape comes after the capture's last receive time: a token behind it by more than FRESH_AFTER_MS starts
+  // afresh, and an outage that old lies in no gap still judged.
+  const last = await conn.runAndReadAll(
+    `SELECT max(last_ms) FROM (SELECT last_ms FROM _gap_new WHERE asset_id IS NULL
+                               UNION ALL SELECT last_ms FROM ${src.sql} s WHERE s.asset_id IS NULL AND s.last_ms IS NOT NULL)`,
+    src.params,
+  );
+  const cutoff = Number(last.getRowsJS()[0]?.[0] ?? 0) - FRESH_AFTER_MS;
   const select = `
     SELECT asset_id, last_ms, spacing_hist, NULL::BIGINT AS outage_from_ms, NULL::BIGINT AS outage_to_ms, NULL::DOUBLE AS outage_typical_ms
     FROM ${src.sql} s
-    WHERE s.last_ms IS NOT NULL AND NOT EXISTS (SELECT 1 FROM _gap_new r WHERE r.asset_id IS NOT DISTINCT FROM s.asset_id)
-    UNION ALL SELECT asset_id, last_ms, spacing_hist, NULL, NULL, NULL FROM _gap_new
+    WHERE s.last_ms >= $cutoff AND NOT EXISTS (SELECT 1 FROM _gap_new r WHERE r.asset_id IS NOT DISTINCT FROM s.asset_id)
+    UNION ALL SELECT asset_id, last_ms, spacing_hist, NULL, NULL, NULL FROM _gap_new WHERE last_ms >= $cutoff
     UNION ALL SELECT NULL, NULL, NULL, outage_from_ms, outage_to_ms, any_value(outage_typical_ms ORDER BY src) FROM (
       SELECT outage_from_ms, outage_to_ms, outage_typical_ms, 0 AS src FROM ${src.sql} WHERE outage_from_ms IS NOT NULL
       UNION ALL SELECT o.f, o.t, o.typical, 1 FROM read_csv($o, ${CSV}, columns = {'f': 'BIGINT', 't': 'BIGINT', 'typical': 'DOUBLE'}) o)
-    GROUP BY outage_from_ms, outage_to_ms
-    ORDER BY 1 NULLS FIRST, 4, 5`;
+    WHERE outage_from_ms >= $cutoff
+    GROUP BY outage_from_ms, outage_to_ms`;
   // A batch that changes no state (tape the lake already holds) writes nothing: re-ingesting publishes no version.
   const changed = await conn.runAndReadAll(
     `SELECT (SELECT count(*) FROM (SELECT asset_id, last_ms, spacing_hist FROM _gap_new
@@ -97,7 +106,7 @@ export async function writeGapState(conn: DuckDBConnection, lake: VersionDraft, 
   );
   if (Number(changed.getRowsJS()[0]?.[0] ?? 0) === 0) return;
   const file = lake.newFile('tape_gaps', null);
-  const rows = await writeParquetFile(conn, select, file, { ...src.params, o: outageFile });
+  const rows = await writeParquetFile(conn, select, file, { ...src.params, o: outageFile, cutoff });
   lake.replaceSingle('tape_gaps', file, rows);
 }
 

@@ -12,7 +12,10 @@ import type { OutFile } from '../psv.js';
  *   typical spacing), counting only the time the capture was alive (the gap minus the disconnects inside it).
  * The typical spacing is the median of the spacings before the gap, kept as a histogram of quarter-octave
  * buckets (the median's bucket middle is the figure) whose counts are halved whenever they reach HISTORY, so it
- * follows a changing pace; a gap is judged once MIN_SPACINGS spacings came before it. Every figure looks only
+ * follows a changing pace; a gap is judged once MIN_SPACINGS spacings came before it. A token silent for more
+ * than FRESH_AFTER_DAYS starts afresh: that gap is not judged (nor are the outages in it) and its histogram is
+ * emptied, so the lake forgets such tokens (and outages that old) and its state stays the size of the live
+ * market, not of the history. Every figure looks only
  * backwards and the state is integers, so where ingest cuts batches changes nothing: the lake keeps each token's
  * and the capture's last receive time and histogram, and the capture's outages (ingest/integrity/gap-state.ts);
  * a batch starts from them and decides exactly the gaps that end after the stored last receive time (earlier
@@ -24,6 +27,8 @@ export const TOKEN_MIN_SECONDS = 600;
 export const TOKEN_FACTOR = 20;
 export const MIN_SPACINGS = 16;
 export const HISTORY = 1024;
+export const FRESH_AFTER_DAYS = 30;
+export const FRESH_AFTER_MS = FRESH_AFTER_DAYS * 86_400_000;
 /** Buckets per octave of the spacing histogram, and how many (2^40 ms: decades). */
 const PER_OCTAVE = 4;
 const BUCKETS = 40 * PER_OCTAVE;
@@ -31,8 +36,8 @@ const BUCKETS = 40 * PER_OCTAVE;
 /** A silence of the whole capture: the last receive time before it, the first after, and the typical spacing then. */
 export type Outage = { fromMs: number; toMs: number; typicalMs: number };
 
-/** One stream's state (a token's, or the capture's): its last receive ms and its spacing histogram by bucket. */
-export type StreamSeed = { lastMs: number; hist: readonly number[] };
+/** One stream's state (a token's, or the capture's): its last receive ms and its spacing histogram (counts by bucket, comma-separated). */
+export type StreamSeed = { lastMs: number; hist: string };
 
 /** What the lake holds before the batch (ingest/integrity/gap-state.ts). */
 export type GapSeed = {
@@ -57,10 +62,16 @@ class Spacings {
   constructor(seed: StreamSeed | undefined) {
     if (!seed) return;
     this.last = seed.lastMs;
-    seed.hist.forEach((c, k) => {
-      this.hist[k] = c;
-      this.n += c;
+    if (seed.hist === '') return;
+    seed.hist.split(',').forEach((c, k) => {
+      this.hist[k] = Number(c);
+      this.n += Number(c);
     });
+  }
+
+  reset(): void {
+    this.hist.fill(0);
+    this.n = 0;
   }
 
   get judged(): boolean {
@@ -177,6 +188,11 @@ export class GapFinder {
         const from = st.last;
         st.last = to;
         if (Number.isNaN(from)) continue;
+        const gap = to - from;
+        if (gap > FRESH_AFTER_MS) {
+          st.reset();
+          continue;
+        }
         // The outages this token lived through end before this message: it reveals them.
         let down = 0;
         for (let x = firstFrom(downs, from); x < downs.length; x += 1) {
@@ -187,7 +203,6 @@ export class GapFinder {
           disconnects += 1;
           down += d.toMs - d.fromMs;
         }
-        const gap = to - from;
         // Alive time: the outages inside the gap do not count (both ends of an outage are receive times, so one
         // overlapping the gap lies inside it whole).
         if (st.judged && gap - down > TOKEN_MIN_SECONDS * 1000) {

@@ -67,6 +67,10 @@ function tape(): Line[] {
     // Starts after the outage.
     { id: '3001', market: '0xcc', at: times(r, 15, 45, 180, 240, []) },
   ];
+  return linesOf(tokens);
+}
+
+function linesOf(tokens: { id: string; market: string; at: number[] }[]): Line[] {
   const lines: Line[] = [];
   for (const tok of tokens) {
     tok.at.forEach((ms, i) => {
@@ -123,8 +127,8 @@ async function incidents(lake: string): Promise<Row[]> {
 }
 
 /** The rule read from lake/README.md, over every book/price_change of the files in arrival order. */
-function expected(): Row[] {
-  const msgs = inputs.flatMap((f) => tapeMessages(f)).sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
+function expected(files: string[] = inputs): Row[] {
+  const msgs = files.flatMap((f) => tapeMessages(f)).sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
   const perToken = new Map<string, { ms: number[]; seq: bigint[] }>();
   const capture: number[] = [];
   for (const { msg, recvMs, seq } of msgs) {
@@ -176,6 +180,12 @@ function expected(): Row[] {
     const h = newHist();
     for (let i = 1; i < ms.length; i += 1) {
       const [p, t] = [ms[i - 1]!, ms[i]!];
+      // Silent more than 30 days: the token starts afresh, that gap not judged.
+      if (t - p > 30 * 86_400_000) {
+        h.counts = [];
+        h.n = 0;
+        continue;
+      }
       let down = 0;
       for (const d of downs) {
         if (d.a < p || d.b > t) continue;
@@ -244,5 +254,57 @@ describe('silences and disconnects across batch cuts', () => {
     expect(await incidents(lake)).toEqual(whole);
     await runIngest(inputs, { lakeDir: lake, derived: false });
     expect(await incidents(lake)).toEqual(whole);
+  }, 60_000);
+});
+
+describe('a token back after more than 30 days starts afresh, and the state forgets what no gap can use', () => {
+  const DAY = 1440;
+  // Hour-long windows on days 0, 20 and 45 (minutes from T0), each its own file.
+  const windows = [0, 20, 45].map((d) => [d * DAY + 300, d * DAY + 360] as const);
+  let files2: string[];
+
+  beforeAll(() => {
+    const r = rng(11);
+    const on = (lo: number, hi: number, days: number[]): number[] => windows.flatMap(([a, b], i) => (days.includes(i) ? times(r, lo, hi, a, b, []) : []));
+    const lines = linesOf([
+      { id: '4001', market: '0xdd', at: on(5, 11, [0, 1, 2]) },
+      { id: '4002', market: '0xdd', at: on(30, 60, [0, 1, 2]) },
+      // Back after 45 days: no judgement of that gap, nor of the outages in it.
+      { id: '4003', market: '0xee', at: on(20, 40, [0, 2]) },
+      // Never back: dropped from the state once the capture is 30 days past it.
+      { id: '4004', market: '0xee', at: on(20, 40, [0]) },
+    ]);
+    files2 = windows.map(([a, b], i) => {
+      const file = path.join(tmp.dir, `long-${i}.jsonl`);
+      fs.writeFileSync(
+        file,
+        lines
+          .filter((l) => l.ms >= T0 + a * MIN && l.ms < T0 + b * MIN)
+          .map((l) => `${l.text}\n`)
+          .join(''),
+      );
+      return file;
+    });
+  });
+
+  const state = (lake: string): Promise<Record<string, unknown>[]> =>
+    lakeRows(`SELECT asset_id, last_ms, spacing_hist, outage_from_ms, outage_to_ms FROM read_parquet(${files(lake, 'integrity/tape_gaps')}) ORDER BY ALL`);
+
+  it('one batch and one batch per file land the same incidents and state', async () => {
+    const [one, each] = [path.join(tmp.dir, 'long-one'), path.join(tmp.dir, 'long-each')];
+    expect((await runIngest(files2, { lakeDir: one, derived: false })).batches).toBe(1);
+    expect((await runIngest(files2, { lakeDir: each, derived: false, batchRows: 1 })).batches).toBe(3);
+    const want = gapRows(expected(files2));
+    // The two capture outages (20 and 25 days) for the two tokens that lived through each; 4003 none.
+    expect(want.map((r) => `${r.asset_id} ${r.kind}`)).toEqual(['4001 disconnect', '4001 disconnect', '4002 disconnect', '4002 disconnect']);
+    expect(gapRows(await incidents(one))).toEqual(want);
+    expect(await incidents(each)).toEqual(await incidents(one));
+    const st = await state(each);
+    expect(st).toEqual(await state(one));
+    expect(st.map((r) => r.asset_id)).toEqual(['4001', '4002', '4003', null, null]);
+    // The day-0 outage is older than 30 days before the capture's last receive time: gone; the later one stays.
+    expect(st.filter((r) => r.outage_from_ms !== null).map((r) => Number(r.outage_from_ms))).toEqual([
+      Math.max(...tapeMessages(files2[1]!).map((m) => m.recvMs)),
+    ]);
   }, 60_000);
 });
