@@ -22,7 +22,7 @@ export const RECORD_SETS = {
   series_records: 'catalog/series_records',
   /** Per token: trades and book snapshots in the lake and their time span, kept up to date by each batch. */
   token_stats: 'catalog/token_stats',
-  /** Per token and for the whole capture: the last receive times and the outages (ingest/integrity/gap-state.ts). */
+  /** Per token and for the whole capture: the last receive time and spacing histogram; the capture's outages (ingest/integrity/gap-state.ts). */
   tape_gaps: 'integrity/tape_gaps',
 } as const;
 export type SetName = DatasetName | keyof typeof RECORD_SETS;
