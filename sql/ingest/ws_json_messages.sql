@@ -28,9 +28,11 @@ CREATE OR REPLACE TEMP MACRO _ws_flat(el, mi, wrap_ms, multi, jt, s) AS STRUCT_P
   -- The token's tick: a new-shape book's tick_size, a tick_size_change's new_tick_size (integrity checks, ingest/integrity/).
   tick := coalesce(s.new_tick_size, s.tick_size));
 
+-- The parse is a column of a subquery, not the macro's argument: _ws_flat names its `s` twenty times, and each
+-- would be bound (and planned) as a json_transform of its own.
 CREATE OR REPLACE TEMP TABLE _ws_m AS
-SELECT unnest(_ws_flat(el, 0, NULL, false, 'OBJECT', _ws_msg(j)))
-FROM _ws_el WHERE obj;
+SELECT unnest(_ws_flat(el, 0, NULL, false, 'OBJECT', s))
+FROM (SELECT el, _ws_msg(j) AS s FROM _ws_el WHERE obj);
 
 -- Frames whose stored text is not the element itself: a wrapped message, a REST book. Array elements are
 -- listed too (they may hold several messages, or none).
@@ -52,5 +54,5 @@ WITH nested AS (
     SELECT el, CASE WHEN json_type(j) = 'ARRAY' THEN CAST(j AS JSON[]) ELSE [j] END AS l
     FROM _ws_el WHERE NOT obj)
 )
-SELECT unnest(_ws_flat(el, mi, wrap_ms, multi, json_type(m), CASE WHEN json_type(m) = 'OBJECT' THEN _ws_msg(m) END))
-FROM nested;
+SELECT unnest(_ws_flat(el, mi, wrap_ms, multi, jt, s))
+FROM (SELECT el, mi, wrap_ms, multi, jt, CASE WHEN jt = 'OBJECT' THEN _ws_msg(m) END AS s FROM (SELECT *, json_type(m) AS jt FROM nested));
