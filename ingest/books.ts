@@ -490,7 +490,8 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
     for (const [key, v] of Object.entries(checks.counts)) ctx.counts[key] = (ctx.counts[key] ?? 0) + v;
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
-    for (const t of ['_bk_in', '_bk_seed', '_bk_seedkey', '_bk_tail', '_bk_touch', '_bk_known']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+    await conn.run('DROP VIEW IF EXISTS _bk_in');
+    for (const t of ['_bk_seed', '_bk_seedkey', '_bk_tail', '_bk_touch', '_bk_known']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await dropIntegrityTemps(conn);
   }
   ctx.counts.book_snapshots = (ctx.counts.book_snapshots ?? 0) + stats.snapshots;

@@ -2,7 +2,8 @@
 -- _bk_seed(asset_id, ts, seq, bids, asks) and _bk_tail (l2 rows already in the lake between the seed and the
 -- batch), stg_tape_flags (tick_size_change rows, ws_stage.sql). src: 0 = seed snapshot, 1 = stored tail (replayed, not re-emitted), 2 = this batch.
 -- Prices and sizes go to JavaScript as integers of 1e-6 units (exact, and read straight from typed arrays).
-CREATE OR REPLACE TEMP TABLE _bk_in AS
+-- A view, not a table: the replay's sorted stream is its only reader, and the sort materialises the rows anyway.
+CREATE OR REPLACE TEMP VIEW _bk_in AS
 WITH seed AS (
   SELECT asset_id, seq, epoch_ms(ts) AS ms,
          CASE WHEN coalesce(len(bids), 0) + coalesce(len(asks), 0) = 0
