@@ -65,7 +65,9 @@ export function appendLedger(lakeDir: string, entries: LedgerEntry[]): void {
  * usually settled by the time the orchestrator has staged the file before it. Call `close()` when done.
  */
 export class FileHasher {
-  private readonly worker = new Worker(new URL('./hash-worker.mjs', import.meta.url));
+  // No execArgv: the worker is plain JavaScript, and the parent's TypeScript loader (tsx) would take longer to
+  // start in it than hashing a file of a few tens of MB.
+  private readonly worker = new Worker(new URL('./hash-worker.mjs', import.meta.url), { execArgv: [] });
   private readonly waiting = new Map<number, { resolve: (h: string) => void; reject: (e: Error) => void }>();
   private next = 0;
 
