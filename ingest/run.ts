@@ -379,9 +379,20 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         marks = await stagingMarks(conn);
       };
 
+      // A file of a size no ledger entry and no earlier input has cannot be either of them: it is staged while
+      // its hash is still being computed (then needed only for its ledger entry), so the first file's hash does
+      // not hold up the whole run.
+      const sizes = new Set<number>();
+      let sizesKnown = true;
+      for (const e of ledger.values()) {
+        if (typeof e.bytes === 'number') sizes.add(e.bytes);
+        else sizesKnown = false;
+      }
       for (const item of items) {
-        const sha256 = await item.sha256;
-        if (ledger.has(sha256) || seen.has(sha256)) {
+        const mayBeHeld = item.gz || !sizesKnown || sizes.has(item.bytes);
+        sizes.add(item.bytes);
+        const known = mayBeHeld ? await item.sha256 : undefined;
+        if (known !== undefined && (ledger.has(known) || seen.has(known))) {
           report.skipped += 1;
           done += 1;
           bytes.done += item.bytes;
@@ -390,11 +401,10 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
           opts.onFile?.(item.file, 'skipped');
           continue;
         }
-        seen.add(sha256);
         const before = report.issues.length;
         let stagePath = item.file;
         if (item.gz) {
-          stagePath = path.join(workDir, `${sha256.slice(0, 16)}-${path.basename(item.file).replace(/\.gz$/i, '')}`);
+          stagePath = path.join(workDir, `${(known ?? '').slice(0, 16)}-${path.basename(item.file).replace(/\.gz$/i, '')}`);
           await gunzipTo(item.file, stagePath);
         }
         let ok = true;
@@ -414,6 +424,8 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         } finally {
           if (stagePath !== item.file) fs.rmSync(stagePath, { force: true });
         }
+        const sha256 = known ?? (await item.sha256);
+        seen.add(sha256);
         // Handlers name the file they were given; name the input instead.
         for (let i = before; i < report.issues.length; i += 1) {
           if (report.issues[i]!.file === stagePath) report.issues[i] = { ...report.issues[i]!, file: item.file };
