@@ -134,6 +134,12 @@ const MERGED = STAGED.filter((d) => (DATASETS[d] as DatasetDef).partition !== 'n
  * replay marks its rows after a detected gap. A data set the derived steps write to must never be listed here.
  */
 const REPLAY_FREE: readonly DatasetName[] = ['raw', 'last_trades'];
+/**
+ * Data sets only the book replay writes (with its integrity checks), final once it returns: merged on the second
+ * connection while the first merges l2, the largest, so they too are plain tables. Not the candles' or the
+ * options' staging tables: their own modules create them as TEMP tables, which the second connection cannot see.
+ */
+const REPLAY_OUTPUT: readonly DatasetName[] = ['book_snapshots', 'top_of_book', 'checkpoints', 'incidents', 'coverage'];
 
 async function count(conn: DuckDBConnection, sql: string): Promise<number> {
   return Number((await conn.runAndReadAll(sql)).getRows()[0]?.[0] ?? 0);
@@ -277,7 +283,8 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       const adopted = release ? await adoptLegacyLake(conn, lakeDir) : null;
       if (adopted) report.versions_published.push(adopted.version);
       if (release && opts.sweep !== false) report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);
-      for (const d of STAGED) await conn.run(`CREATE ${REPLAY_FREE.includes(d) ? '' : 'TEMP '}TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
+      const shared = [...REPLAY_FREE, ...REPLAY_OUTPUT];
+      for (const d of STAGED) await conn.run(`CREATE ${shared.includes(d) ? '' : 'TEMP '}TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
       const ctx: TapeBatchContext = {
         conn,
         lakeDir,
@@ -341,7 +348,16 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
           })(),
         ]);
         for (const s of settled) if (s.status === 'rejected') throw s.reason;
-        for (const d of MERGED) if (!early.includes(d)) await merge(conn, d);
+        const late = MERGED.filter((d) => !early.includes(d));
+        const lateSettled = await Promise.allSettled([
+          (async () => {
+            for (const d of late) if (!REPLAY_OUTPUT.includes(d)) await merge(conn, d);
+          })(),
+          (async () => {
+            for (const d of late) if (REPLAY_OUTPUT.includes(d)) await merge(sideConn, d);
+          })(),
+        ]);
+        for (const s of lateSettled) if (s.status === 'rejected') throw s.reason;
         if (withDerived) await timed('catalog', () => finalizeCatalog(ctx));
         // Freshness (/v1/status): the newest receive time the tape holds, carried by every later version.
         const tapeTo = (await conn.runAndReadAll('SELECT epoch_ms(max(recv_ts)) FROM stg_raw')).getRows()[0]?.[0];
