@@ -210,6 +210,13 @@ function bestAfterTrades(side: Side, traded: ReadonlyMap<number, number>, descen
   return -1;
 }
 
+/**
+ * The batch's tokens as two lists indexed by `tok` (1…n, _bk_touch), one row: the replay's output is looked up in
+ * them instead of joined to _bk_touch, so its rows keep the order the replay wrote them in, which is their data
+ * set's sort order (the merge then writes them without sorting again; a hash join returns them scrambled).
+ */
+const TOKENS = 'SELECT list(asset_id ORDER BY tok) AS tok_asset, list(condition_id ORDER BY tok) AS tok_condition FROM _bk_touch';
+
 export type BookStats = { replayedRows: number; snapshots: number; topChanges: number; seededTokens: number };
 
 export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
@@ -462,24 +469,22 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
 
     await conn.run(
       `INSERT INTO stg_top_of_book
-       SELECT make_timestamp(o.ms * 1000), t.condition_id, t.asset_id, o.ms * 1000000 + o.k,
+       SELECT make_timestamp(o.ms * 1000), t.tok_condition[o.tok], t.tok_asset[o.tok], o.ms * 1000000 + o.k,
               o.bid, o.bid_size, o.ask, o.ask_size, CAST((o.bid + o.ask) * 0.5 AS DECIMAL(11,7)), o.ask - o.bid, o.verified
        FROM read_csv($f, delim = '|', quote = '', escape = '', header = false, auto_detect = false,
          columns = {'tok': 'INTEGER', 'ms': 'BIGINT', 'k': 'BIGINT', 'bid': 'DECIMAL(10,6)', 'bid_size': 'DECIMAL(18,6)',
-                    'ask': 'DECIMAL(10,6)', 'ask_size': 'DECIMAL(18,6)', 'verified': 'BOOLEAN'}) o
-       JOIN _bk_touch t USING (tok)`,
+                    'ask': 'DECIMAL(10,6)', 'ask_size': 'DECIMAL(18,6)', 'verified': 'BOOLEAN'}) o, (${TOKENS}) t`,
       { f: topOut.path },
     );
     lap('top_of_book insert');
     await conn.run(
       `INSERT INTO stg_book_snapshots
-       SELECT make_timestamp(o.ts_ms * 1000), t.condition_id, t.asset_id, o.reason, o.seq_ms * 1000000 + o.seq_k,
+       SELECT make_timestamp(o.ts_ms * 1000), t.tok_condition[o.tok], t.tok_asset[o.tok], o.reason, o.seq_ms * 1000000 + o.seq_k,
               b[1].price, a[1].price, len(b)::INTEGER, len(a)::INTEGER, b, a, o.verified
        FROM (SELECT *, from_json(bids, '${LEVELS_JSON}') AS b, from_json(asks, '${LEVELS_JSON}') AS a
              FROM read_csv($f, delim = '|', quote = '', escape = '', header = false, auto_detect = false,
                columns = {'tok': 'INTEGER', 'ts_ms': 'BIGINT', 'seq_ms': 'BIGINT', 'seq_k': 'BIGINT', 'reason': 'VARCHAR',
-                          'bids': 'VARCHAR', 'asks': 'VARCHAR', 'verified': 'BOOLEAN'})) o
-       JOIN _bk_touch t USING (tok)`,
+                          'bids': 'VARCHAR', 'asks': 'VARCHAR', 'verified': 'BOOLEAN'})) o, (${TOKENS}) t`,
       { f: snapOut.path },
     );
     lap('book_snapshots insert');

@@ -37,6 +37,9 @@ function partitionBounds(kind: DatasetDef['partition'], p: string): Record<strin
   return { lo: new DuckDBTimestampValue(BigInt(lo.getTime()) * 1000n), hi: new DuckDBTimestampValue(BigInt(hi.getTime()) * 1000n) };
 }
 
+/** Staged token by token in seq order by the book replay (ingest/books.ts), which is their sort order. */
+const STAGED_IN_ORDER: readonly DatasetName[] = ['book_snapshots', 'top_of_book'];
+
 export type MergeResult = { dataset: DatasetName; partitions: number; rowsAdded: number; bytesWritten: number };
 
 /**
@@ -75,9 +78,11 @@ export async function mergeIntoPartitions(conn: DuckDBConnection, draft: Version
     // survives does not depend on scan order and a re-run writes identical files.
     const dedupe = unique ? '' : `QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY ${cols}) = 1`;
     if (existing.length === 0) {
-      // Time-first data sets (raw) are usually staged in their sort order already: then the scan order is the
-      // file order (preserve_insertion_order) and the sort of every frame's text is skipped.
-      const sorted = unique && def.sortBy[0] === def.partitionColumn && (await stagedInOrder(conn, staging, def.sortBy, where, params));
+      // Time-first data sets (raw) and the book replay's outputs are usually staged in their sort order already:
+      // then the scan order is the file order (preserve_insertion_order) and the sort (of every frame's text, of
+      // every snapshot's lists) is skipped. Other data sets are not checked: the check would nearly always fail.
+      const maybeSorted = def.sortBy[0] === def.partitionColumn || STAGED_IN_ORDER.includes(name);
+      const sorted = unique && maybeSorted && (await stagedInOrder(conn, staging, def.sortBy, where, params));
       const written = await write(`SELECT ${cols} FROM ${staging} ${where} ${dedupe} ${sorted ? '' : `ORDER BY ${order}`}`, p, params);
       result.partitions += 1;
       result.rowsAdded += written;
