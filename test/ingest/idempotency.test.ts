@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
-import { LakeLockedError } from '../../ingest/ledger.js';
+import { LakeLockedError, readLedger } from '../../ingest/ledger.js';
 import { listing, runCli } from './lakeutil.js';
 import { tempDir } from './oracle.js';
 
@@ -58,6 +59,29 @@ describe('re-ingest changes nothing', () => {
     }
     const added = Object.keys(after).filter((f) => !(f in before) && f.endsWith('.parquet'));
     expect(added.filter((f) => !f.startsWith('catalog/')).every((f) => f.startsWith('raw/'))).toBe(true);
+  });
+
+  it('a file staged before its hash is known: a same-bytes copy under another name is still skipped, the ledger holds the true hashes', async () => {
+    const lake = path.join(tmp.dir, 'lake4');
+    const dir = path.join(tmp.dir, 'copies');
+    fs.mkdirSync(dir);
+    const a = path.join(dir, 'a_book.json');
+    const b = path.join(dir, 'b_same_bytes.json');
+    const c = path.join(dir, 'c_other.json');
+    fs.copyFileSync(path.join(FIX, 'ws', '2025-01-21_book.json'), a);
+    fs.copyFileSync(a, b);
+    fs.copyFileSync(path.join(FIX, 'ws', '2025-03-02_book_price_change_v1.json'), c);
+    const r = await runIngest([a, b, c], { lakeDir: lake, derived: false });
+    expect(r.ingested).toBe(2);
+    expect(r.skipped).toBe(1);
+    const sha = (f: string) => createHash('sha256').update(fs.readFileSync(f)).digest('hex');
+    const ledger = readLedger(lake);
+    expect(new Set(ledger.keys())).toEqual(new Set([sha(a), sha(c)]));
+    expect(ledger.get(sha(a))!.file).toBe(a);
+    // Again: every file is of a size the ledger holds, so each waits for its hash and is skipped.
+    const again = await runIngest([a, b, c], { lakeDir: lake, derived: false });
+    expect(again.ingested).toBe(0);
+    expect(again.skipped).toBe(3);
   });
 
   it('exit code 1 when nothing could be read at all, with the reason on stdout', async () => {
