@@ -1,42 +1,46 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { sqlString } from '../../src/lake/duckdb.js';
-import { captureRows, writeArchiveFile } from '../../ingest/generate/archive.js';
-import { NotAvailable, sideBySide, type BenchContext, type Sample, type Scenario, type ScenarioRow } from '../runner.js';
+import { archiveHour } from '../../ingest/generate/archive-hour.js';
+import { sideBySide, type BenchContext, type Sample, type Scenario, type ScenarioRow } from '../runner.js';
 import { peakTracker } from '../proc.js';
 import { REPO, runToExit } from '../server.js';
 import { atLeast } from '../stats.js';
 import { withBaselineDb } from './common.js';
 
 /**
- * ingest-archive: `runIngest` of one file in the public archive's v2 layout (ingest/archive/), built from the
- * bench lake's whole generated tape (every day of its ws/ input, ingest/generate/archive.ts), into a fresh lake —
+ * ingest-archive: `runIngest` of one hour of the public archive's v2 layout (ingest/archive/) into a fresh lake —
  * stage, derive books / top of book / checkpoints / coverage, write partitions — against DuckDB's bare scan of the
- * same file into a table. Both rates are level updates per second of the same file.
+ * same file into a table. Both rates are level updates per second of the same file. The input is a synthetic
+ * venue hour (ingest/generate/archive-hour.ts): one UTC hour, sorted by market, asset, receive time, ~99.8 %
+ * price_change rows, a book per token at its first event and after each trade — the archive's shape. Its size
+ * is the venue's hour (25M rows) at the issue scale's 2,000 markets and in proportion below;
+ * PMLAKE_BENCH_ARCHIVE_ROWS sets it.
  * Target: ≥2,000,000 level updates/s (a venue hour of ≈25M in ≤15 s).
  */
 
-/** The archive file, cached next to the bench data (rebuilt when the tape's day files change). */
+/** Rows of the hour: the venue's 25M at 2,000 markets, in proportion to the bench lake's markets. */
+function hourRows(ctx: BenchContext): number {
+  const env = Number(process.env.PMLAKE_BENCH_ARCHIVE_ROWS);
+  if (Number.isFinite(env) && env > 0) return Math.round(env);
+  return Math.round((25_000_000 * ctx.lake.gen.markets) / 2000);
+}
+
+/** The archive hour, cached next to the bench data (rebuilt when its size or the writer's version changes). */
 async function archiveInput(ctx: BenchContext): Promise<{ file: string; rows: number }> {
-  const wsDir = path.join(ctx.lake.dataDir, 'ws');
-  if (!fs.existsSync(wsDir)) throw new NotAvailable('the bench data has no ws/ tape');
-  const days = fs
-    .readdirSync(wsDir)
-    .filter((n) => n.endsWith('.jsonl'))
-    .sort()
-    .map((n) => path.join(wsDir, n));
-  const dir = path.join(ctx.lake.dataDir, 'ingest-archive');
-  const file = path.join(dir, 'polymarket_orderbook_bench.parquet');
+  const want = hourRows(ctx);
+  const dir = path.join(ctx.lake.dataDir, 'ingest-archive-hour');
+  const file = path.join(dir, 'polymarket_orderbook_2026-04-20T14.parquet');
   const marker = path.join(dir, '.bench-input');
-  const key = days.map((d) => `${path.basename(d)}:${fs.statSync(d).size}`).join(',');
+  const key = `archive-hour/1 rows=${want} seed=${ctx.lake.gen.seed}`;
   if (fs.existsSync(file) && fs.existsSync(marker)) {
     const [k, n] = fs.readFileSync(marker, 'utf8').split('\n');
     if (k === key) return { file, rows: Number(n) };
   }
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
-  ctx.log(`  writing the ingest-archive input from ${days.length} day(s) of tape`);
-  const rows = await writeArchiveFile(captureRows(days), file);
+  ctx.log(`  writing the ingest-archive input: a synthetic archive hour of ${want} rows`);
+  const rows = await archiveHour({ rows: want, seed: ctx.lake.gen.seed, hour: '2026-04-20T14' }, file);
   fs.writeFileSync(marker, `${key}\n${rows}`);
   return { file, rows };
 }
@@ -94,7 +98,7 @@ export function ingestArchive(maxReps: number): Scenario {
           {
             scenario: 'ingest-archive',
             status: 'ok',
-            pmlakeDoes: `runIngest of one archive-layout file (${rows} rows, ${(bytes / 1e6).toFixed(0)} MB) into a fresh lake`,
+            pmlakeDoes: `runIngest of one archive hour (${rows} rows, ${(bytes / 1e6).toFixed(0)} MB) into a fresh lake`,
             baselineDoes: 'DuckDB: CREATE TABLE AS SELECT * FROM read_parquet(file)',
             rows: levelUpdates,
             pmlake: { ...r.pmlake, extra: { level_updates_per_s: pRate } },
