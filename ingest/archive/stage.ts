@@ -18,6 +18,11 @@ export function pieceRows(): number {
 
 type Piece = { lo: string; hi: string; rows: number };
 
+async function dropPieceTables(conn: DuckDBConnection): Promise<void> {
+  await conn.run('DROP VIEW IF EXISTS _ar_m');
+  for (const t of ['_ar_r', '_ar_k', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+}
+
 async function rows(conn: DuckDBConnection, sql: string, params?: Record<string, string>): Promise<Record<string, unknown>[]> {
   return (await conn.runAndReadAll(sql, params)).getRowObjectsJS();
 }
@@ -75,25 +80,30 @@ type Tally = Record<string, { n: number; first: number }>;
 async function stagePiece(conn: DuckDBConnection, file: string, p: Piece, tally: Tally): Promise<number> {
   const profile = process.env.PMLAKE_PROFILE === '1';
   const params = { f: file, lo: p.lo, hi: p.hi };
-  for (const sql of sqlStatements('archive_stage.sql')) {
-    const t = performance.now();
-    // Only statements that read the file take its parameters.
-    await (sql.includes('$f') ? conn.run(sql, params) : conn.run(sql));
-    if (profile) process.stderr.write(`[profile] archive_stage.sql ${(performance.now() - t).toFixed(0)} ms: ${sql.slice(0, 60).replace(/\s+/g, ' ')}\n`);
+  // No step relies on the order of rows (ranks are joined on the file row; staged rows are keyed), so DuckDB
+  // need not keep it, which lets it stage in parallel without ordering the output.
+  await conn.run('SET preserve_insertion_order = false');
+  try {
+    for (const sql of sqlStatements('archive_stage.sql')) {
+      const t = performance.now();
+      // Only statements that read the file take its parameters.
+      await (sql.includes('$f') ? conn.run(sql, params) : conn.run(sql));
+      if (profile) process.stderr.write(`[profile] archive_stage.sql ${(performance.now() - t).toFixed(0)} ms: ${sql.slice(0, 60).replace(/\s+/g, ' ')}\n`);
+    }
+  } finally {
+    await conn.run('SET preserve_insertion_order = true');
   }
-  // The positional join of the ranks with the rows relies on both being in file order; never stage a mismatch.
-  const off = Number((await rows(conn, 'SELECT count(*) AS n FROM _ar_m WHERE rn <> k_rn'))[0]?.n ?? 0);
-  if (off > 0) throw new Error(`internal: ${off} archive row(s) out of step with their message ranks`);
   const badPc = `et_rank = 2 AND (asset_id IS NULL OR price IS NULL OR size IS NULL OR side IS NULL OR upper(side) NOT IN ('BUY', 'SELL'))`;
   const badLt = `et_rank = 0 AND (asset_id IS NULL OR price IS NULL OR size IS NULL)`;
   const m = (
     await rows(
       conn,
-      `SELECT (SELECT count(*) FROM (SELECT DISTINCT market, recv_ms, k FROM _ar_m WHERE et_rank = 2)) AS pc_msgs,
+      // price_change messages: a market's distinct ranks within a receive ms (the market by the ranks' own hash).
+      `SELECT (SELECT count(*) FROM (SELECT DISTINCT mh, k_recv_ms, k FROM _ar_k WHERE k_pc)) AS pc_msgs,
               count(*) FILTER (WHERE ${badPc}) AS bad_pc, min(rn) FILTER (WHERE ${badPc}) AS bad_pc_rn,
               count(*) FILTER (WHERE ${badLt}) AS bad_lt, min(rn) FILTER (WHERE ${badLt}) AS bad_lt_rn,
               (SELECT count(*) FROM _ar_bk WHERE bad) AS bad_bk, (SELECT min(rn) FROM _ar_bk WHERE bad) AS bad_bk_rn
-       FROM _ar_m`,
+       FROM _ar_r`,
     )
   )[0]!;
   const add = (key: string, n: unknown, first: unknown): void => {
@@ -105,7 +115,7 @@ async function stagePiece(conn: DuckDBConnection, file: string, p: Piece, tally:
   add('bad_pc', m.bad_pc, m.bad_pc_rn);
   add('bad_lt', m.bad_lt, m.bad_lt_rn);
   add('bad_bk', m.bad_bk, m.bad_bk_rn);
-  for (const t of ['_ar_r', '_ar_k', '_ar_m', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  await dropPieceTables(conn);
   return Number(m.pc_msgs);
 }
 
@@ -127,6 +137,8 @@ export async function stageArchive(ctx: BatchContext, file: string): Promise<voi
   const tally: Tally = {};
   try {
     const counted = await census(conn, file);
+    // Market ids as plain text (no byte that CAST would escape): read them without CAST's escaping.
+    if (counted.markets.every(({ m }) => !m.includes('\\'))) for (const sql of sourceMacros(schema, true)) await conn.run(sql);
     const parts = pieces(counted.markets, pieceRows());
     for (const p of parts) {
       const before = Number((await rows(conn, 'SELECT count(*) AS n FROM stg_l2'))[0]?.n ?? 0);
@@ -136,7 +148,7 @@ export async function stageArchive(ctx: BatchContext, file: string): Promise<voi
     }
     report(ctx, file, counted.types, tally);
   } finally {
-    for (const t of ['_ar_r', '_ar_k', '_ar_m', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+    await dropPieceTables(conn);
     await conn.run('DROP MACRO TABLE IF EXISTS _ar_src');
     await conn.run('DROP MACRO TABLE IF EXISTS _ar_all');
   }

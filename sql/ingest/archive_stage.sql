@@ -22,8 +22,7 @@ CREATE TEMP TABLE IF NOT EXISTS stg_tape_flags (kind VARCHAR, asset_id VARCHAR, 
 -- The piece's rows, read once (the staging steps below read them several times): known types with a receive
 -- time and a market.
 CREATE OR REPLACE TEMP TABLE _ar_r AS
-SELECT * EXCLUDE (market_n), hash(market_n) AS mh,
-       CASE event_type WHEN 'price_change' THEN 2 WHEN 'book' THEN 1 WHEN 'last_trade_price' THEN 0 WHEN 'tick_size_change' THEN 3 END AS et_rank
+SELECT *, CASE event_type WHEN 'price_change' THEN 2 WHEN 'book' THEN 1 WHEN 'last_trade_price' THEN 0 WHEN 'tick_size_change' THEN 3 END AS et_rank
 FROM _ar_src($f, $lo, $hi)
 WHERE recv_ms IS NOT NULL AND market_n IS NOT NULL AND event_type IN ('price_change', 'book', 'last_trade_price', 'tick_size_change');
 
@@ -31,7 +30,7 @@ WHERE recv_ms IS NOT NULL AND market_n IS NOT NULL AND event_type IN ('price_cha
 -- 64-bit hashes (two that collided would only share a ranking: each token's order stays its own).
 CREATE OR REPLACE TEMP TABLE _ar_k AS
 WITH src AS (
-  SELECT rn, mh, hash(asset_id) AS ah, recv_ms, ts_ms, et_rank FROM _ar_r
+  SELECT rn, hash(market_n) AS mh, hash(asset_id) AS ah, recv_ms, ts_ms, et_rank FROM _ar_r
 ), runs AS (
   -- One window over a token's group: r, and li, a price_change entry's position in its run (rows after the
   -- last other message of the group; the file lists a message's entries token by token).
@@ -40,15 +39,13 @@ WITH src AS (
   FROM src
   WINDOW w AS (PARTITION BY ah, mh, recv_ms, ts_ms ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 )
-SELECT rn AS k_rn,
+SELECT rn AS k_rn, mh, recv_ms AS k_recv_ms, et_rank = 2 AS k_pc,
        dense_rank() OVER (PARTITION BY mh, recv_ms ORDER BY ts_ms, r, et_rank = 2 DESC, CASE WHEN et_rank = 2 THEN -1 ELSE rn END) - 1 AS k,
        li::INTEGER AS li
-FROM runs ORDER BY rn;
+FROM runs;
 
--- The rows with their ranks: both tables are in file order (k_rn = rn: ingest/archive/stage.ts checks), so a
--- positional join pairs them without a hash join.
-CREATE OR REPLACE TEMP TABLE _ar_m AS SELECT * FROM _ar_r POSITIONAL JOIN _ar_k;
-DROP TABLE _ar_r;
+-- The rows with their ranks, joined on the file row as each step below scans them: the wide rows are held once.
+CREATE OR REPLACE TEMP VIEW _ar_m AS SELECT * EXCLUDE (market_n, mh, k_recv_ms, k_pc) FROM _ar_r JOIN _ar_k ON rn = k_rn;
 
 -- price_change rows: one level update each. BUY levels are bids, SELL levels are asks; best_bid/best_ask are
 -- the integrity layer's top check (as a new-shape entry's). The archive has no book hash; hash is
@@ -121,14 +118,14 @@ FROM _ar_m WHERE et_rank = 3 AND asset_id IS NOT NULL AND new_tick_size IS NOT N
 CREATE OR REPLACE TEMP MACRO _ar_js(x) AS CASE WHEN x IS NULL THEN 'null'
   WHEN contains(x, '"') OR contains(x, '\') THEN CAST(to_json(x) AS VARCHAR) ELSE '"' || x || '"' END;
 
+-- Numbers are written as format('{}', x) writes a DECIMAL: through DOUBLE, shortest form ("196.0", "1e-06").
 INSERT INTO stg_raw
 SELECT make_timestamp(recv_ms * 1000), recv_ms * 1000000 + k, ['price_change'], [market],
-       CASE WHEN best_bid IS NULL OR best_ask IS NULL
-         THEN format('{{"market":{},"price_changes":[{{"asset_id":{},"price":"{}","size":"{}","side":{},"hash":"pmlake-rebuilt:{}"}}],"timestamp":"{}","event_type":"price_change"}}',
-                     _ar_js(market), _ar_js(asset_id), price, size, _ar_js(side), recv_ms * 1000000 + k, ts_ms)
-         ELSE format('{{"market":{},"price_changes":[{{"asset_id":{},"price":"{}","size":"{}","side":{},"hash":"pmlake-rebuilt:{}","best_bid":"{}","best_ask":"{}"}}],"timestamp":"{}","event_type":"price_change"}}',
-                     _ar_js(market), _ar_js(asset_id), price, size, _ar_js(side), recv_ms * 1000000 + k, best_bid, best_ask, ts_ms)
-       END
+       concat('{"market":', _ar_js(market), ',"price_changes":[{"asset_id":', _ar_js(asset_id), ',"price":"', CAST(price AS DOUBLE),
+              '","size":"', CAST(size AS DOUBLE), '","side":', _ar_js(side), ',"hash":"pmlake-rebuilt:', recv_ms * 1000000 + k,
+              CASE WHEN best_bid IS NULL OR best_ask IS NULL THEN '"'
+                ELSE concat('","best_bid":"', CAST(best_bid AS DOUBLE), '","best_ask":"', CAST(best_ask AS DOUBLE), '"') END,
+              '}],"timestamp":"', ts_ms, '","event_type":"price_change"}')
 FROM _ar_m WHERE et_rank = 2;
 
 -- A book's depth keeps the archive's text for its levels: each ["price","size"] pair becomes the venue's
