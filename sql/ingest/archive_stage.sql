@@ -35,9 +35,10 @@ WITH src AS (
   -- One window over a token's group: r, and li, a price_change entry's position in its run (rows after the
   -- last other message of the group; the file lists a message's entries token by token).
   SELECT *, coalesce(count(*) FILTER (WHERE et_rank <> 2) OVER w, 0) AS r,
-         rn - coalesce(max(rn) FILTER (WHERE et_rank <> 2) OVER w, min(rn) OVER (PARTITION BY ah, mh, recv_ms, ts_ms) - 1) - 1 AS li
+         rn - coalesce(max(rn) FILTER (WHERE et_rank <> 2) OVER w, first_value(rn) OVER g - 1) - 1 AS li
   FROM src
-  WINDOW w AS (PARTITION BY ah, mh, recv_ms, ts_ms ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+  -- g orders the group as w does (its first row has the least rn), so both are evaluated over one sort.
+  WINDOW g AS (PARTITION BY ah, mh, recv_ms, ts_ms ORDER BY rn), w AS (g ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 )
 SELECT rn AS k_rn, mh, recv_ms AS k_recv_ms, et_rank = 2 AS k_pc,
        dense_rank() OVER (PARTITION BY mh, recv_ms ORDER BY ts_ms, r, et_rank = 2 DESC, CASE WHEN et_rank = 2 THEN -1 ELSE rn END) - 1 AS k,
