@@ -7,7 +7,7 @@ const KNOWN = ['book', 'price_change', 'last_trade_price', 'tick_size_change'];
 
 /**
  * Rows per piece: a file is staged in pieces of whole markets of about this many rows, so the staging SQL's
- * intermediate tables (message ranks, rows with their ranks) hold one piece, not the hour. Message ranks are
+ * intermediate tables (the rows read, their message ranks) hold one piece, not the hour. Message ranks are
  * local to a market: the pieces stage the same rows as the file whole. The batch is not written between pieces:
  * a batch of some markets only would look, to the tape's silence checks (ingest/integrity/gaps.ts), like a
  * capture that lost the others.
