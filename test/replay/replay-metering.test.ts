@@ -1,14 +1,11 @@
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runIngest } from '../../ingest/run.js';
 import { PLANS } from '../../src/accounts/plans.js';
 import type { RunningServer } from '../../src/server.js';
-import { activateSubscriptionTx } from '../../src/state/accounts.js';
 import { insertPull, listPulls } from '../../src/state/pulls.js';
 import { d6, replay as replayBooks, type Msg } from '../ingest/oracle.js';
-import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
 import { replayServerOf } from '../../src/http/replay/index.js';
-import { assetsOf, connect, fixtureFrames, FIXTURES, refusal, until } from './replay-util.js';
+import { assetsOf, connect, fixtureFrames, fixtureReplayServer, proUser, refusal, until } from './replay-util.js';
 
 /**
  * Replay is metered like a download: the bytes sent are recorded once, a refused replay costs nothing, and the
@@ -24,13 +21,6 @@ const dayFrames = frames.filter((f) => f.recvMs >= DAY_FROM && f.recvMs < DAY_TO
 const dayAssets = [...new Set(dayFrames.flatMap((f) => f.msgs.flatMap(assetsOf)))];
 const iso = (ms: number): string => new Date(ms).toISOString();
 const url = (from: number, to: number, speed = 0): string => `${ws}?from=${iso(from)}&to=${iso(to)}&speed=${speed}`;
-
-async function proUser(email: string): Promise<{ id: string; key: string }> {
-  const store = srv.ctx.state;
-  const user = await store.upsertUser(email, 'professional');
-  await store.tx((t) => activateSubscriptionTx(t, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }));
-  return { id: user.id, key: (await store.createApiKey({ userId: user.id, name: 't', prefix: srv.ctx.config.keyPrefix })).plaintext };
-}
 
 /** Fair use already spent: a completed download of `bytes`. */
 async function spend(userId: string, bytes: number): Promise<void> {
@@ -59,10 +49,7 @@ async function spend(userId: string, bytes: number): Promise<void> {
 }
 
 beforeAll(async () => {
-  const lake = path.join(tmp.dir, 'lake');
-  expect((await runIngest(FIXTURES, { lakeDir: lake, threads: 2 })).failed).toBe(0);
-  srv = await startTestServer(testConfig({ PMLAKE_LAKE: lake, PMLAKE_STATE: path.join(tmp.dir, 'state') }));
-  ws = `${srv.url.replace('http', 'ws')}/v1/replay/ws/market`;
+  ({ srv, ws } = await fixtureReplayServer(tmp.dir));
 }, 60_000);
 
 afterAll(async () => {
@@ -72,7 +59,7 @@ afterAll(async () => {
 
 describe('replay metering', () => {
   it('a replay is recorded once with the bytes sent; refused subscriptions cost nothing', async () => {
-    const u = await proUser('meter@example.com');
+    const u = await proUser(srv, 'meter@example.com');
     const c = connect(url(DAY_FROM, DAY_TO), { key: u.key, subscription: { assets_ids: dayAssets, type: 'market', custom_feature_enabled: true } });
     expect((await c.close).code).toBe(1000);
     const sent = c.texts.reduce((s, t) => s + Buffer.byteLength(t), 0);
@@ -92,7 +79,7 @@ describe('replay metering', () => {
   });
 
   it('a client that leaves before subscribing frees its replay at once and costs nothing', async () => {
-    const u = await proUser('early@example.com');
+    const u = await proUser(srv, 'early@example.com');
     const counters = replayServerOf(srv.ctx)!.counters;
     const accepted = counters.accepted;
     const c = connect(url(DAY_FROM, DAY_TO), { key: u.key });
@@ -105,7 +92,7 @@ describe('replay metering', () => {
 
   it('a window beyond the fair use left is cut at it (4429) and charged what was sent; none left: 429 before the upgrade', async () => {
     const allowance = PLANS.professional.fair_use_bytes_month;
-    const u = await proUser('nearly@example.com');
+    const u = await proUser(srv, 'nearly@example.com');
     // Room for the first two frames of the day and a little more, not for the third.
     const room = Buffer.byteLength(dayFrames[0]!.text) + Buffer.byteLength(dayFrames[1]!.text) + 10;
     await spend(u.id, allowance - room);
@@ -118,7 +105,7 @@ describe('replay metering', () => {
     const replayed = (await listPulls(srv.ctx.state, u.id, { limit: 10, offset: 0 })).filter((p) => p.description.startsWith('replay'));
     expect(replayed.map((p) => [p.status, p.bytes])).toEqual([['completed', sent]]);
 
-    const spent = await proUser('spent@example.com');
+    const spent = await proUser(srv, 'spent@example.com');
     await spend(spent.id, allowance);
     const r = await refusal(`${url(DAY_FROM, DAY_TO)}&api_key=${spent.key}`);
     expect(r.status).toBe(429);
@@ -126,7 +113,7 @@ describe('replay metering', () => {
   });
 
   it('an asset subscribed mid-stream first gets its book where the replay stands', async () => {
-    const u = await proUser('midstream@example.com');
+    const u = await proUser(srv, 'midstream@example.com');
     const arrays = dayFrames.filter((f) => f.text.trimStart().startsWith('['));
     const [a, b] = dayAssets;
     const c = connect(url(arrays[0]!.recvMs, arrays.at(-1)!.recvMs + 1, 20), { key: u.key, subscription: { assets_ids: [a], type: 'market' } });

@@ -1,11 +1,8 @@
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runIngest } from '../../ingest/run.js';
 import type { RunningServer } from '../../src/server.js';
-import { activateSubscriptionTx } from '../../src/state/accounts.js';
 import { listPulls } from '../../src/state/pulls.js';
-import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
-import { connect, FIXTURES, refusal } from './replay-util.js';
+import { tempDir } from '../helpers/server.js';
+import { connect, fixtureReplayServer, proUser, refusal } from './replay-util.js';
 
 /**
  * A replay's handshake is a request like any other for the per-key rate limit: it counts in the bucket the
@@ -16,20 +13,10 @@ let srv: RunningServer;
 let ws: string;
 const WINDOW = 'from=2025-03-02T00:00:00Z&to=2025-03-02T00:10:00Z&speed=0';
 
-async function proKey(email: string): Promise<{ id: string; key: string }> {
-  const store = srv.ctx.state;
-  const user = await store.upsertUser(email, 'professional');
-  await store.tx((t) => activateSubscriptionTx(t, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }));
-  return { id: user.id, key: (await store.createApiKey({ userId: user.id, name: 't', prefix: srv.ctx.config.keyPrefix })).plaintext };
-}
-
 const get = (key: string) => fetch(`${srv.url}/v1/markets?limit=1`, { headers: { 'x-api-key': key } });
 
 beforeAll(async () => {
-  const lake = path.join(tmp.dir, 'lake');
-  expect((await runIngest(FIXTURES, { lakeDir: lake, threads: 2 })).failed).toBe(0);
-  srv = await startTestServer(testConfig({ PMLAKE_LAKE: lake, PMLAKE_STATE: path.join(tmp.dir, 'state'), PMLAKE_RATE_LIMITS: 'on' }));
-  ws = `${srv.url.replace('http', 'ws')}/v1/replay/ws/market`;
+  ({ srv, ws } = await fixtureReplayServer(tmp.dir, { PMLAKE_RATE_LIMITS: 'on' }));
 }, 60_000);
 
 afterAll(async () => {
@@ -39,7 +26,7 @@ afterAll(async () => {
 
 describe('replay handshakes and the request rate limit', () => {
   it('count in the caller’s bucket: after 59 requests one replay runs, then requests and replays are refused 429', async () => {
-    const user = await proKey('rate@example.com');
+    const user = await proUser(srv, 'rate@example.com');
     let last: Response | undefined;
     for (let i = 0; i < 59; i++) {
       last = await get(user.key);
@@ -60,7 +47,7 @@ describe('replay handshakes and the request rate limit', () => {
     const pulls = (await listPulls(srv.ctx.state, user.id, { limit: 10, offset: 0 })).filter((p) => p.format === 'websocket');
     expect(pulls).toHaveLength(1);
     // Buckets are per key: another caller is unaffected.
-    const other = await proKey('rate-other@example.com');
+    const other = await proUser(srv, 'rate-other@example.com');
     const ok = connect(`${ws}?${WINDOW}`, { key: other.key, subscription: { assets_ids: [], type: 'market' } });
     expect((await ok.close).code).toBe(1000);
   });

@@ -1,6 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { WebSocket } from 'ws';
+import { runIngest } from '../../ingest/run.js';
+import type { RunningServer } from '../../src/server.js';
+import { activateSubscriptionTx } from '../../src/state/accounts.js';
+import { startTestServer, testConfig } from '../helpers/server.js';
 import type { Msg } from '../ingest/oracle.js';
 
 /**
@@ -124,4 +128,21 @@ export async function until(cond: () => boolean | Promise<boolean>, ms = 10_000)
     if (Date.now() > end) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** A server over a lake of the fixture captures (ingested into `dir`), and its market replay's ws URL. */
+export async function fixtureReplayServer(dir: string, env: Record<string, string> = {}): Promise<{ srv: RunningServer; ws: string }> {
+  const lake = path.join(dir, 'lake');
+  const report = await runIngest(FIXTURES, { lakeDir: lake, threads: 2 });
+  if (report.failed !== 0) throw new Error(`fixture ingest failed: ${JSON.stringify(report.issues)}`);
+  const srv = await startTestServer(testConfig({ PMLAKE_LAKE: lake, PMLAKE_STATE: path.join(dir, 'state'), ...env }));
+  return { srv, ws: `${srv.url.replace('http', 'ws')}/v1/replay/ws/market` };
+}
+
+/** A user on an active professional subscription (the raw tape covered) and a fresh API key of theirs. */
+export async function proUser(srv: RunningServer, email: string): Promise<{ id: string; key: string }> {
+  const store = srv.ctx.state;
+  const user = await store.upsertUser(email, 'professional');
+  await store.tx((t) => activateSubscriptionTx(t, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }));
+  return { id: user.id, key: (await store.createApiKey({ userId: user.id, name: 't', prefix: srv.ctx.config.keyPrefix })).plaintext };
 }

@@ -1,13 +1,10 @@
-import path from 'node:path';
 import { ClobMarketClient } from 'polymarket-websocket-client';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runIngest } from '../../ingest/run.js';
 import type { RunningServer } from '../../src/server.js';
-import { activateSubscriptionTx } from '../../src/state/accounts.js';
 import { d6, replay as replayBooks, type Msg } from '../ingest/oracle.js';
-import { startTestServer, tempDir, testConfig } from '../helpers/server.js';
-import { assetsOf, fixtureFrames, FIXTURES } from './replay-util.js';
+import { tempDir } from '../helpers/server.js';
+import { assetsOf, fixtureFrames, fixtureReplayServer, proUser } from './replay-util.js';
 
 /**
  * A client of the venue's market channel pmlake did not write (npm `polymarket-websocket-client`, its URL set by
@@ -26,13 +23,8 @@ const assets = [...new Set(day.flatMap((f) => f.msgs.flatMap(assetsOf)))];
 beforeAll(async () => {
   const g = globalThis as { WebSocket?: unknown };
   g.WebSocket ??= WebSocket;
-  const lake = path.join(tmp.dir, 'lake');
-  expect((await runIngest(FIXTURES, { lakeDir: lake, threads: 2 })).failed).toBe(0);
-  srv = await startTestServer(testConfig({ PMLAKE_LAKE: lake, PMLAKE_STATE: path.join(tmp.dir, 'state') }));
-  const store = srv.ctx.state;
-  const user = await store.upsertUser('third@example.com', 'professional');
-  await store.tx((t) => activateSubscriptionTx(t, { userId: user.id, tier: 'professional', billingPeriod: 'monthly', fundedBy: 'grant', at: new Date() }));
-  key = (await store.createApiKey({ userId: user.id, name: 't', prefix: srv.ctx.config.keyPrefix })).plaintext;
+  ({ srv } = await fixtureReplayServer(tmp.dir));
+  ({ key } = await proUser(srv, 'third@example.com'));
 }, 60_000);
 
 afterAll(async () => {
