@@ -5,13 +5,15 @@ import { currentVersion, versionsDir } from '../src/lake/versions.js';
 import { compactLake } from './compact.js';
 import { acquireLakeLock, LakeLockedError, LakeLockUnavailableError } from './ledger.js';
 import { makeScratchDir, openScratchDb, sweepScratch } from './scratch.js';
-import { HISTORY } from './versions.js';
+import { HISTORY, VersionDraft } from './versions.js';
+import { indexMissingDays } from './raw-index.js';
 import { sweepLake } from './sweep.js';
 import { adoptLegacyLake } from './adopt.js';
 
 /**
- * `pmlake compact`: merges every partition with more than one file into one sorted, de-duplicated file and
- * publishes the result as a new lake version; then removes files retired longer than the grace period.
+ * `pmlake compact`: indexes by market the raw days that have no index yet (ingest/raw-index.ts: lakes from
+ * before it), merges every partition with more than one file into one sorted, de-duplicated file and publishes
+ * the result as a new lake version; then removes files retired longer than the grace period.
  * `pmlake lake versions`: the versions published, newest last, and which one is current.
  */
 export async function compactCommand(args: string[]): Promise<number> {
@@ -39,6 +41,10 @@ export async function compactCommand(args: string[]): Promise<number> {
       await adoptLegacyLake(conn, lakeDir);
       // Before (a killed run's files go at once) and after (files this compaction retired, once past the grace).
       const before = sweepLake(lakeDir, config.lakeGraceSeconds * 1000);
+      // Days landed before the market index existed get it first (their own version), then everything compacts.
+      const draft = new VersionDraft(lakeDir);
+      const index = await indexMissingDays(conn, draft);
+      if (index.days > 0) draft.publish('compact', { raw_by_market: index.rows }, []);
       const compacted = await compactLake(conn, lakeDir);
       const after = sweepLake(lakeDir, config.lakeGraceSeconds * 1000);
       const swept = {
@@ -52,6 +58,7 @@ export async function compactCommand(args: string[]): Promise<number> {
         ...compacted,
         mb_per_second: compacted.seconds > 0 ? Math.round((mb / compacted.seconds) * 10) / 10 : 0,
         rows_per_second: compacted.seconds > 0 ? Math.round(compacted.rows / compacted.seconds) : 0,
+        raw_index: index,
         current_version: currentVersion(lakeDir).version,
         swept,
       };

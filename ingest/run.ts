@@ -8,6 +8,7 @@ import { deriveBooks } from './books.js';
 import { expandInputs, gunzipTo, isGzip, pickHandler, readHead } from './detect.js';
 import { acquireLakeLock, appendLedger, FileHasher, readLedger, type LedgerEntry } from './ledger.js';
 import { mergeIntoPartitions, sweepTempFiles } from './partitions.js';
+import { stageRawIndex } from './raw-index.js';
 import type { IngestIssue, SourceHandler, SourceKind } from './types.js';
 import type { TapeBatchContext } from './ws/common.js';
 import { wsHandlers } from './ws/index.js';
@@ -133,7 +134,7 @@ const MERGED = STAGED.filter((d) => (DATASETS[d] as DatasetDef).partition !== 'n
  * so their staging tables are plain tables every connection sees, not TEMP ones. l2 is not among them: the
  * replay marks its rows after a detected gap. A data set the derived steps write to must never be listed here.
  */
-const REPLAY_FREE: readonly DatasetName[] = ['raw', 'last_trades'];
+const REPLAY_FREE: readonly DatasetName[] = ['raw', 'raw_by_market', 'last_trades'];
 /**
  * Data sets only the book replay writes (with its integrity checks), final once it returns: merged on the second
  * connection while the first merges l2, the largest, so they too are plain tables. Not the candles' or the
@@ -322,6 +323,9 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         // Everything the batch writes goes into one draft, published whole after the catalogue.
         ctx.lake = new VersionDraft(lakeDir);
         const added: Record<string, number> = {};
+        // Before the merges: the index of a day that had none takes the day's stored frames from this draft.
+        const indexedDays = await timed('raw_index', () => stageRawIndex(conn, ctx.lake));
+        if (indexedDays > 0) report.counts.raw_index_days_backfilled = (report.counts.raw_index_days_backfilled ?? 0) + indexedDays;
         const pauseMs = Number(process.env.PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS ?? 0);
         const merge = async (c: DuckDBConnection, d: DatasetName): Promise<void> => {
           if ((await count(c, `SELECT count(*) FROM stg_${d}`)) === 0) return;

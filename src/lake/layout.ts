@@ -230,6 +230,30 @@ export const DATASETS = {
       frame: 'VARCHAR',
     },
   },
+  /**
+   * raw again, clustered by market: one row per frame and market it holds (a frame of two markets twice; a frame
+   * of none not at all). Time-ordered raw spreads a market's frames through every row group, so a read of one
+   * market decodes the whole day's frames; here they are contiguous and the row groups' min/max on condition_id
+   * skip the rest. The market replay reads a day from here when its partition exists, which ingest keeps
+   * true only when it indexes every frame of that day with a market (ingest/raw-index.ts).
+   */
+  raw_by_market: {
+    dir: 'raw_by_market',
+    partition: 'date',
+    partitionColumn: 'recv_ts',
+    sortBy: ['condition_id', 'recv_ts', 'seq'],
+    naturalKey: ['condition_id', 'recv_ts', 'frame'],
+    // Small groups: the skipping is per row group, and a quiet market's frames are a few hundred a day.
+    rowGroupSize: 4096,
+    columns: {
+      condition_id: 'VARCHAR',
+      recv_ts: 'TIMESTAMP',
+      seq: 'BIGINT',
+      event_types: 'VARCHAR[]',
+      condition_ids: 'VARCHAR[]',
+      frame: 'VARCHAR',
+    },
+  },
   last_trades: {
     dir: 'last_trades',
     partition: 'date',

@@ -27,19 +27,51 @@ export type ReplayFileRead = {
   whole?: { conditionIds: readonly string[]; eventTypes: readonly string[] } | null;
 };
 
-/** Columns, in select order: recv_us (BIGINT), seq (BIGINT), frame (VARCHAR), whole (BOOLEAN, see `whole`). */
-export function replayFilesQuery(files: readonly string[], p: ReplayFileRead): Query {
-  const params: Params = { start: tsParam(p.start), end: tsParam(p.end) };
+/** The window and the cursor, shared by both reads. */
+function windowWhere(p: ReplayFileRead, params: Params): string[] {
+  params.start = tsParam(p.start);
+  params.end = tsParam(p.end);
   const where = ['recv_ts >= $start', 'recv_ts < $end'];
   if (p.after) {
     params.after_ts = tsParam(p.after.recvUs);
     params.after_seq = p.after.seq;
     where.push('(recv_ts > $after_ts OR (recv_ts = $after_ts AND seq > $after_seq))');
   }
+  return where;
+}
+
+/** Columns, in select order: recv_us (BIGINT), seq (BIGINT), frame (VARCHAR), whole (BOOLEAN, see `whole`). */
+export function replayFilesQuery(files: readonly string[], p: ReplayFileRead): Query {
+  const params: Params = {};
+  const where = windowWhere(p, params);
   if (p.conditionIds) {
     const markets = `list_has_any(condition_ids, ${boundList(p.conditionIds, params, 'cid')})`;
     where.push(p.announcements ? `(${markets} OR list_contains(event_types, 'new_market'))` : markets);
   }
+  return selectFrames(files, where, params, p, '');
+}
+
+/**
+ * The same frames read from the market index (`raw_by_market` files of successive days; src/lake/layout.ts), for
+ * a read narrowed to markets and without announcements. An `IN` on the sort column lets DuckDB skip every row
+ * group of other markets. A frame of two subscribed markets is there twice: the row of the first of them in the
+ * frame's own list is the one kept. A file is sorted by market first, so the frames of one market come in
+ * receive order as stored; those of several need `sorted` (the caller then reads one file per statement, which
+ * bounds the sort to a day).
+ */
+export function replayIndexQuery(files: readonly string[], p: ReplayFileRead & { conditionIds: readonly string[] }, sorted: boolean): Query {
+  const params: Params = {};
+  const where = windowWhere(p, params);
+  const markets = p.conditionIds.map((c, i) => {
+    params[`cid${i}`] = c;
+    return `$cid${i}`;
+  });
+  where.push(`condition_id IN (${markets.join(', ')})`);
+  if (markets.length > 1) where.push(`condition_id = list_filter(condition_ids, c -> c IN (${markets.join(', ')}))[1]`);
+  return selectFrames(files, where, params, p, sorted ? 'ORDER BY recv_ts, seq' : '');
+}
+
+function selectFrames(files: readonly string[], where: string[], params: Params, p: ReplayFileRead, orderBy: string): Query {
   let whole = 'false';
   if (p.whole && p.whole.conditionIds.length > 0 && p.whole.eventTypes.length > 0) {
     // list_count skips NULLs: a message without a market (or type) makes the frame a parse's to judge.
@@ -50,6 +82,6 @@ export function replayFilesQuery(files: readonly string[], p: ReplayFileRead): Q
   // The paths are the lake's own file names from its manifest, never request text; a table function's file list
   // is bound at plan time, so it is written as literals.
   const sql = `SELECT epoch_us(recv_ts)::BIGINT AS recv_us, seq::BIGINT AS seq, frame, ${whole} AS whole
-  FROM read_parquet([${files.map(sqlString).join(', ')}]) WHERE ${where.join(' AND ')}`;
+  FROM read_parquet([${files.map(sqlString).join(', ')}]) WHERE ${where.join(' AND ')} ${orderBy}`;
   return query(sql, params);
 }

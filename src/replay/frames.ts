@@ -1,7 +1,7 @@
 import type { LakeSession } from '../lake/session.js';
 import { dateOf } from '../query/common.js';
 import type { ReplayFileRead } from '../query/replay-frames.js';
-import { fileRuns, mergeRuns, runBatches, type RawFrame, type ReadCounters } from './raw-runs.js';
+import { fileSegments, indexRunBatches, mergeRuns, runBatches, type RawFrame, type ReadCounters } from './raw-runs.js';
 
 export type { RawFrame, ReadCounters } from './raw-runs.js';
 
@@ -23,7 +23,8 @@ export type FrameReadOptions = {
 
 /**
  * The recorded frames of a window, in receive order (recv_ts, then seq), in batches, read from the lake's `raw`
- * data set by one streaming statement per run of files (./raw-runs.ts) — no sort, no pages. Memory is one DuckDB
+ * data set, or from its market index for a read narrowed to markets, by one streaming statement per run of files
+ * (./raw-runs.ts) — no sort of the window, no pages. Memory is one DuckDB
  * chunk and one batch per run, whatever the window: the next chunk is pulled only when the consumer asks for the
  * batch after the ones in hand, so a consumer that stops stops the reads, and ending early ends the statements.
  */
@@ -39,11 +40,23 @@ export async function* recordedFrames(session: LakeSession, o: FrameReadOptions)
     announcements: o.announcements(),
     whole: o.whole?.() ?? null,
   };
-  const runs = fileRuns(session, dateOf(start), dateOf(o.to - 1n)).map((files) => runBatches(session, files, read, o.counters));
-  if (runs.length === 0) return;
-  for await (const batch of runs.length === 1 ? runs[0]! : mergeRuns(runs)) {
-    if (o.signal?.aborted) return;
-    yield batch;
+  const markets = read.conditionIds;
+  // The market index serves reads narrowed to markets; a custom-feature connection also gets every market's
+  // `new_market` announcements, which only time-ordered raw holds together.
+  const byMarket = markets !== null && markets.length > 0 && !read.announcements;
+  // Segments cover successive days, so they are read one after the other, each opened only once the one before
+  // is done.
+  for (const seg of fileSegments(session, dateOf(start), dateOf(o.to - 1n), byMarket)) {
+    const runs = seg.runs.map((files) =>
+      seg.dataset === 'raw_by_market' && markets
+        ? indexRunBatches(session, files, { ...read, conditionIds: markets }, o.counters)
+        : runBatches(session, files, read, o.counters),
+    );
+    if (runs.length === 0) continue;
+    for await (const batch of runs.length === 1 ? runs[0]! : mergeRuns(runs)) {
+      if (o.signal?.aborted) return;
+      yield batch;
+    }
   }
 }
 

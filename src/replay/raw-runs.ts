@@ -1,5 +1,6 @@
 import type { LakeSession } from '../lake/session.js';
-import { replayFilesQuery, type ReplayFileRead } from '../query/replay-frames.js';
+import type { Query } from '../lake/duckdb.js';
+import { replayFilesQuery, replayIndexQuery, type ReplayFileRead } from '../query/replay-frames.js';
 
 /**
  * The raw files of a replay window read as runs, each a streaming statement in file order, and the runs merged
@@ -10,32 +11,73 @@ import { replayFilesQuery, type ReplayFileRead } from '../query/replay-frames.js
 /** `whole`: the connection receives the frame as recorded, known without parsing it (src/query/replay-frames.ts). */
 export type RawFrame = { recvUs: bigint; seq: bigint; text: string; whole: boolean };
 
-/** What a reader counts: frames taken from the lake (turned into JS) and statements run (one per run of files). */
-export type ReadCounters = { framesRead: number; pages: number };
+/**
+ * What a reader counts: frames taken from the lake (turned into JS), statements run (one per run of files, or per
+ * file of the market index read for several markets), and statements that read the market index.
+ */
+export type ReadCounters = { framesRead: number; pages: number; indexed?: number };
 
 /** Frames turned into JS at a time from a chunk of up to 2,048 rows: what a stopped consumer holds besides it. */
 const BATCH = 256;
 
+/** Where a stretch of days is read from: `raw` itself, or its market index (src/lake/layout.ts raw_by_market). */
+export type Segment = { dataset: 'raw' | 'raw_by_market'; runs: string[][] };
+
 /**
- * The window's raw files as runs that never overlap in time: the n-th file of each date partition, in date order
- * (a partition holds only its own day's frames; its files, several until compaction, may overlap). A compacted
- * lake has one file per partition: one run, no merge.
+ * The window's days as segments of successive days read from the same data set, in date order: from the market
+ * index where `byMarket` and the day has one (ingest keeps a day's index whole or absent, ingest/raw-index.ts),
+ * else from raw. A segment's runs never overlap in time: the n-th file of each date partition, in date order (a
+ * partition holds only its own day's frames; its files, several until compaction, may overlap). A compacted lake
+ * has one file per partition: one run per segment, no merge.
  */
-export function fileRuns(session: LakeSession, first: string, last: string): string[][] {
-  const runs: string[][] = [];
+export function fileSegments(session: LakeSession, first: string, last: string, byMarket: boolean): Segment[] {
+  const indexed = byMarket ? new Set(session.partitionValues('raw_by_market')) : new Set<string>();
+  const segments: Segment[] = [];
   for (const date of session.partitionValues('raw')) {
     if (date < first || date > last) continue;
-    session.version.partitionFiles('raw', [date]).forEach((file, i) => (runs[i] ??= []).push(file));
+    const dataset = indexed.has(date) ? 'raw_by_market' : 'raw';
+    let seg = segments.at(-1);
+    if (!seg || seg.dataset !== dataset) segments.push((seg = { dataset, runs: [] }));
+    const runs = seg.runs;
+    session.version.partitionFiles(dataset, [date]).forEach((file, i) => (runs[i] ??= []).push(file));
   }
-  return runs;
+  return segments;
 }
 
 /** One run's frames in batches, in its order; a row that goes back in time is an error, not a silent misorder. */
 export async function* runBatches(session: LakeSession, files: readonly string[], read: ReplayFileRead, counters?: ReadCounters): AsyncGenerator<RawFrame[]> {
+  yield* statementBatches(session, replayFilesQuery(files, read), files, counters);
+}
+
+/**
+ * One run of the market index in batches: one statement for the run when the read is of one market (its rows are
+ * stored in receive order), else one statement per file, each sorted (a day of the subscribed markets' frames).
+ */
+export async function* indexRunBatches(
+  session: LakeSession,
+  files: readonly string[],
+  read: ReplayFileRead & { conditionIds: readonly string[] },
+  counters?: ReadCounters,
+): AsyncGenerator<RawFrame[]> {
+  const count = (): void => {
+    if (counters) counters.indexed = (counters.indexed ?? 0) + 1;
+  };
+  if (read.conditionIds.length === 1) {
+    count();
+    yield* statementBatches(session, replayIndexQuery(files, read, false), files, counters);
+    return;
+  }
+  for (const file of files) {
+    count();
+    yield* statementBatches(session, replayIndexQuery([file], read, true), [file], counters);
+  }
+}
+
+async function* statementBatches(session: LakeSession, q: Query, files: readonly string[], counters?: ReadCounters): AsyncGenerator<RawFrame[]> {
   if (counters) counters.pages++;
   let prevUs = -1n;
   let prevSeq = -1n;
-  for await (const chunk of session.chunks(replayFilesQuery(files, read))) {
+  for await (const chunk of session.chunks(q)) {
     const us = chunk.getColumnVector(0);
     const seq = chunk.getColumnVector(1);
     const text = chunk.getColumnVector(2);
