@@ -3,6 +3,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlIdent, sqlString } from '../src/lake/duckdb.js';
 import { DATASETS, parquetScan, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
 import { writeParquetFile } from './partitions.js';
+import { indexMissingDays } from './raw-index.js';
 import { VersionDraft } from './versions.js';
 import type { FileEntry } from '../src/lake/versions.js';
 
@@ -25,6 +26,8 @@ export type CompactReport = {
   bytes_in: number;
   bytes_out: number;
   seconds: number;
+  /** Raw days compacted here that had no market index and got one (ingest/raw-index.ts: archive backfills). */
+  raw_index_days: number;
 };
 
 /** Files below this size count as small for the automatic trigger. */
@@ -38,7 +41,8 @@ export type CompactOptions = {
 
 export async function compactLake(conn: DuckDBConnection, lakeDir: string, opts: CompactOptions = {}): Promise<CompactReport> {
   const t0 = performance.now();
-  const report: CompactReport = { version: null, partitions: 0, files_in: 0, files_out: 0, rows: 0, bytes_in: 0, bytes_out: 0, seconds: 0 };
+  const report: CompactReport = { version: null, partitions: 0, files_in: 0, files_out: 0, rows: 0, bytes_in: 0, bytes_out: 0, seconds: 0, raw_index_days: 0 };
+  const rawDays: string[] = [];
   const names = opts.datasets ?? (Object.keys(DATASETS) as DatasetName[]).filter((d) => (DATASETS[d] as DatasetDef).partition !== 'none');
   for (const name of names) {
     // One version per data set: a kill loses at most one data set's work, and the next run sweeps its files.
@@ -54,6 +58,7 @@ export async function compactLake(conn: DuckDBConnection, lakeDir: string, opts:
       if (entries.length < 2) continue;
       if (opts.smallFiles !== undefined && entries.filter((e) => e.bytes < SMALL_FILE_BYTES).length <= opts.smallFiles) continue;
       const rows = await compactPartition(conn, draft, name, partition);
+      if (name === 'raw') rawDays.push(partition);
       report.partitions += 1;
       report.files_in += entries.length;
       report.files_out += 1;
@@ -70,6 +75,16 @@ export async function compactLake(conn: DuckDBConnection, lakeDir: string, opts:
     if (published) {
       report.version = published.version;
       report.bytes_out += published.change.bytes_added;
+    }
+  }
+  if (rawDays.length > 0) {
+    // A raw day compacted here is read anyway: one deferred by an archive backfill gets its market index now.
+    const draft = new VersionDraft(lakeDir);
+    const index = await indexMissingDays(conn, draft, rawDays);
+    if (index.days > 0) {
+      const published = draft.publish('compact', { raw_by_market: index.rows }, []);
+      if (published) report.version = published.version;
+      report.raw_index_days = index.days;
     }
   }
   report.seconds = Math.round((performance.now() - t0) / 10) / 100;

@@ -68,7 +68,17 @@ export class FollowCompaction {
     const t0 = performance.now();
     const draft = new VersionDraft(this.lakeDir);
     const groups = await this.plan(conn, draft, now);
-    const report: CompactReport = { version: null, partitions: 0, files_in: 0, files_out: 0, rows: 0, bytes_in: 0, bytes_out: 0, seconds: 0 };
+    const report: CompactReport = {
+      version: null,
+      partitions: 0,
+      files_in: 0,
+      files_out: 0,
+      rows: 0,
+      bytes_in: 0,
+      bytes_out: 0,
+      seconds: 0,
+      raw_index_days: 0,
+    };
     for (const g of groups) {
       if (report.partitions > 0 && (performance.now() >= deadline || report.bytes_in + g.bytes > MAX_BYTES_PER_STEP)) break;
       report.rows += await compactFiles(conn, draft, g.name, g.partition, g.entries);

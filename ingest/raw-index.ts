@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { DuckDBTimestampValue } from '@duckdb/node-api';
+import { DuckDBListValue, DuckDBTimestampValue } from '@duckdb/node-api';
 import { sqlString } from '../src/lake/duckdb.js';
 import { DATASETS } from '../src/lake/layout.js';
 import { writeParquetFile } from './partitions.js';
@@ -10,9 +10,12 @@ import type { VersionDraft } from './versions.js';
  *
  * The market replay (src/replay/raw-runs.ts) reads a day from it whenever the day's partition exists, so that
  * partition must hold every frame with a market that the day's raw files hold — never a part of them. Ingest
- * keeps that true: a batch indexes its own frames, and a day whose raw files exist without an index (a lake
- * from before the index, or written by an older pmlake) gets the stored frames indexed too, the first time a
- * batch touches it. `pmlake compact` indexes the days no batch touches again (indexMissingDays).
+ * keeps that true without ever re-reading stored frames (at the venue's scale a day of them is hundreds of
+ * millions of rows): a batch indexes its frames of a day that is new to raw or already indexed, and leaves a day
+ * whose stored raw has no index as it is (a lake from before the index). A batch may also defer the index of its
+ * new days (`defer`: the public archive's bulk backfill, whose hourly batches would otherwise sort each hour's
+ * frames a second time; compaction merges the hours anyway). `pmlake compact` indexes every day left without one
+ * (indexMissingDays), in one sort per day.
  */
 
 /** The index rows of a relation with raw's columns: one per distinct non-NULL market of each frame. */
@@ -27,36 +30,35 @@ function dayBounds(day: string): { lo: DuckDBTimestampValue; hi: DuckDBTimestamp
 }
 
 /**
- * Fills `stg_raw_by_market` from the staged raw frames, and from the stored frames of every day the batch
- * touches whose raw files have no index yet. Returns the number of such days.
+ * Fills `stg_raw_by_market` from the staged raw frames of the days the batch may index (above). Returns how many
+ * of its days it indexes and how many it leaves without an index.
  */
-export async function stageRawIndex(conn: DuckDBConnection, draft: VersionDraft): Promise<number> {
-  await conn.run(`INSERT INTO stg_raw_by_market ${indexRows('stg_raw')}`);
+export async function stageRawIndex(conn: DuckDBConnection, draft: VersionDraft, defer: boolean): Promise<{ indexed: number; left: number }> {
   const days = (await conn.runAndReadAll(`SELECT DISTINCT strftime(recv_ts, '%Y-%m-%d') FROM stg_raw`)).getRows().map((r) => String(r[0]));
-  let backfilled = 0;
-  for (const day of days.sort()) {
-    const stored = draft.partitionFiles('raw', [day]);
-    if (stored.length === 0 || draft.partitionFiles('raw_by_market', [day]).length > 0) continue;
-    // The lake's own file names (its manifest), never request text: a table function's file list is literal.
-    const scan = `(SELECT * FROM read_parquet([${stored.map(sqlString).join(', ')}]) WHERE recv_ts >= $lo AND recv_ts < $hi)`;
-    await conn.run(`INSERT INTO stg_raw_by_market ${indexRows(scan)}`, dayBounds(day));
-    backfilled += 1;
+  const indexed = days.filter((day) =>
+    draft.partitionFiles('raw_by_market', [day]).length > 0 ? true : !defer && draft.partitionFiles('raw', [day]).length === 0,
+  );
+  if (indexed.length === days.length) await conn.run(`INSERT INTO stg_raw_by_market ${indexRows('stg_raw')}`);
+  else if (indexed.length > 0) {
+    const scan = `(SELECT * FROM stg_raw WHERE list_contains($days::VARCHAR[], strftime(recv_ts, '%Y-%m-%d')))`;
+    await conn.run(`INSERT INTO stg_raw_by_market ${indexRows(scan)}`, { days: new DuckDBListValue(indexed) });
   }
-  return backfilled;
+  return { indexed: indexed.length, left: days.length - indexed.length };
 }
 
 /**
- * Every raw day without an index gets one: its stored frames written as one sorted file into `draft`. Raw never
+ * Every raw day without an index (of `only`, when given) gets one: its stored frames written as one sorted file into `draft`. Raw never
  * holds a natural key twice (appends de-duplicate, compaction too), so neither does the index: no check needed.
  * Returns the days indexed and the rows written.
  */
-export async function indexMissingDays(conn: DuckDBConnection, draft: VersionDraft): Promise<{ days: number; rows: number }> {
+export async function indexMissingDays(conn: DuckDBConnection, draft: VersionDraft, only?: readonly string[]): Promise<{ days: number; rows: number }> {
   const def = DATASETS.raw_by_market;
   const indexed = new Set(draft.partitionValues('raw_by_market'));
+  const wanted = only ? new Set(only) : null;
   let days = 0;
   let rows = 0;
   for (const day of draft.partitionValues('raw')) {
-    if (indexed.has(day)) continue;
+    if (indexed.has(day) || (wanted && !wanted.has(day))) continue;
     const stored = draft.partitionFiles('raw', [day]);
     const scan = `(SELECT * FROM read_parquet([${stored.map(sqlString).join(', ')}]) WHERE recv_ts >= $lo AND recv_ts < $hi)`;
     const file = draft.newFile('raw_by_market', day);

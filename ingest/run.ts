@@ -323,9 +323,9 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         // Everything the batch writes goes into one draft, published whole after the catalogue.
         ctx.lake = new VersionDraft(lakeDir);
         const added: Record<string, number> = {};
-        // Before the merges: the index of a day that had none takes the day's stored frames from this draft.
-        const indexedDays = await timed('raw_index', () => stageRawIndex(conn, ctx.lake));
-        if (indexedDays > 0) report.counts.raw_index_days_backfilled = (report.counts.raw_index_days_backfilled ?? 0) + indexedDays;
+        // Before the merges, against this draft: which days' frames the market index takes (ingest/raw-index.ts).
+        const index = await stageRawIndex(conn, ctx.lake, ctx.deferRawIndex === true);
+        if (index.left > 0) report.counts.raw_index_days_left = (report.counts.raw_index_days_left ?? 0) + index.left;
         const pauseMs = Number(process.env.PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS ?? 0);
         const merge = async (c: DuckDBConnection, d: DatasetName): Promise<void> => {
           if ((await count(c, `SELECT count(*) FROM stg_${d}`)) === 0) return;

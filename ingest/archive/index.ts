@@ -12,6 +12,10 @@ export const archiveHandler: SourceHandler = {
   kind: 'ws',
   name: 'archive-parquet',
   detect: isArchiveFile,
-  stage: stageArchive,
+  stage: (ctx, file) => {
+    // A backfill of hourly files: each day's market index is written once, by `pmlake compact` (ingest/raw-index.ts).
+    ctx.deferRawIndex = true;
+    return stageArchive(ctx, file);
+  },
   survey: surveyArchive,
 };

@@ -24,9 +24,10 @@ export type FrameReadOptions = {
 /**
  * The recorded frames of a window, in receive order (recv_ts, then seq), in batches, read from the lake's `raw`
  * data set, or from its market index for a read narrowed to markets, by one streaming statement per run of files
- * (./raw-runs.ts) — no sort of the window, no pages. Memory is one DuckDB
- * chunk and one batch per run, whatever the window: the next chunk is pulled only when the consumer asks for the
- * batch after the ones in hand, so a consumer that stops stops the reads, and ending early ends the statements.
+ * (./raw-runs.ts) — no sort of the window, no pages. Memory is one DuckDB chunk and one batch per run, whatever
+ * the window (plus, for an index read of several markets, DuckDB's sort of one day of their frames, within its
+ * memory limit): the next chunk is pulled only when the consumer asks for the batch after the ones in hand, so a
+ * consumer that stops stops the reads, and ending early ends the statements.
  */
 export async function* recordedFrames(session: LakeSession, o: FrameReadOptions): AsyncGenerator<RawFrame[]> {
   const after = o.after ?? null;

@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compactLake } from '../../ingest/compact.js';
+import { archiveHour } from '../../ingest/generate/archive-hour.js';
 import { indexMissingDays } from '../../ingest/raw-index.js';
 import { runIngest } from '../../ingest/run.js';
 import { VersionDraft } from '../../ingest/versions.js';
@@ -15,8 +17,8 @@ import { tempDir } from '../helpers/server.js';
  * reads for a day whenever the day has it. Checked against plain TypeScript over the lake's raw rows: the index
  * holds exactly each frame once per distinct market it names; a replay narrowed to markets reads it and gives the
  * frames of raw holding any of them, once each, in receive order; a lake whose days have no index (one built
- * before it) replays the same from raw, gets the index of a day the next batch touches, and of every other day
- * from `pmlake compact`'s step.
+ * before it) replays the same from raw, keeps them without one when a batch adds to them, and gets it from
+ * `pmlake compact`'s step; an archive batch defers the index of its new days.
  */
 const tmp = tempDir('pmlake-raw-index-');
 let db: DuckDBInstance;
@@ -93,7 +95,7 @@ async function replay(markets: string[], counters = { framesRead: 0, pages: 0, i
   const session = new LakeSession(db, lake);
   const out: RawFrame[] = [];
   const from = BigInt(DAYS[0]!) * 1000n;
-  for await (const b of recordedFrames(session, { from, to: from + 2n * 86_400_000_000n, conditionIds: () => markets, announcements: () => false, counters }))
+  for await (const b of recordedFrames(session, { from, to: from + 5n * 86_400_000_000n, conditionIds: () => markets, announcements: () => false, counters }))
     out.push(...b);
   return out.map((f) => f.text);
 }
@@ -141,7 +143,7 @@ describe('raw_by_market', () => {
     }
   });
 
-  it('a lake without it replays the same from raw; the next batch indexes the days it touches whole, stored frames included', async () => {
+  it('a lake without it replays the same from raw, and a batch leaves its days without one (never a part of a day)', async () => {
     dropIndex();
     const before = await rawRows();
     for (const markets of SUBSCRIPTIONS) {
@@ -150,15 +152,11 @@ describe('raw_by_market', () => {
       expect(counters.indexed).toBe(0);
     }
     const counts = await ingest(1);
-    expect(counts.raw_index_days_backfilled).toBe(2);
+    expect(counts.raw_index_days_left).toBe(2);
     const raw = await rawRows();
     expect(raw.length).toBeGreaterThan(before.length);
-    expect(await indexRows()).toEqual(expectedIndex(raw));
-    for (const markets of SUBSCRIPTIONS) {
-      const counters = { framesRead: 0, pages: 0, indexed: 0 };
-      expect(await replay(markets, counters)).toEqual(expectedFrames(raw, markets));
-      expect(counters.indexed).toBeGreaterThan(0);
-    }
+    expect(await indexRows()).toEqual([]);
+    for (const markets of SUBSCRIPTIONS) expect(await replay(markets)).toEqual(expectedFrames(raw, markets));
   });
 
   it('indexMissingDays (pmlake compact) indexes every day that has none, and nothing when all have one', async () => {
@@ -174,6 +172,37 @@ describe('raw_by_market', () => {
       conn.closeSync();
     }
     expect(await indexRows()).toEqual(expectedIndex(raw));
+    for (const markets of SUBSCRIPTIONS) expect(await replay(markets)).toEqual(expectedFrames(raw, markets));
+  });
+
+  it('an archive hour defers the index of its new day, which the compaction of that day writes; a capture of a new day is indexed', async () => {
+    const hour = path.join(tmp.dir, 'polymarket_orderbook_2025-06-03T05.parquet');
+    await archiveHour({ rows: 3000, seed: 7, hour: '2025-06-03T05' }, hour);
+    const report = await runIngest([hour], { lakeDir: lake, threads: 2 });
+    expect(report.failed).toBe(0);
+    expect(report.counts.raw_index_days_left).toBe(1);
+    const draft = new VersionDraft(lake);
+    expect(draft.partitionValues('raw')).toContain('2025-06-03');
+    expect(draft.partitionValues('raw_by_market')).not.toContain('2025-06-03');
+    const later = path.join(tmp.dir, 'day4.jsonl');
+    fs.writeFileSync(later, `${tick(0, Date.parse('2025-06-04T01:00:00Z'), 'd4')}\n`);
+    const next = await runIngest([later], { lakeDir: lake, threads: 2 });
+    expect(next.counts.raw_index_days_left ?? 0).toBe(0);
+    expect(new VersionDraft(lake).partitionValues('raw_by_market')).toContain('2025-06-04');
+    // The day's next hour, then the compaction an ingest runs: the day's raw is compacted, and indexed with it.
+    const hour2 = path.join(tmp.dir, 'polymarket_orderbook_2025-06-03T06.parquet');
+    await archiveHour({ rows: 3000, seed: 8, hour: '2025-06-03T06' }, hour2);
+    expect((await runIngest([hour2], { lakeDir: lake, threads: 2 })).counts.raw_index_days_left).toBe(1);
+    expect(new VersionDraft(lake).partitionFiles('raw', ['2025-06-03'])).toHaveLength(2);
+    const conn = await db.connect();
+    try {
+      expect((await compactLake(conn, lake)).raw_index_days).toBe(1);
+    } finally {
+      conn.closeSync();
+    }
+    const raw = await rawRows();
+    expect(await indexRows()).toEqual(expectedIndex(raw));
+    expect(new VersionDraft(lake).partitionValues('raw_by_market')).toEqual(new VersionDraft(lake).partitionValues('raw'));
     for (const markets of SUBSCRIPTIONS) expect(await replay(markets)).toEqual(expectedFrames(raw, markets));
   });
 });
