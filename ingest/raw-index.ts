@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { DuckDBListValue, DuckDBTimestampValue } from '@duckdb/node-api';
+import { DuckDBTimestampValue } from '@duckdb/node-api';
 import { sqlString } from '../src/lake/duckdb.js';
 import { DATASETS } from '../src/lake/layout.js';
 import { writeParquetFile } from './partitions.js';
@@ -30,19 +30,21 @@ function dayBounds(day: string): { lo: DuckDBTimestampValue; hi: DuckDBTimestamp
 }
 
 /**
- * Fills `stg_raw_by_market` from the staged raw frames of the days the batch may index (above). Returns how many
- * of its days it indexes and how many it leaves without an index.
+ * Defines `stg_raw_by_market` as a view of the staged raw frames of the days the batch may index (above): the
+ * merge reads it like a staging table, and the frames are not held twice. Returns how many of the batch's days
+ * it indexes and how many it leaves without an index.
  */
 export async function stageRawIndex(conn: DuckDBConnection, draft: VersionDraft, defer: boolean): Promise<{ indexed: number; left: number }> {
   const days = (await conn.runAndReadAll(`SELECT DISTINCT strftime(recv_ts, '%Y-%m-%d') FROM stg_raw`)).getRows().map((r) => String(r[0]));
   const indexed = days.filter((day) =>
     draft.partitionFiles('raw_by_market', [day]).length > 0 ? true : !defer && draft.partitionFiles('raw', [day]).length === 0,
   );
-  if (indexed.length === days.length) await conn.run(`INSERT INTO stg_raw_by_market ${indexRows('stg_raw')}`);
-  else if (indexed.length > 0) {
-    const scan = `(SELECT * FROM stg_raw WHERE list_contains($days::VARCHAR[], strftime(recv_ts, '%Y-%m-%d')))`;
-    await conn.run(`INSERT INTO stg_raw_by_market ${indexRows(scan)}`, { days: new DuckDBListValue(indexed) });
-  }
+  // A view takes no parameters: the days are strftime's own output, written as literals.
+  const scan =
+    indexed.length === days.length
+      ? 'stg_raw'
+      : `(SELECT * FROM stg_raw WHERE strftime(recv_ts, '%Y-%m-%d') IN (${indexed.length > 0 ? indexed.map(sqlString).join(', ') : 'NULL'}))`;
+  await conn.run(`CREATE OR REPLACE VIEW stg_raw_by_market AS ${indexRows(scan)}`);
   return { indexed: indexed.length, left: days.length - indexed.length };
 }
 

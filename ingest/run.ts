@@ -125,6 +125,12 @@ export const defaultHandlers: readonly SourceHandler[] = [
 ];
 
 const STAGED: DatasetName[] = Object.keys(DATASETS) as DatasetName[];
+/**
+ * Staged as views over other staging tables, not filled: the market index is raw's frames again
+ * (ingest/raw-index.ts), and a second copy of a batch's frame text would take its share of the memory budget.
+ */
+const STAGED_VIEWS: readonly DatasetName[] = ['raw_by_market'];
+const STAGED_TABLES = STAGED.filter((d) => !STAGED_VIEWS.includes(d));
 /** Partitioned data sets are merged here; the catalogue files are rebuilt by finalizeCatalog. */
 const MERGED = STAGED.filter((d) => (DATASETS[d] as DatasetDef).partition !== 'none');
 /**
@@ -285,7 +291,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       if (adopted) report.versions_published.push(adopted.version);
       if (release && opts.sweep !== false) report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);
       const shared = [...REPLAY_FREE, ...REPLAY_OUTPUT];
-      for (const d of STAGED) await conn.run(`CREATE ${shared.includes(d) ? '' : 'TEMP '}TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
+      for (const d of STAGED_TABLES) await conn.run(`CREATE ${shared.includes(d) ? '' : 'TEMP '}TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
       const ctx: TapeBatchContext = {
         conn,
         lakeDir,
@@ -300,7 +306,7 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
       };
       const stagedRows = async (): Promise<number> => {
         let staged = 0;
-        for (const d of STAGED) staged += await count(conn, `SELECT count(*) FROM stg_${d}`);
+        for (const d of STAGED_TABLES) staged += await count(conn, `SELECT count(*) FROM stg_${d}`);
         return staged;
       };
       const batchFull = async (): Promise<boolean> => (await stagedRows()) >= batchRows || (await stagedTableBytes(conn)) >= memory.stagedBytes;
@@ -393,7 +399,8 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
         report.batches += 1;
         progress('batch');
         pending = [];
-        for (const d of STAGED) await conn.run(`DELETE FROM stg_${d}`);
+        for (const d of STAGED_TABLES) await conn.run(`DELETE FROM stg_${d}`);
+        for (const d of STAGED_VIEWS) await conn.run(`DROP VIEW IF EXISTS stg_${d}`);
         await releaseEmptyStaging(conn);
       };
       // Between chunks of one big file: write what is staged so far. The file itself enters the ledger only

@@ -13,7 +13,7 @@ export const archiveHandler: SourceHandler = {
   name: 'archive-parquet',
   detect: isArchiveFile,
   stage: (ctx, file) => {
-    // A backfill of hourly files: each day's market index is written once, by `pmlake compact` (ingest/raw-index.ts).
+    // A backfill of hourly files: each day's market index is written once, when the day is compacted (ingest/raw-index.ts).
     ctx.deferRawIndex = true;
     return stageArchive(ctx, file);
   },
