@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
 import { LakeLockedError, readLedger } from '../../ingest/ledger.js';
 import { listing, runCli } from './lakeutil.js';
-import { tempDir } from './oracle.js';
+import { lakeRows, tempDir } from './oracle.js';
 
 const FIX = path.resolve('test/fixtures/venue');
 const tmp = tempDir('pmlake-idem-');
@@ -47,8 +47,9 @@ describe('re-ingest changes nothing', () => {
     expect(second.code, second.stderr).toBe(0);
     const r2 = JSON.parse(second.stdout) as { ingested: number; rows_added: Record<string, number> };
     expect(r2.ingested).toBe(1);
-    // raw keeps frames byte for byte, so re-formatted frames are new raw rows; everything else is unchanged.
-    const { raw, ...rest } = r2.rows_added;
+    // raw keeps frames byte for byte, so re-formatted frames are new raw rows, and rows of raw's market index (one
+    // per frame and distinct market it names); everything else is unchanged.
+    const { raw, raw_by_market: byMarket, ...rest } = r2.rows_added;
     expect(raw).toBe(42);
     for (const [ds, n] of Object.entries(rest)) expect(n, ds).toBe(0);
     const after = listing(lake);
@@ -58,7 +59,13 @@ describe('re-ingest changes nothing', () => {
       expect(after[f], f).toBe(v);
     }
     const added = Object.keys(after).filter((f) => !(f in before) && f.endsWith('.parquet'));
-    expect(added.filter((f) => !f.startsWith('catalog/')).every((f) => f.startsWith('raw/'))).toBe(true);
+    expect(added.filter((f) => !f.startsWith('catalog/')).every((f) => f.startsWith('raw/') || f.startsWith('raw_by_market/'))).toBe(true);
+    const newRaw = added.filter((f) => f.startsWith('raw/')).map((f) => `'${path.join(lake, f)}'`);
+    expect(newRaw).toHaveLength(1);
+    const frames = await lakeRows(`SELECT condition_ids FROM read_parquet([${newRaw.join(', ')}])`);
+    const markets = frames.reduce((n, r) => n + new Set(((r.condition_ids as (string | null)[] | null) ?? []).filter((c) => c !== null)).size, 0);
+    expect(markets).toBeGreaterThan(raw!);
+    expect(byMarket).toBe(markets);
   });
 
   it('a file staged before its hash is known: a same-bytes copy under another name is still skipped, the ledger holds the true hashes', async () => {
