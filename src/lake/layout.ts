@@ -53,6 +53,14 @@ export type DatasetDef = Readonly<{
 export const PRICE = 'DECIMAL(10,6)';
 export const SIZE = 'DECIMAL(18,6)';
 const LEVEL = `STRUCT(price ${PRICE}, size ${SIZE})[]`;
+/** raw's columns, which its market index (raw_by_market) repeats after its own condition_id. */
+const RAW_COLUMNS = {
+  recv_ts: 'TIMESTAMP',
+  seq: 'BIGINT',
+  event_types: 'VARCHAR[]',
+  condition_ids: 'VARCHAR[]',
+  frame: 'VARCHAR',
+} as const;
 
 export const DATASETS = {
   markets: {
@@ -222,13 +230,7 @@ export const DATASETS = {
     partitionColumn: 'recv_ts',
     sortBy: ['recv_ts', 'seq'],
     naturalKey: ['recv_ts', 'frame'],
-    columns: {
-      recv_ts: 'TIMESTAMP',
-      seq: 'BIGINT',
-      event_types: 'VARCHAR[]',
-      condition_ids: 'VARCHAR[]',
-      frame: 'VARCHAR',
-    },
+    columns: RAW_COLUMNS,
   },
   /**
    * raw again, clustered by market: one row per frame and market it holds (a frame of two markets twice; a frame
@@ -245,14 +247,7 @@ export const DATASETS = {
     naturalKey: ['condition_id', 'recv_ts', 'frame'],
     // Small groups: the skipping is per row group, and a quiet market's frames are a few hundred a day.
     rowGroupSize: 4096,
-    columns: {
-      condition_id: 'VARCHAR',
-      recv_ts: 'TIMESTAMP',
-      seq: 'BIGINT',
-      event_types: 'VARCHAR[]',
-      condition_ids: 'VARCHAR[]',
-      frame: 'VARCHAR',
-    },
+    columns: { condition_id: 'VARCHAR', ...RAW_COLUMNS },
   },
   last_trades: {
     dir: 'last_trades',
