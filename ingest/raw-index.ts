@@ -14,8 +14,8 @@ import type { VersionDraft } from './versions.js';
  * millions of rows): a batch indexes its frames of a day that is new to raw or already indexed, and leaves a day
  * whose stored raw has no index as it is (a lake from before the index). A batch may also defer the index of its
  * new days (`defer`: the public archive's bulk backfill, whose hourly batches would otherwise sort each hour's
- * frames a second time; compaction merges the hours anyway). `pmlake compact` indexes every day left without one
- * (indexMissingDays), in one sort per day.
+ * frames a second time; compaction merges the hours anyway). The compaction an ingest runs indexes the raw days it
+ * compacts, and `pmlake compact` every day left without one (indexMissingDays), in one sort per day.
  */
 
 /** The index rows of a relation with raw's columns: one per distinct non-NULL market of each frame. */
@@ -49,9 +49,9 @@ export async function stageRawIndex(conn: DuckDBConnection, draft: VersionDraft,
 }
 
 /**
- * Every raw day without an index (of `only`, when given) gets one: its stored frames written as one sorted file into `draft`. Raw never
- * holds a natural key twice (appends de-duplicate, compaction too), so neither does the index: no check needed.
- * Returns the days indexed and the rows written.
+ * Every raw day without an index (of `only`, when given) gets one: its stored frames written as one sorted file
+ * into `draft`. Raw never holds a natural key twice (appends de-duplicate, compaction too), so neither does the
+ * index: no check needed. Returns the days indexed and the rows written.
  */
 export async function indexMissingDays(conn: DuckDBConnection, draft: VersionDraft, only?: readonly string[]): Promise<{ days: number; rows: number }> {
   const def = DATASETS.raw_by_market;

@@ -42,7 +42,7 @@ export type BatchContext = {
   landed: Partial<Record<LandedSource, number>>;
   /**
    * Set by a handler whose input is a bulk backfill (the public archive): the batch's new days get no market index
-   * (ingest/raw-index.ts; `pmlake compact` gives it). For the rest of the run: a big file's later chunks land in
+   * (ingest/raw-index.ts; the compaction of those days gives it). For the rest of the run: a big file's later chunks land in
    * later batches, and a run that mixes an archive hour with captures of the same new day only replays it from raw
    * until the compaction.
    */
