@@ -5,8 +5,7 @@ import type { DatasetName } from '../src/lake/layout.js';
 import { sqlString } from '../src/lake/duckdb.js';
 import { currentVersion } from '../src/lake/versions.js';
 import { REPO, runToExit } from './server.js';
-import { VersionDraft } from '../ingest/versions.js';
-import { indexMissingDays } from '../ingest/raw-index.js';
+import { publishMissingIndex } from '../ingest/raw-index.js';
 
 /**
  * The bench lake: generator output (bench/data) ingested into a lake (bench/lake), built once and reused.
@@ -277,16 +276,16 @@ export async function ensureLake(opts: {
  * to an operator's lake, instead of a rebuild (hours at the default scale). A lake built since has it already.
  */
 async function ensureRawIndex(lakeDir: string, workDir: string, log: (m: string) => void): Promise<void> {
-  const draft = new VersionDraft(lakeDir);
-  const missing = draft.partitionValues('raw').filter((d) => !draft.partitionValues('raw_by_market').includes(d));
+  const version = currentVersion(lakeDir);
+  const indexed = new Set(version.partitionValues('raw_by_market'));
+  const missing = version.partitionValues('raw').filter((d) => !indexed.has(d));
   if (missing.length === 0) return;
   log(`indexing ${missing.length} raw days by market (a lake cached before the index)`);
   const t0 = performance.now();
   const db = await DuckDBInstance.create(':memory:', { threads: '2', memory_limit: '4GB', temp_directory: path.join(workDir, 'index-spill') });
   const conn = await db.connect();
   try {
-    const r = await indexMissingDays(conn, draft);
-    draft.publish('compact', { raw_by_market: r.rows }, []);
+    const r = await publishMissingIndex(conn, lakeDir);
     log(`  ${r.days} days, ${r.rows} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   } finally {
     conn.closeSync();

@@ -3,7 +3,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlIdent, sqlString } from '../src/lake/duckdb.js';
 import { DATASETS, parquetScan, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
 import { writeParquetFile } from './partitions.js';
-import { indexMissingDays } from './raw-index.js';
+import { publishMissingIndex } from './raw-index.js';
 import { VersionDraft } from './versions.js';
 import type { FileEntry } from '../src/lake/versions.js';
 
@@ -79,13 +79,9 @@ export async function compactLake(conn: DuckDBConnection, lakeDir: string, opts:
   }
   if (rawDays.length > 0) {
     // A raw day compacted here is read anyway: one deferred by an archive backfill gets its market index now.
-    const draft = new VersionDraft(lakeDir);
-    const index = await indexMissingDays(conn, draft, rawDays);
-    if (index.days > 0) {
-      const published = draft.publish('compact', { raw_by_market: index.rows }, []);
-      if (published) report.version = published.version;
-      report.raw_index_days = index.days;
-    }
+    const index = await publishMissingIndex(conn, lakeDir, rawDays);
+    if (index.version !== null) report.version = index.version;
+    report.raw_index_days = index.days;
   }
   report.seconds = Math.round((performance.now() - t0) / 10) / 100;
   return report;

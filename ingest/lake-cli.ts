@@ -5,8 +5,8 @@ import { currentVersion, versionsDir } from '../src/lake/versions.js';
 import { compactLake } from './compact.js';
 import { acquireLakeLock, LakeLockedError, LakeLockUnavailableError } from './ledger.js';
 import { makeScratchDir, openScratchDb, sweepScratch } from './scratch.js';
-import { HISTORY, VersionDraft } from './versions.js';
-import { indexMissingDays } from './raw-index.js';
+import { HISTORY } from './versions.js';
+import { publishMissingIndex } from './raw-index.js';
 import { sweepLake } from './sweep.js';
 import { adoptLegacyLake } from './adopt.js';
 
@@ -42,9 +42,7 @@ export async function compactCommand(args: string[]): Promise<number> {
       // Before (a killed run's files go at once) and after (files this compaction retired, once past the grace).
       const before = sweepLake(lakeDir, config.lakeGraceSeconds * 1000);
       // Days landed before the market index existed get it first (their own version), then everything compacts.
-      const draft = new VersionDraft(lakeDir);
-      const index = await indexMissingDays(conn, draft);
-      if (index.days > 0) draft.publish('compact', { raw_by_market: index.rows }, []);
+      const { days, rows } = await publishMissingIndex(conn, lakeDir);
       const compacted = await compactLake(conn, lakeDir);
       const after = sweepLake(lakeDir, config.lakeGraceSeconds * 1000);
       const swept = {
@@ -58,7 +56,7 @@ export async function compactCommand(args: string[]): Promise<number> {
         ...compacted,
         mb_per_second: compacted.seconds > 0 ? Math.round((mb / compacted.seconds) * 10) / 10 : 0,
         rows_per_second: compacted.seconds > 0 ? Math.round(compacted.rows / compacted.seconds) : 0,
-        raw_index: index,
+        raw_index: { days, rows },
         current_version: currentVersion(lakeDir).version,
         swept,
       };

@@ -3,7 +3,7 @@ import { DuckDBTimestampValue } from '@duckdb/node-api';
 import { sqlString } from '../src/lake/duckdb.js';
 import { DATASETS } from '../src/lake/layout.js';
 import { writeParquetFile } from './partitions.js';
-import type { VersionDraft } from './versions.js';
+import { VersionDraft } from './versions.js';
 
 /**
  * `raw_by_market` (src/lake/layout.ts): the raw frames again, one row per frame and market, sorted by market.
@@ -71,4 +71,19 @@ export async function indexMissingDays(conn: DuckDBConnection, draft: VersionDra
     rows += n;
   }
   return { days, rows };
+}
+
+/**
+ * indexMissingDays in a version of its own (`compact`), published when it indexed a day: what `pmlake compact`,
+ * the compaction after an ingest (the days it compacted) and the bench's cached lakes run.
+ */
+export async function publishMissingIndex(
+  conn: DuckDBConnection,
+  lakeDir: string,
+  only?: readonly string[],
+): Promise<{ days: number; rows: number; version: number | null }> {
+  const draft = new VersionDraft(lakeDir);
+  const r = await indexMissingDays(conn, draft, only);
+  const published = r.days > 0 ? draft.publish('compact', { raw_by_market: r.rows }, []) : null;
+  return { ...r, version: published?.version ?? null };
 }
