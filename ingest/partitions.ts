@@ -75,15 +75,19 @@ export async function mergeIntoPartitions(conn: DuckDBConnection, draft: Version
     const where = p === null ? '' : `WHERE ${pc} >= $lo AND ${pc} < $hi`;
     const params: Record<string, DuckDBValue> = p === null ? {} : partitionBounds(def.partition, p);
     // Ties within staging itself (same key, different seq, say) are broken by every column, so which row
-    // survives does not depend on scan order and a re-run writes identical files.
-    const dedupe = unique ? '' : `QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY ${cols}) = 1`;
+    // survives does not depend on scan order and a re-run writes identical files. Only the rows whose key
+    // hash occurs more than once go through that window: a batch with a handful of repeated keys (an
+    // archive's repeated level of one message, a frame two recorders both caught) is otherwise sorted on its
+    // whole natural key — every frame's text — before its sort order, two sorts of the batch for a few rows.
+    if (!unique) await markRepeatedKeys(conn, staging, where, params, key);
+    const rowsOnce = unique ? `(SELECT ${cols} FROM ${staging} ${where})` : onceEach(staging, where, cols, key);
     if (existing.length === 0) {
       // Time-first data sets (raw) and the book replay's outputs are usually staged in their sort order already:
       // then the scan order is the file order (preserve_insertion_order) and the sort (of every frame's text, of
       // every snapshot's lists) is skipped. Other data sets are not checked: the check would nearly always fail.
       const maybeSorted = def.sortBy[0] === def.partitionColumn || STAGED_IN_ORDER.includes(name);
       const sorted = unique && maybeSorted && (await stagedInOrder(conn, staging, def.sortBy, where, params));
-      const written = await write(`SELECT ${cols} FROM ${staging} ${where} ${dedupe} ${sorted ? '' : `ORDER BY ${order}`}`, p, params);
+      const written = await write(`SELECT ${cols} FROM ${rowsOnce} ${sorted ? '' : `ORDER BY ${order}`}`, p, params);
       result.partitions += 1;
       result.rowsAdded += written;
       continue;
@@ -102,8 +106,8 @@ export async function mergeIntoPartitions(conn: DuckDBConnection, draft: Version
     try {
       if (!replace) {
         await conn.run(
-          `CREATE TEMP TABLE _pmlake_fresh AS SELECT ${cols} FROM (SELECT * FROM ${staging} ${where}) s
-           WHERE NOT EXISTS (SELECT 1 FROM (${candidates(key)}) e WHERE ${match}) ${dedupe}`,
+          `CREATE TEMP TABLE _pmlake_fresh AS SELECT ${cols} FROM ${rowsOnce} s
+           WHERE NOT EXISTS (SELECT 1 FROM (${candidates(key)}) e WHERE ${match})`,
           params,
         );
       } else if (def.replaceColumns) {
@@ -112,7 +116,7 @@ export async function mergeIntoPartitions(conn: DuckDBConnection, draft: Version
         const cmp = [...new Set([...def.naturalKey, ...def.replaceColumns])].map(sqlIdent).join(', ');
         await conn.run(
           `CREATE TEMP TABLE _pmlake_fresh AS
-           WITH s AS (SELECT ${cols} FROM ${staging} ${where} ${dedupe}),
+           WITH s AS (SELECT ${cols} FROM ${rowsOnce}),
                 e AS (SELECT ${cmp} FROM s EXCEPT SELECT ${cmp} FROM (${candidates(cmp)}))
            SELECT ${cols} FROM s WHERE EXISTS (SELECT 1 FROM e WHERE ${match})`,
           params,
@@ -122,7 +126,7 @@ export async function mergeIntoPartitions(conn: DuckDBConnection, draft: Version
         // Staged rows that are new or differ from the stored row with their key.
         await conn.run(
           `CREATE TEMP TABLE _pmlake_fresh AS
-           SELECT ${cols} FROM (SELECT ${cols} FROM ${staging} ${where} ${dedupe}) EXCEPT SELECT ${cols} FROM (${candidates(cols)})`,
+           SELECT ${cols} FROM ${rowsOnce} EXCEPT SELECT ${cols} FROM (${candidates(cols)})`,
           params,
         );
         await retireReplaced(conn, draft, name, def, candidates, match, params);
@@ -136,7 +140,27 @@ export async function mergeIntoPartitions(conn: DuckDBConnection, draft: Version
       await conn.run('DROP TABLE IF EXISTS _pmlake_fresh');
     }
   }
+  await conn.run('DROP TABLE IF EXISTS _pmlake_repeated');
   return result;
+}
+
+/** The key hashes that more than one staged row of the partition has (`_pmlake_repeated`, read by onceEach). */
+async function markRepeatedKeys(conn: DuckDBConnection, staging: string, where: string, params: Record<string, DuckDBValue>, key: string): Promise<void> {
+  await conn.run(`CREATE OR REPLACE TEMP TABLE _pmlake_repeated AS SELECT hash(${key}) AS h FROM ${staging} ${where} GROUP BY 1 HAVING count(*) > 1`, params);
+}
+
+/**
+ * The staged rows of the partition with each natural key once, as a subquery: rows of a key hash seen once as
+ * they are, and of the repeated hashes (markRepeatedKeys) the least row by every column per key — what a window
+ * over every row would keep (hash() of several values treats NULLs as equal, as PARTITION BY does; a collision
+ * of two keys only puts both through the window).
+ */
+function onceEach(staging: string, where: string, cols: string, key: string): string {
+  const within = (cond: string): string => `${where ? `${where} AND` : 'WHERE'} ${cond}`;
+  return `(SELECT ${cols} FROM ${staging} ${within(`hash(${key}) NOT IN (SELECT h FROM _pmlake_repeated)`)}
+           UNION ALL
+           SELECT ${cols} FROM (SELECT ${cols} FROM ${staging} ${within(`hash(${key}) IN (SELECT h FROM _pmlake_repeated)`)})
+           QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY ${cols}) = 1)`;
 }
 
 /**
