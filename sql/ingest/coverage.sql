@@ -17,7 +17,7 @@ SELECT DISTINCT ON (asset_id, seq) asset_id, seq, ts, since_ts, ok FROM (
 -- A duplicated frame's copy is not a message (the lake's l2 keeps its rows once, under the first copy's seq).
 -- Tokens by their number in _bk_touch (tok), not their 77-digit id: the distinct runs over every l2 row of the
 -- batch and of the stored days, and a hash table of fixed-width keys stays small beside the staged batch in the
--- memory limit (an archive hour's 25M rows spilled with the text keys: 5.4 s of its 3.8M-row piece, quiet).
+-- memory limit (a 3.8M-row archive hour, quiet: 5.4 s with the text keys, 3.1 s with these).
 CREATE OR REPLACE TEMP TABLE _cov_msg AS
 SELECT DISTINCT tok, seq, recv_ts FROM (
   SELECT t.tok, l.seq, l.recv_ts FROM stg_l2 l JOIN _bk_touch t USING (asset_id)
