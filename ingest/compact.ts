@@ -30,6 +30,11 @@ export type CompactReport = {
   raw_index_days: number;
 };
 
+/** A report of nothing compacted yet: what compactLake and the follow loop's bounded step add to. */
+export function emptyCompactReport(): CompactReport {
+  return { version: null, partitions: 0, files_in: 0, files_out: 0, rows: 0, bytes_in: 0, bytes_out: 0, seconds: 0, raw_index_days: 0 };
+}
+
 /** Files below this size count as small for the automatic trigger. */
 export const SMALL_FILE_BYTES = 64 * 1024 * 1024;
 
@@ -41,7 +46,7 @@ export type CompactOptions = {
 
 export async function compactLake(conn: DuckDBConnection, lakeDir: string, opts: CompactOptions = {}): Promise<CompactReport> {
   const t0 = performance.now();
-  const report: CompactReport = { version: null, partitions: 0, files_in: 0, files_out: 0, rows: 0, bytes_in: 0, bytes_out: 0, seconds: 0, raw_index_days: 0 };
+  const report = emptyCompactReport();
   const rawDays: string[] = [];
   const names = opts.datasets ?? (Object.keys(DATASETS) as DatasetName[]).filter((d) => (DATASETS[d] as DatasetDef).partition !== 'none');
   for (const name of names) {

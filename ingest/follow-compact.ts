@@ -3,7 +3,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlString } from '../src/lake/duckdb.js';
 import { DATASETS, type DatasetDef, type DatasetName } from '../src/lake/layout.js';
 import type { FileEntry } from '../src/lake/versions.js';
-import { compactFiles, type CompactReport } from './compact.js';
+import { compactFiles, emptyCompactReport, type CompactReport } from './compact.js';
 import { VersionDraft } from './versions.js';
 
 /**
@@ -68,17 +68,7 @@ export class FollowCompaction {
     const t0 = performance.now();
     const draft = new VersionDraft(this.lakeDir);
     const groups = await this.plan(conn, draft, now);
-    const report: CompactReport = {
-      version: null,
-      partitions: 0,
-      files_in: 0,
-      files_out: 0,
-      rows: 0,
-      bytes_in: 0,
-      bytes_out: 0,
-      seconds: 0,
-      raw_index_days: 0,
-    };
+    const report = emptyCompactReport();
     for (const g of groups) {
       if (report.partitions > 0 && (performance.now() >= deadline || report.bytes_in + g.bytes > MAX_BYTES_PER_STEP)) break;
       report.rows += await compactFiles(conn, draft, g.name, g.partition, g.entries);

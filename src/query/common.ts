@@ -77,12 +77,15 @@ export function containsPattern(text: string): string {
  * is built once, where `string_split` of one bound text would split it again for every row.
  */
 export function boundList(values: readonly string[], params: Params, prefix: string): string {
-  return `[${values
-    .map((v, i) => {
-      params[`${prefix}${i}`] = v;
-      return `$${prefix}${i}`;
-    })
-    .join(', ')}]::VARCHAR[]`;
+  return `[${boundValues(values, params, prefix).join(', ')}]::VARCHAR[]`;
+}
+
+/** Each value bound as `$<prefix>0`, `$<prefix>1`, …: the placeholders, for an `IN (…)` or a list. */
+export function boundValues(values: readonly string[], params: Params, prefix: string): string[] {
+  return values.map((v, i) => {
+    params[`${prefix}${i}`] = v;
+    return `$${prefix}${i}`;
+  });
 }
 
 /**

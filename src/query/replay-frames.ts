@@ -1,6 +1,6 @@
 import type { Query } from '../lake/duckdb.js';
 import { sqlString } from '../lake/duckdb.js';
-import { boundList, query, tsParam, type Params } from './common.js';
+import { boundList, boundValues, query, tsParam, type Params } from './common.js';
 
 /**
  * The raw frames of a run of `raw` files for a replay (files of successive days, which never overlap in time): received in [start, end), after the cursor (the last frame
@@ -62,10 +62,7 @@ export function replayFilesQuery(files: readonly string[], p: ReplayFileRead): Q
 export function replayIndexQuery(files: readonly string[], p: ReplayFileRead & { conditionIds: readonly string[] }, sorted: boolean): Query {
   const params: Params = {};
   const where = windowWhere(p, params);
-  const markets = p.conditionIds.map((c, i) => {
-    params[`cid${i}`] = c;
-    return `$cid${i}`;
-  });
+  const markets = boundValues(p.conditionIds, params, 'cid');
   where.push(`condition_id IN (${markets.join(', ')})`);
   if (markets.length > 1) where.push(`condition_id = list_filter(condition_ids, c -> c IN (${markets.join(', ')}))[1]`);
   return selectFrames(files, where, params, p, sorted ? 'ORDER BY recv_ts, seq' : '');

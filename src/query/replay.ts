@@ -1,6 +1,6 @@
 import type { Query } from '../lake/duckdb.js';
 import type { Lake } from '../lake/sources.js';
-import { DAY_MICROS, dateOf, monthOf, query, tsParam, type Params } from './common.js';
+import { boundValues, DAY_MICROS, dateOf, monthOf, query, tsParam, type Params } from './common.js';
 import { seqReceiveMicros } from './orderbook.js';
 
 /**
@@ -118,10 +118,7 @@ export function incidentsPageQuery(
   limit: number,
 ): Query {
   const params: Params = { asset, start: tsParam(w.start), end: tsParam(w.end), limit, d1: dateOf(w.end - 1n) };
-  const kindList = kinds.map((k, i) => {
-    params[`kind${i}`] = k;
-    return `$kind${i}`;
-  });
+  const kindList = boundValues(kinds, params, 'kind');
   const where = ['asset_id = $asset', `kind IN (${kindList.join(', ')})`, 'from_ts < $end', 'to_ts >= $start', 'date <= $d1'];
   if (after) {
     Object.assign(params, { f: tsParam(after.from_us), seq: after.seq, k: after.kind });
