@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { DuckDBInstance } from '@duckdb/node-api';
 import type { UsageMeter } from './accounts/meter.js';
+import { StreamRegistry } from './accounts/streams.js';
 import { downloadIdPrefix, sqliteMeter } from './accounts/usage.js';
 import type { Config } from './config.js';
 import { ExportService } from './exports/service.js';
@@ -35,6 +36,8 @@ export type Core = {
   /** The replica's name: PMLAKE_REPLICA_ID, else host and port (src/accounts/usage.ts downloadIdPrefix). */
   readonly replica: string;
   readonly meter: UsageMeter;
+  /** The long-lived answers in flight (src/accounts/streams.ts): per-user caps, fair use across them, standing. */
+  readonly streams: StreamRegistry;
   /** Where limits count (src/limits/): this process's memory, or Redis shared by every replica (PMLAKE_REDIS_URL). */
   readonly limits: Limits;
   /** market_id → market and tokens, cached per lake version (src/markets/resolver.ts). */
@@ -79,6 +82,7 @@ export async function buildCore(config: Config, log: Logger, role: 'serve' | 'wo
     log.info({ limits: limits.where }, 'limits');
     const replica = config.replicaId ?? `${os.hostname()}:${config.port}`;
     const meter = sqliteMeter(state, { log, downloadRate: limits.downloadRate, downloadIdPrefix: downloadIdPrefix(replica) });
+    const streams = new StreamRegistry(state, { perUser: config.streamsPerUser, log });
     const lakeDir = config.lakeDir;
     const lakeSession = (): LakeSession => new LakeSession(db, lakeDir);
     const markets = new MarketResolver();
@@ -93,6 +97,7 @@ export async function buildCore(config: Config, log: Logger, role: 'serve' | 'wo
       state,
       replica,
       meter,
+      streams,
       limits,
       markets,
       exports,

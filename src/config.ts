@@ -66,6 +66,8 @@ const EnvSchema = z
     PMLAKE_S3_ACCESS_KEY_ID: z.string().min(1).default('S3RVER'),
     PMLAKE_S3_SECRET_ACCESS_KEY: z.string().min(1).default('S3RVER'),
     PMLAKE_EXPORT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
+    /** Replays, NDJSON streams and downloads one account may have open at once in a process (src/accounts/streams.ts). */
+    PMLAKE_STREAMS_PER_USER: z.coerce.number().int().min(1).max(1000).default(8),
     PMLAKE_EXPORT_RETENTION_HOURS: z.coerce
       .number()
       .int()
@@ -228,6 +230,7 @@ export type Config = {
     secretAccessKey: string;
   };
   exportConcurrency: number;
+  streamsPerUser: number;
   exportRetentionHours: number;
   exportStaleUploadHours: number;
   exportLeaseSeconds: number;
@@ -298,6 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       secretAccessKey: e.PMLAKE_S3_SECRET_ACCESS_KEY,
     }),
     exportConcurrency: e.PMLAKE_EXPORT_CONCURRENCY,
+    streamsPerUser: e.PMLAKE_STREAMS_PER_USER,
     exportRetentionHours: e.PMLAKE_EXPORT_RETENTION_HOURS,
     exportStaleUploadHours: e.PMLAKE_EXPORT_STALE_UPLOAD_HOURS,
     exportLeaseSeconds: e.PMLAKE_EXPORT_LEASE_SECONDS,

@@ -79,8 +79,8 @@ export class PaymentRequired extends ServiceError {
   }
 }
 export class RateLimited extends ServiceError {
-  constructor(retryAfterSeconds: number, headers: Record<string, string> = {}) {
-    super('rate_limited', 'Rate limit exceeded', { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))), ...headers });
+  constructor(retryAfterSeconds: number, headers: Record<string, string> = {}, detail: Detail = 'Rate limit exceeded') {
+    super('rate_limited', detail, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))), ...headers });
   }
 }
 export class QuotaExceeded extends ServiceError {

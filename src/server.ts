@@ -37,6 +37,7 @@ async function buildServe(config: Config, log: Logger): Promise<{ core: Core; ct
     replica: core.replica,
     auth,
     meter: core.meter,
+    streams: core.streams,
     limits: core.limits,
     markets: core.markets,
     exports: core.exports,

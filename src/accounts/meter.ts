@@ -36,6 +36,12 @@ export interface UsageTicket {
   commit(result: { bytes: number; rows: number }): Promise<void>;
   /** Releases the reservation and the rate slot; never throws. */
   refund(reason: string): Promise<void>;
+  /**
+   * Grows the ticket's reservation by up to `bytes`, within what is left of the caller's fair use (every
+   * other pull in flight, on any replica, reserved included): the bytes granted, 0 once nothing is left. A
+   * stream sends only what it reserved, so all of a user's streams together stay within the allowance.
+   */
+  reserve(bytes: number): Promise<number>;
 }
 
 export interface UsageMeter {
@@ -50,7 +56,7 @@ export interface UsageMeter {
 /** Accepts everything and records nothing: used until the accounts module provides the real meter. */
 export const openMeter: UsageMeter = {
   async begin() {
-    return { id: 'untracked', async commit() {}, async refund() {} };
+    return { id: 'untracked', async commit() {}, async refund() {}, reserve: async (bytes) => bytes };
   },
   async authorize() {},
 };

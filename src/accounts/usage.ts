@@ -95,7 +95,7 @@ export function sqliteMeter(store: StateStore, opts: MeterOptions = {}): UsageMe
         throw err;
       }
       const slot = shared ? { limiter: shared, userId: principal.userId } : undefined;
-      return ticketFor(store, id, now, opts.log, slot);
+      return ticketFor(store, { id, userId: principal.userId }, now, opts.log, slot);
     },
     async authorize(principal: Principal, pull: Pick<PullRequest, 'kind' | 'dataset'>): Promise<void> {
       await covered(store, principal.userId, pull, now());
@@ -123,9 +123,16 @@ function rateWindows(ent: Entitlement): RateWindow[] {
 }
 
 /** A ticket by id: exports that outlive a restart settle through this (see settleTicket/refundTicket). */
-function ticketFor(store: StateStore, id: string, now: () => Date, log?: Logger, slot?: { limiter: DownloadRateLimiter; userId: string }): UsageTicket {
+function ticketFor(
+  store: StateStore,
+  { id, userId }: { id: string; userId: string },
+  now: () => Date,
+  log?: Logger,
+  slot?: { limiter: DownloadRateLimiter; userId: string },
+): UsageTicket {
   return {
     id,
+    reserve: (bytes) => reserveMore(store, { id, userId, bytes, at: now() }),
     async commit(result) {
       try {
         await completePull(store, id, Math.max(0, Math.round(result.bytes)), Math.max(0, Math.round(result.rows)), now());
@@ -145,6 +152,26 @@ function ticketFor(store: StateStore, id: string, now: () => Date, log?: Logger,
       }
     },
   };
+}
+
+/**
+ * One more grant for a pending pull, checked and taken in one transaction with the user's row locked (as
+ * `begin`), so grants of concurrent streams on every replica never add up past the allowance.
+ */
+async function reserveMore(store: StateStore, g: { id: string; userId: string; bytes: number; at: Date }): Promise<number> {
+  const want = Math.max(0, Math.floor(g.bytes));
+  if (want === 0) return 0;
+  return store.tx(async (t) => {
+    await lockUser(t, g.userId);
+    const user = await t.get<UserRow>(sql`SELECT * FROM users WHERE id = ${g.userId}`);
+    if (!user) return 0;
+    const ent = await entitlementOf(t, user, g.at);
+    const used = await fairUseUsedBytes(t, user.id, ent.period.start, ent.period.end);
+    const grant = Math.min(want, ent.plan.fair_use_bytes_month - used);
+    if (grant <= 0) return 0;
+    const n = await t.run(sql`UPDATE pulls SET reserved_bytes = reserved_bytes + ${grant} WHERE id = ${g.id} AND status = 'pending'`);
+    return n === 1 ? grant : 0;
+  });
 }
 
 /** Settles a ticket by id (exports resumed after a restart). False when it was already settled. */

@@ -2,9 +2,10 @@ import crypto from 'node:crypto';
 import type { Writable } from 'node:stream';
 import type { UsageTicket } from '../accounts/meter.js';
 import type { Principal } from '../accounts/principal.js';
-import type { CopyStream } from '../lake/stream.js';
+import type { LiveStream, StreamRegistry } from '../accounts/streams.js';
+import { GateClosed, type CopyStream } from '../lake/stream.js';
 import { planDownload, type DownloadPlan, type PlanDeps } from './plan.js';
-import { preflight, type SendDeps } from './send.js';
+import { preflight, type Delivery, type SendDeps } from './send.js';
 import type { PullSpec } from './spec.js';
 import { ZipWriter } from './zip.js';
 import { pullCoverage, worstOf, type PullCoverage } from './coverage.js';
@@ -42,13 +43,18 @@ type ManifestItem = {
   coverage: PullCoverage | null;
 };
 
-export type BulkDeps = PlanDeps & SendDeps;
+/**
+ * `streams`: the bundle is one of the user's streams (src/accounts/streams.ts): each chunk taken from their
+ * fair use before it goes, reserved on the ticket of the item being written; cut (the output destroyed) when
+ * none is left or the key, account or plan no longer allows it.
+ */
+export type BulkDeps = PlanDeps & SendDeps & { streams?: StreamRegistry };
 
 /**
  * `out`'s 'close' before it finished means the consumer went away. `begin` is called once every item is
  * planned and metered, before the first byte: the caller's moment for headers.
  */
-export type BulkTarget = { out: Writable; begin(): void };
+export type BulkTarget = { out: Writable; begin(): void; delivery?: () => Delivery };
 
 /**
  * `error`: the bundle failed after `begin` (not because the consumer left); every item was refunded and the
@@ -59,6 +65,22 @@ export type BulkResult = { rows: number; bytes: number; complete: boolean; error
 export async function sendBulk(deps: BulkDeps, principal: Principal, items: readonly BulkItem[], target: BulkTarget): Promise<BulkResult> {
   const plans: DownloadPlan[] = [];
   for (const [i, it] of items.entries()) plans.push(await planDownload(deps, principal, it.spec, i));
+  const live = deps.streams?.admit(principal, [...new Set(plans.map((p) => p.dataset))]);
+  try {
+    return await sendPlanned(deps, principal, items, plans, target, live);
+  } finally {
+    live?.close();
+  }
+}
+
+async function sendPlanned(
+  deps: BulkDeps,
+  principal: Principal,
+  items: readonly BulkItem[],
+  plans: readonly DownloadPlan[],
+  target: BulkTarget,
+  live: LiveStream | undefined,
+): Promise<BulkResult> {
   const tickets: UsageTicket[] = [];
   try {
     for (const p of plans) {
@@ -83,8 +105,10 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
   }
 
   const { out } = target;
-  const zip = new ZipWriter(out);
+  const zip = new ZipWriter(out, live ? (n) => live.take(n) : undefined);
   let current: CopyStream | null = null;
+  const onStop = (): void => current?.cancel('stream stopped');
+  live?.signal.addEventListener('abort', onStop, { once: true });
   let clientGone = false;
   const onClose = (): void => {
     if (!out.writableFinished) {
@@ -95,11 +119,14 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
   };
   out.once('close', onClose);
   target.begin();
+  const delivery = target.delivery?.();
 
   const manifest: ManifestItem[] = [];
   try {
     for (const [i, p] of plans.entries()) {
       const name = `${String(i + 1).padStart(2, '0')}_${p.fileName}`;
+      // The item's bytes are reserved on its own ticket, so each record settles what it reserved.
+      live?.bind(tickets[i]!);
       const copy = await deps.lake.copy(p.query, p.format);
       current = copy;
       const head = await preflight(copy.stream);
@@ -126,7 +153,10 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
         }
       }
       const hash = crypto.createHash('sha256');
-      const entry = await zip.addStream(name, copy, head.chunks, !head.ended, (b) => hash.update(b));
+      const entry = await zip.addStream(name, copy, head.chunks, !head.ended, (b) => {
+        hash.update(b);
+        delivery?.wrote(zip.bytesWritten);
+      });
       const r = await copy.done;
       manifest.push({
         item: i,
@@ -166,17 +196,26 @@ export async function sendBulk(deps: BulkDeps, principal: Principal, items: read
     if (clientGone) throw new Error('client disconnected');
   } catch (err) {
     out.off('close', onClose);
+    live?.signal.removeEventListener('abort', onStop);
     current?.cancel('bulk failed');
-    const sent = zip.bytesWritten;
-    if (clientGone) {
+    const written = zip.bytesWritten;
+    const cut = err instanceof GateClosed || live?.stopped;
+    if (clientGone || cut) {
+      // A bundle cut short ends without its central directory; a client that left pays what reached it.
+      if (cut) out.destroy();
+      const sent = clientGone && delivery ? delivery.delivered(written) : written;
+      delivery?.close();
       await settle(tickets, manifest, sent, true);
       return { rows: 0, bytes: sent, complete: false };
     }
+    delivery?.close();
     for (const t of tickets) await t.refund('bulk download failed');
-    return { rows: 0, bytes: sent, complete: false, error: err };
+    return { rows: 0, bytes: written, complete: false, error: err };
   }
   const sent = zip.bytesWritten;
   out.off('close', onClose);
+  live?.signal.removeEventListener('abort', onStop);
+  delivery?.close();
   await settle(tickets, manifest, sent, false);
   return { rows: manifest.reduce((a, m) => a + m.rows, 0), bytes: sent, complete: true };
 }

@@ -1,6 +1,6 @@
 import zlib from 'node:zlib';
 import type { Writable } from 'node:stream';
-import { OutputClosed, writeCopyTo, type CopyStream } from '../lake/stream.js';
+import { OutputClosed, writeCopyTo, type CopyStream, type WriteGate } from '../lake/stream.js';
 
 /**
  * A minimal streaming ZIP writer for the bulk download: stored (uncompressed) entries, written straight to the
@@ -47,7 +47,11 @@ export class ZipWriter {
   private offset = 0;
   private finished = false;
 
-  constructor(private readonly out: Writable) {}
+  constructor(
+    private readonly out: Writable,
+    /** Asked before each chunk of a streamed entry (the user's fair use): a refusal fails addStream with GateClosed. */
+    private readonly gate?: WriteGate,
+  ) {}
 
   /** Bytes handed to the output so far. */
   get bytesWritten(): number {
@@ -87,11 +91,16 @@ export class ZipWriter {
     await this.write(this.localHeader(e));
     let crc = 0;
     let size = 0;
-    await writeCopyTo(copy, this.out, head, rest, (chunk) => {
-      crc = zlib.crc32(chunk, crc);
-      size += chunk.length;
-      this.offset += chunk.length;
-      onChunk?.(chunk);
+    await writeCopyTo(copy, this.out, {
+      head,
+      rest,
+      gate: this.gate,
+      onChunk: (chunk) => {
+        crc = zlib.crc32(chunk, crc);
+        size += chunk.length;
+        this.offset += chunk.length;
+        onChunk?.(chunk);
+      },
     });
     e.crc = crc;
     e.size = size;

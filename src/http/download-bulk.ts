@@ -4,6 +4,7 @@ import { sendBulk, type BulkItem } from '../downloads/bulk.js';
 import { planDeps } from './download-send.js';
 import { depthParam, intervalParam } from './download-files.js';
 import { contentDisposition } from '../downloads/disposition.js';
+import { SocketDelivery } from './delivery.js';
 import { checkWindow, isoDateTime, timeframeParam } from './params.js';
 import { defineRoute, type Route, type RouteInput } from './route.js';
 import type { RequestContext } from './context.js';
@@ -74,8 +75,9 @@ export const bulkDownloadRoute: Route = defineRoute({
 });
 
 async function sendBulkDownload({ body, req, res }: RouteInput<{ body: typeof BulkBody }>, ctx: RequestContext) {
-  const r = await sendBulk({ ...planDeps(ctx), meter: ctx.meter }, req.principal!, body.items.map(bulkItem), {
+  const r = await sendBulk({ ...planDeps(ctx), meter: ctx.meter, streams: ctx.streams }, req.principal!, body.items.map(bulkItem), {
     out: res,
+    delivery: () => new SocketDelivery(res.socket!),
     begin() {
       res.status(200);
       res.setHeader('Content-Type', 'application/zip');

@@ -1,6 +1,7 @@
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { PullRequest } from '../accounts/meter.js';
+import type { PullRequest, UsageTicket } from '../accounts/meter.js';
+import type { LiveStream, StreamStop } from '../accounts/streams.js';
 import { isoFromMicros } from '../lake/values.js';
 import { normalizedMessages, resolveReplayAssets } from '../replay/normalized.js';
 import { FIXED_TYPES, parseDataType, planKeyOfType, type DataType, type NormalizedMessage } from '../replay/normalized-types.js';
@@ -8,6 +9,7 @@ import type { RequestContext } from './context.js';
 import { instantParam } from './params.js';
 import { defineRoute, type Route, type RouteInput } from './route.js';
 import { delayCap } from './orderbook/delay.js';
+import { SocketDelivery } from './delivery.js';
 
 /** GET /v1/replay/normalized: the normalized and computed streams (src/replay/) as NDJSON, metered like a download. */
 
@@ -89,6 +91,15 @@ export function planKeys(types: readonly DataType[]): string[] {
 /** Lines are gathered up to this many bytes per write. */
 const WRITE_BYTES = 64 * 1024;
 
+/**
+ * The stream's last line when it is cut short: `{"type":"error","code":…,"detail":…}` — `fair_use_cap` (the
+ * plan's fair use has no room for the next lines), `key_revoked`, `account_deleted` or `plan_changed`. A
+ * stream that ends without one is complete.
+ */
+function stopLine(stop: StreamStop): string {
+  return `${JSON.stringify({ type: 'error', code: stop.code, detail: stop.message })}\n`;
+}
+
 async function getNormalizedReplay({ query: q, req, res }: RouteInput<{ query: typeof ReplayQuery }>, ctx: RequestContext): Promise<undefined> {
   const assets = await resolveReplayAssets(ctx.lake, ctx.markets, { assets: q.assets, marketIds: q.market_id });
   // A delayed plan sees books and quotes no later than its delay, as on GET /v1/orderbook/*.
@@ -96,25 +107,44 @@ async function getNormalizedReplay({ query: q, req, res }: RouteInput<{ query: t
   const to = cap !== null && q.to > cap ? cap : q.to;
   const keys = planKeys(q.data_types);
   const principal = req.principal!;
-  for (const k of keys.slice(1)) await ctx.meter.authorize(principal, { kind: 'download', dataset: k });
-  const pull: PullRequest = {
-    kind: 'download',
-    dataset: keys[0] ?? 'orderbook',
-    description: `/v1/replay/normalized ${q.data_types.map((t) => t.name).join(',')} ${assets.map((a) => a.asset_id).join(',')}`,
-    estimatedBytes: 0,
-    format: 'ndjson',
-    start: isoFromMicros(q.from),
-    end: isoFromMicros(to),
-  };
-  if (assets.length === 1) pull.marketId = assets[0]!.market_id;
-  const ticket = await ctx.meter.begin(principal, pull);
+  const live = ctx.streams.admit(principal, keys.length > 0 ? keys : ['orderbook']);
+  try {
+    for (const k of keys.slice(1)) await ctx.meter.authorize(principal, { kind: 'download', dataset: k });
+    const pull: PullRequest = {
+      kind: 'download',
+      dataset: keys[0] ?? 'orderbook',
+      description: `/v1/replay/normalized ${q.data_types.map((t) => t.name).join(',')} ${assets.map((a) => a.asset_id).join(',')}`,
+      estimatedBytes: 0,
+      format: 'ndjson',
+      start: isoFromMicros(q.from),
+      end: isoFromMicros(to),
+    };
+    if (assets.length === 1) pull.marketId = assets[0]!.market_id;
+    const ticket = await ctx.meter.begin(principal, pull);
+    live.bind(ticket);
+    await streamLines(req, res, live, ticket, (signal) => normalizedMessages(ctx.lake, { from: q.from, to, assets, dataTypes: q.data_types, signal }));
+  } finally {
+    live.close();
+  }
+  return undefined;
+}
 
+/** Streams the messages as NDJSON within the stream's fair use, and settles the ticket once. */
+async function streamLines(
+  req: Request,
+  res: Response,
+  live: LiveStream,
+  ticket: UsageTicket,
+  messages: (signal: AbortSignal) => AsyncIterable<NormalizedMessage>,
+): Promise<void> {
   const stop = new AbortController();
   const onClose = (): void => {
     if (!res.writableFinished) stop.abort();
   };
   res.once('close', onClose);
-  const it = normalizedMessages(ctx.lake, { from: q.from, to, assets, dataTypes: q.data_types, signal: stop.signal })[Symbol.asyncIterator]();
+  const onStop = (): void => stop.abort();
+  live.signal.addEventListener('abort', onStop, { once: true });
+  const it = messages(stop.signal)[Symbol.asyncIterator]();
   let next: IteratorResult<NormalizedMessage>;
   try {
     // The first message before the headers: a failure to start is still a proper error answer.
@@ -127,39 +157,70 @@ async function getNormalizedReplay({ query: q, req, res }: RouteInput<{ query: t
   res.status(200);
   res.setHeader('Content-Type', 'application/x-ndjson');
   res.setHeader('Cache-Control', 'no-store');
+  const delivery = new SocketDelivery(res.socket!);
   let sent = 0;
   let rows = 0;
-  try {
-    let buf = '';
-    for (; !next.done; next = await it.next()) {
-      buf += `${JSON.stringify(next.value)}\n`;
-      rows += 1;
-      if (buf.length >= WRITE_BYTES) {
-        sent += await write(res, buf, stop.signal);
-        buf = '';
+  let cut: StreamStop | null = null;
+  /** Takes the lines' bytes from fair use and writes them; with too little left, the lines that fit, then the cut. */
+  const flush = async (lines: string[]): Promise<void> => {
+    const chunk = lines.join('');
+    const bytes = Buffer.byteLength(chunk);
+    const taken = live.take(bytes);
+    if (taken === true || (await taken)) {
+      sent += await write(res, chunk, stop.signal);
+    } else if (!live.stopped) {
+      let fit = '';
+      for (const line of lines) {
+        if (Buffer.byteLength(fit) + Buffer.byteLength(line) > live.left) break;
+        fit += line;
       }
-      if (stop.signal.aborted) break;
+      if (fit.length > 0 && live.take(Buffer.byteLength(fit)) === true) sent += await write(res, fit, stop.signal);
+      cut = { code: 'fair_use_cap', message: "The plan's monthly fair-use volume is reached; the stream ends here" };
     }
-    if (!stop.signal.aborted) {
-      if (buf.length > 0) sent += await write(res, buf, stop.signal);
+    delivery.wrote(sent);
+  };
+  try {
+    let lines: string[] = [];
+    let size = 0;
+    for (; !next.done; next = await it.next()) {
+      const line = `${JSON.stringify(next.value)}\n`;
+      lines.push(line);
+      size += line.length;
+      rows += 1;
+      if (size >= WRITE_BYTES) {
+        await flush(lines);
+        lines = [];
+        size = 0;
+      }
+      if (stop.signal.aborted || cut) break;
+    }
+    if (!stop.signal.aborted && !cut && lines.length > 0) await flush(lines);
+    cut ??= live.stopped;
+    if (!res.destroyed && !res.writableEnded) {
+      if (cut) res.write(stopLine(cut));
       await new Promise<void>((resolve) => res.end(resolve));
     }
   } catch (err) {
     res.off('close', onClose);
+    live.signal.removeEventListener('abort', onStop);
+    delivery.close();
     await it.return?.(undefined);
     await ticket.refund('replay failed mid-stream');
     res.destroy();
     req.log.error({ err }, 'normalized replay failed after headers were sent');
     res.locals.bytes = sent;
-    return undefined;
+    return;
   }
   res.off('close', onClose);
+  live.signal.removeEventListener('abort', onStop);
   await it.return?.(undefined);
-  // The client leaving mid-way is charged what it was sent, as a download is.
-  await ticket.commit({ bytes: sent, rows: stop.signal.aborted ? 0 : rows });
+  // A client that left is charged what reached it (src/http/delivery.ts); every other end, what was sent.
+  const left = stop.signal.aborted && !live.stopped;
+  const charged = left ? delivery.delivered(sent) : sent;
+  delivery.close();
+  await ticket.commit({ bytes: charged, rows: left || cut ? 0 : rows });
   res.locals.rows = rows;
   res.locals.bytes = sent;
-  return undefined;
 }
 
 /** Writes one chunk; when the socket is full, waits until it drains or the client leaves. Returns the bytes. */

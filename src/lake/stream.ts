@@ -366,21 +366,38 @@ export class OutputClosed extends Error {
   }
 }
 
+/** A gate refused the next chunk (the user's fair use has no room for it): the output is left unfinished. */
+export class GateClosed extends Error {
+  constructor() {
+    super('the stream was refused more bytes');
+  }
+}
+
 /**
- * Writes `head` (chunks already read from the copy, e.g. by a preflight) and then, unless `rest` is false,
- * the remainder of `copy.stream` to `out` as the chunks arrive, pausing the stream while `out` is full (the
- * back-pressure pipe() gives). Each chunk goes back to the read-buffer pool when its write has completed.
- * `onChunk` sees every chunk before it is written (byte counts, CRC, hashes). Resolves at the stream's end;
- * rejects when the stream fails (cancelled, COPY error) or `out` closes first.
+ * Asked before each chunk is written: true at once when it may go, else a promise — true to go, false to stop
+ * the stream there (GateClosed). src/accounts/streams.ts LiveStream.take is one.
  */
-export function writeCopyTo(
-  copy: Pick<CopyStream, 'stream' | 'release'>,
-  out: Writable,
-  head: readonly Buffer[],
-  rest: boolean,
-  onChunk?: (b: Buffer) => void,
-): Promise<void> {
+export type WriteGate = (bytes: number) => true | Promise<boolean>;
+
+export type WriteCopyOptions = {
+  /** Chunks already read from the copy (a preflight's), written first. */
+  head: readonly Buffer[];
+  /** False: the copy's stream has nothing more (the preflight read it to the end). */
+  rest: boolean;
+  /** Sees every chunk before it is written (byte counts, CRC, hashes). */
+  onChunk?: (b: Buffer) => void;
+  gate?: WriteGate;
+};
+
+/**
+ * Writes `head` and then, unless `rest` is false, the remainder of `copy.stream` to `out` as the chunks arrive,
+ * pausing the stream while `out` is full (the back-pressure pipe() gives) or the gate is deciding. Each chunk
+ * goes back to the read-buffer pool when its write has completed. Resolves at the stream's end; rejects when
+ * the stream fails (cancelled, COPY error), the gate refuses a chunk, or `out` closes first.
+ */
+export function writeCopyTo(copy: Pick<CopyStream, 'stream' | 'release'>, out: Writable, o: WriteCopyOptions): Promise<void> {
   const src = copy.stream;
+  const { head, rest, onChunk, gate } = o;
   return new Promise<void>((resolve, reject) => {
     let settled = false;
     const finish = (err?: Error): void => {
@@ -396,9 +413,29 @@ export function writeCopyTo(
       if (err) reject(err);
       else resolve();
     };
-    const put = (chunk: Buffer): boolean => {
+    const write = (chunk: Buffer): boolean => {
       onChunk?.(chunk);
       return out.write(chunk, () => copy.release(chunk));
+    };
+    /** Writes a chunk once the gate lets it: true to go on at once, false when waiting (a drain or the gate). */
+    const put = (chunk: Buffer): boolean => {
+      const g = gate?.(chunk.length) ?? true;
+      if (g === true) return write(chunk);
+      busy = true;
+      g.then(
+        (ok) => {
+          busy = false;
+          if (settled) return;
+          if (!ok) return finish(new GateClosed());
+          const room = write(chunk);
+          // The source ended while the gate decided: this was its last chunk.
+          if (ended) return finish();
+          // Go on now, or at the drain when the output is full.
+          if (room) onDrain();
+        },
+        (err: unknown) => finish(err instanceof Error ? err : new Error(String(err))),
+      );
+      return false;
     };
     const onData = (chunk: Buffer): void => {
       if (!put(chunk)) src.pause();
@@ -408,11 +445,19 @@ export function writeCopyTo(
       if (waitingHead) {
         waitingHead = false;
         next();
-      } else src.resume();
+      } else if (!settled && !ended) src.resume();
     };
-    const onEnd = (): void => finish();
+    let ended = false;
+    /** A chunk is held by the gate: it is written before the end. */
+    let busy = false;
+    const onEnd = (): void => {
+      ended = true;
+      if (!busy) finish();
+    };
     // Destroyed without an error or an 'end': it will never finish.
-    const onSrcClose = (): void => finish(new Error('stream closed before its end'));
+    const onSrcClose = (): void => {
+      if (!ended) finish(new Error('stream closed before its end'));
+    };
     const onOutClose = (): void => {
       src.pause();
       finish(new OutputClosed());

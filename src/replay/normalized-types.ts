@@ -1,5 +1,5 @@
 import { parseTimeframe, type Timeframe } from '../timeframe.js';
-import type { DatasetKey } from '../catalogue/kinds.js';
+import { planKeyOf, type DatasetKey, type KindId } from '../catalogue/kinds.js';
 import type { ResolvedMarket, TokenRef } from '../markets/resolver.js';
 
 /**
@@ -115,10 +115,12 @@ export type DisconnectMessage = Head & { kind: string; from_ts: string; to_ts: s
 export type NormalizedMessage = BookChangeMessage | TradeMessage | QuoteMessage | BookSnapshotMessage | TradeBarMessage | DisconnectMessage;
 
 /**
- * The plan data set key each type needs: the level changes and the venue's trade prints are the raw tape (as its
- * downloads), the rest the data set they are computed from; a disconnect is the tape's coverage, open to all.
+ * The data kind each type serves, whichever route serves it: its plan key is the catalogue's, so a stream
+ * needs what the kind's download needs. Level changes and the venue's trade prints are the raw tape; a book at
+ * each interval is the computed `book_snapshot_interval` (covered, like its download, by the raw tape's key);
+ * quotes are top of book; bars the OHLCV. A disconnect is the tape's coverage, open to all.
  */
-export function planKeyOfType(t: DataType): DatasetKey | null {
+export function kindOfType(t: DataType): KindId | null {
   switch (t.kind) {
     case 'book_change':
     case 'trade':
@@ -126,10 +128,16 @@ export function planKeyOfType(t: DataType): DatasetKey | null {
     case 'quote':
       return 'top_of_book';
     case 'book_snapshot':
-      return 'orderbook';
+      return 'book_snapshot_interval';
     case 'trade_bar':
       return 'ohlcv';
     case 'disconnect':
       return null;
   }
+}
+
+/** The plan data set key each type needs: its kind's (src/catalogue/kinds.ts planKeyOf). */
+export function planKeyOfType(t: DataType): DatasetKey | null {
+  const kind = kindOfType(t);
+  return kind === null ? null : planKeyOf(kind);
 }

@@ -30,9 +30,11 @@ export class Pacer {
   async wait(recvMs: number, signal?: AbortSignal): Promise<boolean> {
     if (this.speed === 0) return !signal?.aborted;
     const due = this.dueAt(recvMs);
-    const ahead = due - this.now();
-    // Timers fire on whole milliseconds: below one, sending now is closer than sleeping.
-    if (ahead >= 1 && !(await sleep(ahead, signal))) return false;
+    // Timers fire on whole milliseconds: below one, sending now is closer than sleeping. A wait longer than
+    // Node's timer range (about 24.8 days) is slept in steps, each re-measured against the clock.
+    for (let ahead = due - this.now(); ahead >= 1; ahead = due - this.now()) {
+      if (!(await sleep(Math.min(ahead, MAX_TIMER_MS), signal))) return false;
+    }
     const late = Math.max(0, this.now() - due);
     this.paced++;
     this.lateSum += late;
@@ -44,6 +46,9 @@ export class Pacer {
     return { paced: this.paced, lateMsMax: this.lateMax, lateMsMean: this.paced ? this.lateSum / this.paced : 0 };
   }
 }
+
+/** setTimeout's largest delay: a longer one overflows and fires at once (TimeoutOverflowWarning). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {

@@ -85,7 +85,7 @@ describe('COPY into a FIFO', () => {
       },
     });
     let seen = 0;
-    await writeCopyTo(copy, slow, [], true, (b) => (seen += b.length));
+    await writeCopyTo(copy, slow, { head: [], rest: true, onChunk: (b) => (seen += b.length) });
     const r = await copy.done;
     // writeCopyTo resolves when the source ended (as pipe() does); the last writes may still be queued.
     await new Promise<void>((resolve) => slow.end(resolve));
@@ -107,7 +107,7 @@ describe('COPY into a FIFO', () => {
         setTimeout(cb, 5);
       },
     });
-    const p = writeCopyTo(copy, out, [], true);
+    const p = writeCopyTo(copy, out, { head: [], rest: true });
     while (copy.bytes() === 0) await new Promise((r) => setTimeout(r, 10));
     out.destroy();
     await expect(p).rejects.toBeInstanceOf(OutputClosed);

@@ -48,7 +48,7 @@ export type ReplayEndpoint = {
 
 /** A granted replay: its ticket and principal, and its run with the parsed query bound. */
 type SealedGrant = {
-  grant: Pick<ReplayGrant<unknown>, 'principal' | 'ticket'>;
+  grant: Pick<ReplayGrant<unknown>, 'principal' | 'ticket' | 'live'>;
   run(ws: WebSocket, counters: ReplayCounters): Promise<ReplayStreamEnd | { reason: 'refused' }>;
 };
 
@@ -73,7 +73,7 @@ export function createReplayServer(ctx: AppContext, extra: Record<string, Replay
           session: ctx.lakeSession(),
           markets: ctx.markets,
           counters: c,
-          allowanceBytes: grant.allowanceBytes,
+          live: grant.live,
           onSent: (n) => {
             c.framesSent++;
             c.bytesSent += n;
@@ -87,7 +87,7 @@ export function createReplayServer(ctx: AppContext, extra: Record<string, Replay
           session: ctx.lakeSession(),
           markets: ctx.markets,
           principal: grant.principal,
-          allowanceBytes: grant.allowanceBytes,
+          live: grant.live,
           onSent: (n) => {
             c.framesSent++;
             c.bytesSent += n;
@@ -118,6 +118,15 @@ export function createReplayServer(ctx: AppContext, extra: Record<string, Replay
 
   /** Runs a granted replay on its upgraded socket and settles its ticket once. */
   const upgraded = async (sealed: SealedGrant, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    const { grant } = sealed;
+    try {
+      await runUpgraded(sealed, req, socket, head);
+    } finally {
+      grant.live.close();
+    }
+  };
+
+  const runUpgraded = async (sealed: SealedGrant, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
     const { grant } = sealed;
     if (socket.destroyed) return void (await grant.ticket.refund('client left before the upgrade'));
     // A handshake ws refuses (no Sec-WebSocket-Key, a wrong version) is answered 400 by it and never upgraded.

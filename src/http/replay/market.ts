@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { WebSocket } from 'ws';
+import type { LiveStream } from '../../accounts/streams.js';
 import type { LakeSession } from '../../lake/session.js';
 import type { MarketResolver } from '../../markets/resolver.js';
 import type { ReadCounters } from '../../replay/frames.js';
@@ -50,7 +51,7 @@ export type MarketReplayDeps = {
   session: LakeSession;
   markets: MarketResolver;
   counters: ReadCounters;
-  allowanceBytes: number;
+  live: LiveStream;
   onSent: (bytes: number) => void;
 };
 
@@ -125,7 +126,7 @@ export async function runMarketReplay(ws: WebSocket, q: MarketReplayQuery, deps:
     speed: q.speed,
     originMs: Number(q.from / 1000n),
     abort,
-    allowanceBytes: deps.allowanceBytes,
+    live: deps.live,
     onSent: deps.onSent,
   });
   return end;

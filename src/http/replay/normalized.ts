@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { WebSocket } from 'ws';
+import type { LiveStream } from '../../accounts/streams.js';
 import type { LakeSession } from '../../lake/session.js';
 import { isoFromMicros } from '../../lake/values.js';
 import type { MarketResolver } from '../../markets/resolver.js';
@@ -28,6 +29,7 @@ export function normalizedReplayGate(deps: { session: () => LakeSession; markets
     query: NormalizedReplayQuery,
     // The first type's plan data set is billed; every other type's must be covered too (authorize).
     dataset: (q) => planKeys(q.data_types)[0] ?? 'orderbook',
+    datasets: (q) => (planKeys(q.data_types).length > 0 ? planKeys(q.data_types) : ['orderbook']),
     async authorize(q, principal, ctx) {
       // Unknown tokens are a 404 before the upgrade, not a close after it.
       await resolveReplayAssets(deps.session(), deps.markets, { assets: q.assets, marketIds: q.market_id });
@@ -58,7 +60,7 @@ export async function runNormalizedReplay(
     session: LakeSession;
     markets: MarketResolver;
     principal: Parameters<typeof delayCap>[0];
-    allowanceBytes: number;
+    live: LiveStream;
     onSent: (bytes: number) => void;
   },
 ): Promise<ReplayStreamEnd> {
@@ -72,7 +74,7 @@ export async function runNormalizedReplay(
     speed: q.speed,
     originMs: Number(q.from / 1000n),
     abort,
-    allowanceBytes: deps.allowanceBytes,
+    live: deps.live,
     onSent: deps.onSent,
   });
 }

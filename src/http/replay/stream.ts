@@ -1,6 +1,8 @@
 import type { Socket } from 'node:net';
 import { WebSocket } from 'ws';
+import type { LiveStream, StreamStop } from '../../accounts/streams.js';
 import { Pacer, type PacingStats } from '../../replay/pacer.js';
+import { SocketDelivery } from '../delivery.js';
 import { textFrames } from './text-frames.js';
 
 /**
@@ -18,16 +20,23 @@ export type ReplayStreamOptions = {
   originMs: number;
   /** Aborted when the client leaves (serveReplayStream aborts it too); the source should stop reading then. */
   abort: AbortController;
-  /** Bytes the caller may still be sent (the plan's fair use left); past it the stream is cut with 4429. */
-  allowanceBytes?: number;
+  /**
+   * The stream's place among the user's streams (src/accounts/streams.ts): every frame's bytes are taken from
+   * the user's fair use before it goes (none left: closed 4429), and a revocation or plan change stops it.
+   */
+  live?: LiveStream;
   /** Counts every frame sent (the server's counters, a bench). */
   onSent?: (bytes: number) => void;
 };
 
 export type ReplayStreamEnd = {
-  /** end: the window was replayed (closed 1000); left: the client went; allowance: cut (4429); error: the source failed (1011). */
-  reason: 'end' | 'left' | 'allowance' | 'error';
+  /**
+   * end: the window was replayed (closed 1000); left: the client went; allowance: cut (4429); stopped: its key,
+   * account or plan no longer allows it (4401 / 4402); error: the source failed (1011).
+   */
+  reason: 'end' | 'left' | 'allowance' | 'stopped' | 'error';
   frames: number;
+  /** Bytes to charge: all that was sent, or for a client that left what reached it (src/http/delivery.ts). */
   bytes: number;
   pacing: PacingStats;
   error?: unknown;
@@ -42,10 +51,21 @@ export const CLOSE = {
   noSubscription: 4408,
   tooManyAssets: 4413,
   allowance: 4429,
+  unauthorized: 4401,
+  notCovered: 4402,
 } as const;
 
-/** Bytes waiting in the socket above which the source is not pulled until the socket drains. */
-const HIGH_WATER = 1 << 20;
+/** The close code and reason of a stream its registry stopped. */
+export function stopClose(stop: StreamStop): { code: number; reason: string } {
+  const code = stop.code === 'fair_use_cap' ? CLOSE.allowance : stop.code === 'plan_changed' ? CLOSE.notCovered : CLOSE.unauthorized;
+  return { code, reason: `${stop.code}: ${stop.message}` };
+}
+
+/**
+ * Bytes waiting in the socket above which the source is not pulled until the socket drains: enough for a
+ * batch at full speed, small beside what the kernel itself queues for a client that stopped reading.
+ */
+const HIGH_WATER = 256 * 1024;
 
 /**
  * Writes the replay's frames with back-pressure: `write` returns true at once while less than HIGH_WATER bytes
@@ -55,7 +75,7 @@ const HIGH_WATER = 1 << 20;
  * both never interleave inside a frame; a socket no longer OPEN for ws (a close under way) gets nothing more.
  */
 export class FrameWriter {
-  private readonly socket: Socket;
+  readonly socket: Socket;
 
   constructor(private readonly ws: WebSocket) {
     // ws keeps its TCP socket private.
@@ -90,18 +110,25 @@ export type ReplayStreamSource = AsyncIterable<ReplayStreamItem | readonly Repla
 export async function serveReplayStream(ws: WebSocket, source: ReplayStreamSource, o: ReplayStreamOptions): Promise<ReplayStreamEnd> {
   const pacer = new Pacer(o.speed, o.originMs);
   const writer = new FrameWriter(ws);
+  const delivery = new SocketDelivery(writer.socket);
   const signal = o.abort.signal;
   const onClose = (): void => o.abort.abort();
+  const onStop = (): void => o.abort.abort();
   ws.once('close', onClose);
+  o.live?.signal.addEventListener('abort', onStop, { once: true });
   let frames = 0;
   let bytes = 0;
-  const end = (reason: ReplayStreamEnd['reason'], error?: unknown): ReplayStreamEnd => ({
-    reason,
-    frames,
-    bytes,
-    pacing: pacer.stats(),
-    ...(error === undefined ? {} : { error }),
-  });
+  const end = (reason: ReplayStreamEnd['reason'], error?: unknown): ReplayStreamEnd => {
+    const stop = o.live?.stopped;
+    if (reason === 'left' && stop) {
+      reason = 'stopped';
+      const c = stopClose(stop);
+      close(ws, c.code, c.reason);
+    }
+    // A client that left is charged what reached it; every other end drains what was sent to the client.
+    const charged = reason === 'left' ? delivery.delivered(bytes) : bytes;
+    return { reason, frames, bytes: charged, pacing: pacer.stats(), ...(error === undefined ? {} : { error }) };
+  };
   try {
     for await (const got of source) {
       if (signal.aborted) return end('left');
@@ -112,20 +139,32 @@ export async function serveReplayStream(ws: WebSocket, source: ReplayStreamSourc
         if (o.speed > 0 && head !== undefined && typeof head !== 'string' && !(await pacer.wait(head.recvMs, signal))) return end('left');
         const texts = group.map((item) => (typeof item === 'string' ? item : item.text));
         const lengths = texts.map((t) => Buffer.byteLength(t));
-        // The frames within the allowance go; the first one past it ends the stream.
-        let count = 0;
-        let groupBytes = 0;
-        while (count < texts.length && (o.allowanceBytes === undefined || bytes + groupBytes + lengths[count]! <= o.allowanceBytes))
-          groupBytes += lengths[count++]!;
+        const groupBytes = lengths.reduce((a, n) => a + n, 0);
+        // The group's bytes come out of the user's fair use first; with too little left, the frames that fit go.
+        let count = texts.length;
+        let sending = groupBytes;
+        const taken = o.live ? o.live.take(groupBytes) : true;
+        if (taken !== true && !(await taken)) {
+          if (signal.aborted) return end('left');
+          const left = o.live!.left;
+          count = 0;
+          sending = 0;
+          while (count < texts.length && sending + lengths[count]! <= left) sending += lengths[count++]!;
+          if (sending > 0) o.live!.take(sending);
+        }
         const written = writer.write(texts, lengths, count);
         if (written === false) return end('left');
-        // Handed to the socket is sent (and metered), as the frames before a client stops reading are.
         frames += count;
-        bytes += groupBytes;
+        bytes += sending;
+        delivery.wrote(bytes);
         for (let i = 0; i < count; i++) o.onSent?.(lengths[i]!);
-        if (written !== true && !(await written)) return end('left');
+        if (written !== true) {
+          const ok = await written;
+          delivery.wrote(bytes);
+          if (!ok) return end('left');
+        }
         if (count < texts.length) {
-          close(ws, CLOSE.allowance, 'fair-use volume of the plan reached');
+          close(ws, CLOSE.allowance, 'fair_use_cap: the fair-use volume of the plan is reached');
           return end('allowance');
         }
       }
@@ -139,6 +178,8 @@ export async function serveReplayStream(ws: WebSocket, source: ReplayStreamSourc
     return end('error', err);
   } finally {
     ws.off('close', onClose);
+    o.live?.signal.removeEventListener('abort', onStop);
+    delivery.close();
     if (!signal.aborted && ws.readyState !== WebSocket.OPEN) o.abort.abort();
   }
 }
