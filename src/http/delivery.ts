@@ -22,9 +22,13 @@ let timer: NodeJS.Timeout | null = null;
 let sampling = false;
 let procMissing = false;
 
+/** Node's own accounting of a socket's writes (net.Socket keeps them on the instance and its libuv handle). */
+type SocketInternals = Socket & { _bytesDispatched?: number; _handle?: { writeQueueSize?: number } | null };
+
 export class SocketDelivery {
-  /** Payload bytes handed over, and Node's own unsent bytes, when the stream last wrote or drained. */
-  private handed = 0;
+  /** The stream's payload bytes written, and the socket's bytes not yet acknowledged by the peer, when last seen. */
+  private payload = 0;
+  private unsent = 0;
   /** The kernel's unacknowledged bytes at the last sample. */
   private queued = 0;
   private readonly key: string | null;
@@ -46,20 +50,38 @@ export class SocketDelivery {
   /** After each write (or drain), with the stream's running count of payload bytes written. */
   wrote(payloadTotal: number): void {
     if (this.socket.destroyed) return;
-    this.handed = Math.max(0, payloadTotal - this.socket.writableLength);
+    this.payload = payloadTotal;
+    this.observe();
     // Backed up: the kernel's queue is full now, which is what a client that stops reading leaves behind.
     if (this.socket.writableLength > 0) void sampleAll();
   }
 
-  /** The payload bytes to charge a client that left: handed to the kernel, less what it still held. */
+  /**
+   * The payload bytes to charge a client that left: what was written less what the socket had not delivered
+   * (counted in socket bytes, framing included, so never more than reached the client).
+   */
   delivered(payloadTotal: number): number {
-    return Math.max(0, Math.min(payloadTotal, this.handed - this.queued));
+    return Math.max(0, Math.min(payloadTotal, this.payload - this.unsent));
   }
 
   apply(q: Queues): void {
     if (this.key === null || this.socket.destroyed) return;
     const n = q.get(this.key);
-    if (n !== undefined) this.queued = n;
+    if (n === undefined) return;
+    this.queued = n;
+    this.observe();
+  }
+
+  /**
+   * Unsent = in the Writable's buffer (written, not yet dispatched to libuv) + in libuv's queue + in the
+   * kernel's. `writableLength` alone is not it: it counts a chunk whole until libuv has written all of it,
+   * though the kernel may already hold most of it.
+   */
+  private observe(): void {
+    const s = this.socket as SocketInternals;
+    const dispatched = s._bytesDispatched;
+    const node = dispatched === undefined ? s.writableLength : Math.max(0, s.bytesWritten - dispatched) + (s._handle?.writeQueueSize ?? 0);
+    this.unsent = node + this.queued;
   }
 
   close(): void {
