@@ -100,12 +100,17 @@ export class LiveStream {
       this.spent += n;
       return true;
     }
-    const want = Math.max(n - this.left, this.nextGrant);
     this.pending = (async () => {
-      const got = this.ticket ? await this.ticket.reserve(want) : want;
-      this.granted += got;
-      if (got >= want) this.nextGrant = Math.min(MAX_GRANT, this.nextGrant * 2);
-      return got > 0;
+      // A grant may be less than asked (near the end of the allowance each is at most half of what is left,
+      // so the user's other streams get theirs): ask until the chunk is covered or nothing more is granted.
+      while (this.spent + n > this.granted && !this.stopReason) {
+        const want = Math.max(n - this.left, this.nextGrant);
+        const got = this.ticket ? await this.ticket.reserve(want) : want;
+        this.granted += got;
+        if (got >= want) this.nextGrant = Math.min(MAX_GRANT, this.nextGrant * 2);
+        if (got === 0) return false;
+      }
+      return true;
     })();
     try {
       await this.pending;
@@ -168,10 +173,14 @@ export class StreamRegistry {
   admit(principal: Principal, datasets: readonly string[]): LiveStream {
     const mine = this.byUser.get(principal.userId) ?? new Set<LiveStream>();
     if (mine.size >= this.opts.perUser) {
-      throw new RateLimited(RETRY_AFTER_S, {}, {
-        code: 'too_many_streams',
-        message: `At most ${this.opts.perUser} replays, streams and downloads of one account at once; one must end first`,
-      });
+      throw new RateLimited(
+        RETRY_AFTER_S,
+        {},
+        {
+          code: 'too_many_streams',
+          message: `At most ${this.opts.perUser} replays, streams and downloads of one account at once; one must end first`,
+        },
+      );
     }
     const live = new LiveStream(principal, datasets, (s) => this.release(s));
     mine.add(live);

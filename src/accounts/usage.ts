@@ -42,6 +42,8 @@ export function downloadIdPrefix(replica: string): string {
 }
 
 const HOUR_MS = 3_600_000;
+/** Below this a grant is not halved: what is left goes whole. */
+const SMALLEST_GRANT = 64 * 1024;
 const MINUTE_MS = 60_000;
 
 export function sqliteMeter(store: StateStore, opts: MeterOptions = {}): UsageMeter {
@@ -167,7 +169,10 @@ async function reserveMore(store: StateStore, g: { id: string; userId: string; b
     if (!user) return 0;
     const ent = await entitlementOf(t, user, g.at);
     const used = await fairUseUsedBytes(t, user.id, ent.period.start, ent.period.end);
-    const grant = Math.min(want, ent.plan.fair_use_bytes_month - used);
+    const left = ent.plan.fair_use_bytes_month - used;
+    // Near the end of the allowance a grant is at most half of what is left, so no one stream of the user's
+    // takes it all while the others wait.
+    const grant = Math.min(want, left, Math.max(SMALLEST_GRANT, Math.floor(left / 2)));
     if (grant <= 0) return 0;
     const n = await t.run(sql`UPDATE pulls SET reserved_bytes = reserved_bytes + ${grant} WHERE id = ${g.id} AND status = 'pending'`);
     return n === 1 ? grant : 0;
