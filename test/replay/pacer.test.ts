@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Pacer } from '../../src/replay/pacer.js';
 
 /** The pacer on a clock the test moves: when each frame is due, and the lateness it reports. */
@@ -23,5 +23,26 @@ describe('Pacer', () => {
     const w = slow.wait(3_600_000, ac.signal);
     ac.abort();
     expect(await w).toBe(false);
+  });
+});
+
+describe('Pacer: waits beyond the timer range', () => {
+  it('a frame due 30 days after the start is sent 30 days later, not at once (Node timers overflow past 2^31-1 ms)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const DAY = 86_400_000;
+      const p = new Pacer(1, 0, () => Date.now());
+      let done = false;
+      const w = p.wait(30 * DAY).then((ok) => (done = ok));
+      // Past one timer's range (24.8 days) and short of the frame's time: still waiting.
+      await vi.advanceTimersByTimeAsync(29 * DAY);
+      expect(done).toBe(false);
+      await vi.advanceTimersByTimeAsync(DAY + 10);
+      await w;
+      expect(done).toBe(true);
+      expect(p.stats().lateMsMax).toBeLessThan(100);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

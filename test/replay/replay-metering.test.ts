@@ -112,6 +112,27 @@ describe('replay metering', () => {
     expect(JSON.stringify(r.body.detail)).toContain('fair_use_cap');
   });
 
+  it('at speed 1, frames due more than 24.8 days after `from` wait for their time instead of going at once', async () => {
+    const late = frames.filter((f) => f.recvMs >= Date.parse('2026-08-14T00:00:00Z'));
+    expect(late.length).toBeGreaterThan(0);
+    const assets = [...new Set(late.flatMap((f) => f.msgs.flatMap(assetsOf)))];
+    const from = Date.parse('2026-07-01T00:00:00Z');
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    const u = await proUser(srv, 'long-wait@example.com');
+    const c = connect(url(from, Date.parse('2026-08-15T00:00:00Z'), 1), { key: u.key, subscription: { assets_ids: assets, type: 'market' } });
+    await until(() => c.ws.readyState === c.ws.OPEN);
+    await new Promise((r) => setTimeout(r, 3_000));
+    process.off('warning', onWarning);
+    // Only what is due at `from` (the opening books) may have arrived; none of the frames recorded 44 days later.
+    const recorded = new Set(late.map((f) => f.text));
+    expect(c.texts.filter((t) => recorded.has(t))).toEqual([]);
+    expect(warnings.filter((w) => w === 'TimeoutOverflowWarning')).toEqual([]);
+    c.ws.close();
+    await c.close;
+  });
+
   it('an asset subscribed mid-stream first gets its book where the replay stands', async () => {
     const u = await proUser(srv, 'midstream@example.com');
     const arrays = dayFrames.filter((f) => f.text.trimStart().startsWith('['));
