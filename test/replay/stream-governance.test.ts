@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { PLANS } from '../../src/accounts/plans.js';
@@ -205,5 +207,153 @@ describe('standing: revocation, deletion and a plan change end the streams they 
     const ended = await bars.done;
     expect(ended.code).toBe(4401);
     expect(ended.reason).toContain('account_deleted');
+  });
+});
+
+describe('fair shares: PMLAKE_STREAMS_PER_USER streams per user', () => {
+  it('the 9th concurrent stream of a user is 429 with Retry-After; another user still gets one; a freed slot is taken again', async () => {
+    const hog = await user('hog@example.com');
+    const other = await user('other@example.com');
+    const perUser = L.srv.ctx.config.streamsPerUser;
+    expect(perUser).toBe(8);
+    const bars = (key: string) => wsRun(wsUrl(`/v1/replay/ws/normalized?market_id=${markets[0]}&from=${FROM}&to=${TO}&data_types=trade_bar_1m&speed=1`), key);
+    const open = Array.from({ length: perUser }, () => bars(hog.key));
+    await until(() => open.every((o) => o.ws.readyState === WebSocket.OPEN));
+    // One more, as a WebSocket handshake and as an NDJSON stream: refused, with the detail and Retry-After.
+    const ws9 = await new Promise<{ status: number; retry: string | undefined; body: any }>((resolve) => {
+      const ws = new WebSocket(wsUrl(`/v1/replay/ws/normalized?market_id=${markets[0]}&from=${FROM}&to=${TO}&data_types=trade_bar_1m`), {
+        headers: { 'x-api-key': hog.key },
+      });
+      ws.on('error', () => {});
+      ws.on('unexpected-response', (_q, res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += String(c)));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, retry: res.headers['retry-after'] as string | undefined, body: JSON.parse(body) }));
+      });
+    });
+    expect(ws9.status).toBe(429);
+    expect(Number(ws9.retry)).toBeGreaterThan(0);
+    expect(ws9.body.detail.code).toBe('too_many_streams');
+    const nd9 = await fetch(`${L.srv.url}${ndjsonPath('trade_bar_1m')}`, { headers: { 'x-api-key': hog.key } });
+    expect(nd9.status).toBe(429);
+    expect(nd9.headers.get('retry-after')).not.toBeNull();
+    expect(((await nd9.json()) as any).detail.code).toBe('too_many_streams');
+    // The process has room: another user is served.
+    const theirs = bars(other.key);
+    await until(() => theirs.ws.readyState === WebSocket.OPEN);
+    theirs.ws.close();
+    // One of the hog's ends: its slot is free again.
+    open[0]!.ws.close();
+    await open[0]!.done;
+    await until(() => L.srv.ctx.streams.openOf(hog.id) === perUser - 1);
+    const again = bars(hog.key);
+    await until(() => again.ws.readyState === WebSocket.OPEN);
+    for (const o of [...open, again]) o.ws.close();
+    await until(() => L.srv.ctx.streams.openOf(hog.id) === 0);
+  });
+});
+
+describe('one entitlement per data kind, whichever route serves it', () => {
+  it('a free key is refused interval books on the NDJSON and WebSocket replays as on their download (402); quotes and bars it gets', async () => {
+    const types = 'book_snapshot_10_1s';
+    const q = `market_id=${markets[0]}&from=${FROM}&to=${TO}`;
+    const dl = await fetch(`${L.srv.url}/v1/download/book_snapshot_interval?market_id=${markets[0]}&interval=1s&depth=10&start=${FROM}&end=${TO}`, {
+      headers: { 'x-api-key': L.freeKey },
+    });
+    expect(dl.status).toBe(402);
+    await dl.arrayBuffer();
+    const nd = await fetch(`${L.srv.url}/v1/replay/normalized?${q}&data_types=${types}`, { headers: { 'x-api-key': L.freeKey } });
+    expect(nd.status).toBe(402);
+    expect(((await nd.json()) as any).detail.code).toBe('upgrade_required');
+    const ws = await new Promise<number>((resolve) => {
+      const c = new WebSocket(wsUrl(`/v1/replay/ws/normalized?${q}&data_types=${types}`), { headers: { 'x-api-key': L.freeKey } });
+      c.on('error', () => {});
+      c.on('open', () => resolve(101));
+      c.on('unexpected-response', (_q, res) => resolve(res.statusCode ?? 0));
+    });
+    expect(ws).toBe(402);
+    const bars = await fetch(`${L.srv.url}/v1/replay/normalized?${q}&data_types=trade_bar_1h`, { headers: { 'x-api-key': L.freeKey } });
+    expect(bars.status).toBe(200);
+    await bars.arrayBuffer();
+  });
+});
+
+/** The receive queue (bytes the kernel holds for the application) of this machine's socket from `localPort` to `remotePort`. */
+function rxQueue(localPort: number, remotePort: number): number {
+  let max = 0;
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = fs.readFileSync(f, 'latin1');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const c = line.trim().split(/\s+/);
+      if (c.length < 5) continue;
+      const lp = parseInt(c[1]!.split(':').at(-1)!, 16);
+      const rp = parseInt(c[2]!.split(':').at(-1)!, 16);
+      if (lp === localPort && rp === remotePort) max = Math.max(max, parseInt(c[4]!.split(':')[1]!, 16));
+    }
+  }
+  return max;
+}
+
+describe('a client that left is charged what reached it', () => {
+  it('an NDJSON client that reads 1 MiB and stops: charged at least that, at most that plus its socket receive queue and 64 KiB', async () => {
+    const u = await user('leaver@example.com');
+    const url = new URL(`${L.srv.url}${ndjsonPath('book_change,book_snapshot_50_10ms')}`);
+    const { read, queued } = await new Promise<{ read: number; queued: number }>((resolve, reject) => {
+      const req = http.get(url, { headers: { 'x-api-key': u.key } }, (res) => {
+        let read = 0;
+        const onData = (c: Buffer): void => {
+          read += c.length;
+          if (read < MiB) return;
+          // Stop reading; let the server's socket fill, then see what the kernel holds for us, and leave.
+          res.off('data', onData);
+          res.pause();
+          setTimeout(() => {
+            const s = req.socket!;
+            const queued = rxQueue(s.localPort!, s.remotePort!);
+            req.destroy();
+            resolve({ read, queued });
+          }, 1_500);
+        };
+        res.on('data', onData);
+      });
+      req.on('error', () => {});
+      setTimeout(() => reject(new Error('no data')), 60_000).unref();
+    });
+    await until(async () => (await listPulls(L.srv.ctx.state, u.id, { limit: 5, offset: 0 })).every((p) => p.status !== 'pending'), 20_000);
+    const [pull] = await listPulls(L.srv.ctx.state, u.id, { limit: 5, offset: 0 });
+    // What Node's own buffers held for the reader is part of "read" at most by one chunk.
+    expect(pull!.status).toBe('completed');
+    expect(pull!.bytes!).toBeGreaterThanOrEqual(read - 256 * KiB);
+    expect(pull!.bytes!).toBeLessThanOrEqual(read + queued + 64 * KiB);
+  });
+
+  it('a WebSocket client that never reads: charged at most its socket receive queue and 64 KiB, not what the server queued', async () => {
+    const u = await user('sleeper@example.com');
+    const ws = new WebSocket(wsUrl(`/v1/replay/ws/normalized?market_id=${markets.join(',')}&from=${FROM}&to=${TO}&data_types=book_snapshot_50_10ms&speed=0`), {
+      headers: { 'x-api-key': u.key },
+      perMessageDeflate: false,
+    });
+    ws.on('error', () => {});
+    let received = 0;
+    ws.on('message', (d) => (received += (d as Buffer).length));
+    await new Promise<void>((r) => ws.on('open', () => r()));
+    const sock = (ws as unknown as { _socket: import('node:net').Socket })._socket;
+    sock.pause();
+    const counters = (await import('../../src/http/replay/index.js')).replayServerOf(L.srv.ctx)!.counters;
+    const sent0 = counters.bytesSent;
+    await new Promise((r) => setTimeout(r, 2_000));
+    const queued = rxQueue(sock.localPort!, sock.remotePort!);
+    const handed = counters.bytesSent - sent0;
+    ws.terminate();
+    await until(async () => (await listPulls(L.srv.ctx.state, u.id, { limit: 5, offset: 0 })).every((p) => p.status !== 'pending'), 20_000);
+    const [pull] = await listPulls(L.srv.ctx.state, u.id, { limit: 5, offset: 0 });
+    const charged = pull!.status === 'completed' ? pull!.bytes! : 0;
+    expect(handed).toBeGreaterThan(1 * MiB);
+    expect(charged).toBeLessThanOrEqual(received + queued + 64 * KiB);
   });
 });
