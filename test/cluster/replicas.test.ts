@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { REPO, runToExit, spawnUntil, startPmlakeServer, stopChild, type ChildServer } from '../../bench/server.js';
 import { generate } from '../../ingest/generate/index.js';
 import { busiestMarket as busiestMarketOf } from '../../src/commands/demo.js';
@@ -127,7 +128,7 @@ beforeAll(async () => {
   await startWorker('worker-1');
   store = await StateStore.connect({ stateDir: tmp.dir, databaseUrl: pg.url });
   userId = (await store.upsertUser('cluster@example.com', 'professional')).id;
-  for (const name of ['limit', 'revoked', 'admin', 'export']) keys[name] = await newKey(name);
+  for (const name of ['limit', 'revoked', 'admin', 'export', 'streams']) keys[name] = await newKey(name);
 }, 300_000);
 
 afterAll(async () => {
@@ -162,6 +163,52 @@ describe('two replicas and a worker on PostgreSQL + Redis + one lake', () => {
     expect(next.status).toBe(401);
     expect(await next.json()).toEqual({ detail: 'Invalid API key' });
     expect((await get(A, '/v1/user/keys', target.key)).status).toBe(401);
+  });
+
+  it('(b2) a key revoked through replica B ends its open streams on both replicas within a second: close 4401, a final NDJSON line', async () => {
+    const target = keys.streams!;
+    const market = await busiestMarket();
+    const from = `${START}T00:00:00Z`;
+    const to = '2025-03-03T00:00:00Z';
+    // Paced bars over two days: each stream would run two days.
+    const open = (srv: ChildServer) => {
+      const ws = new WebSocket(
+        `${srv.url.replace('http', 'ws')}/v1/replay/ws/normalized?market_id=${market}&from=${from}&to=${to}&data_types=trade_bar_1m&speed=1`,
+        {
+          headers: { 'x-api-key': target.key },
+        },
+      );
+      ws.on('error', () => {});
+      const closed = new Promise<{ code: number; reason: string; at: number }>((resolve) =>
+        ws.on('close', (code, reason) => resolve({ code, reason: String(reason), at: performance.now() })),
+      );
+      return { ws, closed };
+    };
+    const a = open(A);
+    const b = open(B);
+    await Promise.all([a, b].map(({ ws }) => new Promise<void>((r) => ws.on('open', () => r()))));
+    // An NDJSON stream on A, read slowly enough to stay open.
+    const res = await get(A, `/v1/replay/normalized?market_id=${market}&from=${from}&to=${to}&data_types=trade_bar_1s`, target.key);
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await reader.read();
+    const del = await get(B, `/v1/user/keys/${target.id}`, keys.admin!.key, { method: 'DELETE' });
+    expect(del.status).toBe(200);
+    const revokedAt = performance.now();
+    const [ca, cb] = await Promise.all([a.closed, b.closed]);
+    let text = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += Buffer.from(value).toString();
+    }
+    const ndEnd = performance.now() - revokedAt;
+    expect([ca.code, cb.code]).toEqual([4401, 4401]);
+    expect(ca.reason).toContain('key_revoked');
+    expect(JSON.parse(text.trimEnd().split('\n').at(-1)!)).toMatchObject({ type: 'error', code: 'key_revoked' });
+    // 1 s is the goal; a loaded 2-core machine running PostgreSQL, Redis and two replicas gets a margin.
+    expect(Math.max(ca.at, cb.at) - revokedAt).toBeLessThan(2_500);
+    expect(ndEnd).toBeLessThan(3_500);
   });
 
   it('(c) one export with one idempotency key submitted on A and on B at once: one job, one object', async () => {
