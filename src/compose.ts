@@ -102,6 +102,7 @@ export async function buildCore(config: Config, log: Logger, role: 'serve' | 'wo
       markets,
       exports,
       async close() {
+        streams.close();
         await exports.close();
         db.closeSync();
         await opened.close();

@@ -141,6 +141,7 @@ export class StreamRegistry {
   private stamp = '';
   private lastSweep = 0;
   private checking = false;
+  private closed = false;
   private readonly checkMs: number;
   private readonly sweepMs: number;
   private readonly now: () => Date;
@@ -189,6 +190,13 @@ export class StreamRegistry {
     return live;
   }
 
+  /** The process is stopping (before the state store closes): no more checks. */
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
   private release(s: LiveStream): void {
     const mine = this.byUser.get(s.principal.userId);
     if (!mine?.delete(s)) return;
@@ -200,7 +208,7 @@ export class StreamRegistry {
   }
 
   private watch(): void {
-    if (this.timer) return;
+    if (this.timer || this.closed) return;
     this.stamp = this.store.changeStamp();
     this.lastSweep = Date.now();
     this.timer = setInterval(() => void this.tick(), this.checkMs);
@@ -209,13 +217,13 @@ export class StreamRegistry {
 
   /** Re-checks every open stream when the state changed or the sweep is due. */
   async tick(force = false): Promise<void> {
-    if (this.checking) return;
-    const stamp = this.store.changeStamp();
-    if (!force && stamp === this.stamp && Date.now() - this.lastSweep < this.sweepMs) return;
+    if (this.checking || this.closed) return;
     this.checking = true;
-    this.stamp = stamp;
-    this.lastSweep = Date.now();
     try {
+      const stamp = this.store.changeStamp();
+      if (!force && stamp === this.stamp && Date.now() - this.lastSweep < this.sweepMs) return;
+      this.stamp = stamp;
+      this.lastSweep = Date.now();
       for (const [userId, streams] of [...this.byUser]) await this.checkUser(userId, [...streams]);
     } catch (err) {
       // The state out of reach: streams go on (their next grant fails on its own); looked at again next tick.

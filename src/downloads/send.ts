@@ -206,9 +206,11 @@ export async function sendCopy(deps: SendDeps, principal: Principal, opts: CopyR
       out.end(resolve);
     });
   } catch (err) {
+    const cut = err instanceof GateClosed || live?.stopped;
+    // DuckDB still writing into the FIFO nobody reads any more would never finish: interrupt it first.
+    if (cut) c.cancel('stream cut');
     await c.done.catch(() => {});
     unhook();
-    const cut = err instanceof GateClosed || live?.stopped;
     if (clientGone || cut) {
       // Charged what was sent (what reached a client that left); a cut file ends without its last chunk.
       if (cut) out.destroy();

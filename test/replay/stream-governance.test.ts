@@ -346,7 +346,9 @@ describe('a client that left is charged what reached it', () => {
     sock.pause();
     const counters = (await import('../../src/http/replay/index.js')).replayServerOf(L.srv.ctx)!.counters;
     const sent0 = counters.bytesSent;
-    await new Promise((r) => setTimeout(r, 2_000));
+    // The stream starts (its first lake reads), fills the sockets, then stalls on the client that does not read.
+    await until(() => counters.bytesSent - sent0 > 2 * MiB, 60_000);
+    await new Promise((r) => setTimeout(r, 1_500));
     const queued = rxQueue(sock.localPort!, sock.remotePort!);
     const handed = counters.bytesSent - sent0;
     ws.terminate();
