@@ -1,5 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { NotFound, ServiceError, type ErrorKind } from '../errors.js';
+import { BODY_TOO_LARGE } from './body-limits.js';
+import { afterBody } from './unread-body.js';
 
 /**
  * The one place errors become HTTP. The core throws ServiceErrors (src/errors.ts) naming a kind; this maps the
@@ -14,6 +16,7 @@ const STATUS: Record<ErrorKind, number> = {
   not_found: 404,
   conflict: 409,
   gone: 410,
+  payload_too_large: 413,
   range_not_satisfiable: 416,
   unprocessable: 422,
   rate_limited: 429,
@@ -30,14 +33,17 @@ export const notFoundHandler: RequestHandler = (_req, _res, next) => next(new No
 
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   void _next;
-  try {
-    sendError(err, req, res);
-  } catch (failed) {
-    // Formatting the error failed (it never should): still a JSON answer, never Express's HTML stack page.
-    req.log?.error({ err: failed, cause: err }, 'error while answering an error');
-    if (res.headersSent) res.destroy();
-    else res.status(500).type('application/json').end('{"detail":"Internal server error"}');
-  }
+  // A refusal before the body was read is answered once the body is in (./unread-body.ts), so the client sees it.
+  afterBody(req, res, () => {
+    try {
+      sendError(err, req, res);
+    } catch (failed) {
+      // Formatting the error failed (it never should): still a JSON answer, never Express's HTML stack page.
+      req.log?.error({ err: failed, cause: err }, 'error while answering an error');
+      if (res.headersSent) res.destroy();
+      else res.status(500).type('application/json').end('{"detail":"Internal server error"}');
+    }
+  });
 };
 
 type Req = Parameters<ErrorRequestHandler>[1];
@@ -59,6 +65,8 @@ function sendError(err: unknown, req: Req, res: Res): void {
   const e = (err ?? {}) as { status?: unknown; type?: unknown; expose?: unknown; message?: unknown };
   const status = typeof e.status === 'number' && e.status >= 400 && e.status < 500 ? e.status : 500;
   if (status < 500) {
+    // The JSON step's own 413 (a body sent without a length, found too large as it was read) says what the gate's does.
+    if (e.type === 'entity.too.large') return void res.status(413).json({ detail: BODY_TOO_LARGE });
     const detail = e.type === 'entity.parse.failed' ? 'Malformed JSON body' : String(e.expose ? e.message : 'Bad request');
     res.status(status === 400 ? 422 : status).json({ detail: status === 400 ? [{ loc: ['body'], msg: detail, type: 'json_invalid' }] : detail });
     return;
