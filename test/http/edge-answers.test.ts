@@ -8,9 +8,11 @@ import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/
 import type { RunningServer } from '../../src/server.js';
 
 /**
- * Hardening issue, item 9 (a), on a real server and real sockets. POST /v1/user/provision and
+ * Hardening issue, item 9 (a) and (b), on a real server and real sockets. (a) POST /v1/user/provision and
  * /v1/user/delete-request refused with 403 before reading the body, so a 20 MB body got a 403 (or, once the
- * connection was cut with the upload still arriving, a reset) instead of the 413 its size earns.
+ * connection was cut with the upload still arriving, a reset) instead of the 413 its size earns. (b) What Node's own
+ * HTTP parser refuses (headers too large, a NUL in the path) was a bare status line without the JSON `detail`
+ * every other error carries.
  */
 const JWT_SECRET = 'edge-answers-jwt-secret-0123456789';
 const tmp = tempDir();
@@ -185,5 +187,43 @@ describe('item 9 (a): a body too large for the JSON step is a 413 with a detail 
     expect(a!.status).toBe(413);
     expect(a!.headers.connection).toBe('close');
     expect(JSON.parse(a!.body)).toEqual({ detail: BODY_TOO_LARGE });
+  });
+});
+
+describe("item 9 (b): Node's parser errors answer with a JSON detail", () => {
+  const jsonAnswer = (text: string): Answer => {
+    const all = answers(text);
+    expect(all).toHaveLength(1);
+    expect(all[0]!.headers['content-type']).toBe('application/json');
+    expect(all[0]!.headers.connection).toBe('close');
+    return all[0]!;
+  };
+
+  it('headers beyond the limit: 431 with a detail, whether they arrive at once or in pieces', async () => {
+    const request = `GET /v1/markets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`;
+    const pieces = request.match(/[\s\S]{1,4096}/g)!;
+    for (const [how, parts, gapMs] of [
+      ['at once', [request], 0],
+      ['in pieces', pieces, 5],
+    ] as const) {
+      const { text, closed } = await rawExchange([...parts], { gapMs });
+      expect(closed, how).toBe(true);
+      const a = jsonAnswer(text);
+      expect(a.status, how).toBe(431);
+      expect(JSON.parse(a.body).detail, how).toMatch(/^Request header fields too large: /);
+    }
+  });
+
+  it('a NUL in the path, and a request line that is not HTTP: 400 with a detail', async () => {
+    for (const line of ['GET /v1/mar\u0000kets HTTP/1.1', 'GET /v1/\u0000 HTTP/1.1', 'HELLO', 'GET /v1/markets HTTP/9.9']) {
+      const { text } = await rawExchange([`${line}\r\nHost: x\r\n\r\n`]);
+      const a = jsonAnswer(text);
+      expect(a.status, JSON.stringify(line)).toBe(400);
+      expect(JSON.parse(a.body).detail, JSON.stringify(line)).toMatch(/^Malformed HTTP request: \S/);
+    }
+  });
+
+  it('the server goes on answering', async () => {
+    expect((await fetch(`${srv.url}/health`)).status).toBe(200);
   });
 });
