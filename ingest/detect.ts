@@ -83,6 +83,29 @@ export async function gunzipTo(file: string, out: string): Promise<void> {
   });
 }
 
+/** The first line of the service's own formats is a short header; a longer first line is not one of them. */
+export const MAX_HEADER_LINE = 16 * 1024;
+
+/**
+ * The first line of `head` (after any leading blank lines, as the detectors always allowed) as a JSON object, or
+ * null: no line end within MAX_HEADER_LINE characters (unless the head is that short), not JSON, or not an object.
+ * The service's own formats (capture, catalogue poll and chain files) name themselves in that line; read as JSON
+ * rather than matched as text, it is recognised however its writer spaced it, as staging, which parses it, takes
+ * it. Cheap whatever the file: one bounded parse of one line.
+ */
+export function headerLine(head: string): Record<string, unknown> | null {
+  const text = head.trimStart();
+  const end = text.indexOf('\n');
+  const line = end === -1 ? text : text.slice(0, end);
+  if (line.length > MAX_HEADER_LINE || line[0] !== '{') return null;
+  try {
+    const v: unknown = JSON.parse(line);
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The first handler (in the given priority order) that recognises the file. */
 export function pickHandler(handlers: readonly SourceHandler[], file: string, head: string): SourceHandler | undefined {
   return handlers.find((h) => {

@@ -18,6 +18,7 @@ export type ErrorKind =
   | 'not_found'
   | 'conflict'
   | 'gone'
+  | 'payload_too_large'
   | 'range_not_satisfiable'
   | 'unprocessable'
   | 'rate_limited'
@@ -71,6 +72,11 @@ export class Conflict extends ServiceError {
 export class Gone extends ServiceError {
   constructor(detail: Detail) {
     super('gone', detail);
+  }
+}
+export class PayloadTooLarge extends ServiceError {
+  constructor(detail: Detail) {
+    super('payload_too_large', detail);
   }
 }
 export class PaymentRequired extends ServiceError {

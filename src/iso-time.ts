@@ -1,5 +1,9 @@
 /** ISO 8601 text → microseconds since the epoch: query parameters, and the instants the runner writes. */
 
+/** 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z: the instants ISO 8601's four-digit years name (UTC). */
+export const MIN_ISO_MICROS = -62_167_219_200_000_000n;
+export const MAX_ISO_MICROS = 253_402_300_799_999_999n;
+
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|z|[+-]\d{2}:?\d{2})?)?$/;
 
 /**

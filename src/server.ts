@@ -4,6 +4,7 @@ import { accountAuthenticator } from './accounts/auth.js';
 import { buildCore, type Core } from './compose.js';
 import type { Config } from './config.js';
 import { createApp } from './http/app.js';
+import { answerClientError } from './http/errors.js';
 import { createUpgradeHandler, type UpgradeHandler } from './http/upgrade.js';
 import type { AppContext } from './http/context.js';
 import type { Logger } from './log.js';
@@ -61,6 +62,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const server = createServer((req, res) => {
     if (app) return void app(req, res);
     res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"detail":"Server starting; retry shortly"}');
+  });
+  // What Node's parser refuses (headers too large, a NUL in the path, …) never reaches the app: a JSON answer all the same.
+  server.on('clientError', (err: Error & { code?: string }, socket) => {
+    const status = answerClientError(err, socket);
+    if (status !== null) log.info({ status, code: err.code }, 'request refused by the HTTP parser');
   });
   // WebSocket handshakes (the replay endpoints) arrive as upgrades, not requests: the same gate before the app is up.
   let upgrade: UpgradeHandler | null = null;

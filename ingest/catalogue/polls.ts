@@ -3,6 +3,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { DuckDBListValue } from '@duckdb/node-api';
 import { ensureCatalogStaging } from '../catalog.js';
+import { headerLine } from '../detect.js';
 import { classifyMetaObjs, dropMetaTables, stageMetaRecords } from '../metadata.js';
 import { ingestSql } from '../metadata/sql.js';
 import { makeScratchDir } from '../scratch.js';
@@ -182,7 +183,7 @@ async function stagePoll(ctx: BatchContext, file: string): Promise<void> {
 export const cataloguePollHandler: SourceHandler = {
   kind: 'metadata',
   name: 'catalogue poll files (pmlake catalogue)',
-  detect: (_file, head) => /^\{"kind":"catalogue_poll"/.test(head.trimStart()),
+  detect: (_file, head) => headerLine(head)?.kind === 'catalogue_poll',
   async stage(ctx, file) {
     await ensureCatalogStaging(ctx.conn);
     await stagePoll(ctx, file);

@@ -1,3 +1,4 @@
+import { headerLine } from '../detect.js';
 import { deriveFills } from '../fills.js';
 import { loadJsonObjects } from '../metadata/json.js';
 import { ingestSql } from '../metadata/sql.js';
@@ -67,6 +68,7 @@ async function stage(ctx: BatchContext, file: string): Promise<void> {
 export const chainFilesHandler: SourceHandler = {
   kind: 'fills',
   name: 'chain files (pmlake chain)',
-  detect: (_file, head) => /^\{"kind":"chain_range"/.test(head.trimStart()),
+  // The first line names the format (docs/chain-format.md), whatever its spacing.
+  detect: (_file, head) => headerLine(head)?.kind === 'chain_range',
   stage,
 };

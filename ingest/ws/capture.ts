@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { BatchContext, SourceHandler } from '../types.js';
+import { headerLine } from '../detect.js';
 import { surveyCapture } from './survey.js';
 import { makeScratchDir } from '../scratch.js';
 import { jsonObjectLimit } from '../memory.js';
@@ -23,8 +24,9 @@ export const captureHandler: SourceHandler = {
   name: 'ws-capture',
   detect(file, head) {
     if (/\.capture\.jsonl$/i.test(file.replace(/\.gz$/i, ''))) return true;
-    const first = head.slice(0, head.indexOf('\n') === -1 ? head.length : head.indexOf('\n'));
-    return /"event"\s*:\s*"start"/.test(first) && /"format"\s*:/.test(first) && /"recorder"\s*:/.test(first);
+    // Renamed: its first line, the recorder's start line (docs/capture-format.md), read as JSON.
+    const start = headerLine(head);
+    return start?.event === 'start' && 'format' in start && 'recorder' in start;
   },
   async stage(ctx, file) {
     await stageCapture(ctx as TapeBatchContext, file);

@@ -5,7 +5,7 @@ import { errorHandler, notFoundHandler } from './errors.js';
 import { Forbidden, parse, Unauthorized } from '../errors.js';
 import type { Route } from './route.js';
 import type { Principal } from '../accounts/principal.js';
-import { assertJsonDepth } from './body-limits.js';
+import { assertDeclaredBodyFits, assertJsonDepth, MAX_JSON_BODY_BYTES } from './body-limits.js';
 import { Admission } from './admission.js';
 import { routes } from './routes.js';
 import { currentVersion } from '../lake/versions.js';
@@ -56,7 +56,7 @@ export function createApp(ctx: AppContext, table: Route[] = routes): Express {
   const counter = requestCounterFor(ctx.state);
   app.use(requestLog(ctx, counter));
   const json = express.json({
-    limit: '1mb',
+    limit: MAX_JSON_BODY_BYTES,
     verify: (req, _res, buf) => {
       assertJsonDepth(buf);
       if ((req as Request).url?.startsWith('/v1/billing/webhook/')) (req as Request).rawBody = Buffer.from(buf);
@@ -74,7 +74,8 @@ export function createApp(ctx: AppContext, table: Route[] = routes): Express {
   app.locals.admission = admission;
   for (const route of table) {
     // The body is read after the gate: a refused body (malformed, too deep, too large) is then counted
-    // against the caller's limits like any other 4xx, and no route reads a GET body at all.
+    // against the caller's limits like any other 4xx, and no route reads a GET body at all. One too large by
+    // its Content-Length is refused in the gate, before authorization can answer something else.
     const steps = route.method === 'get' ? [] : [json];
     app[route.method](route.path, gate(ctx, limitsFor(limiters, route), route, admission), ...steps, handlerFor(ctx, route));
   }
@@ -123,8 +124,9 @@ function requestLog(ctx: AppContext, counter: RequestCounter) {
 /**
  * Everything before a route's handler, in one middleware (each Express layer costs a dispatch): resolve the
  * credentials when any are sent, so the rate limiter can key on them (bad ones count per IP); the rate
- * limits; then authorization; then admission into the route's cost class (a slot, or a wait in its queue, or
- * 503: src/http/admission.ts); then mark the request to be counted in the caller's usage.
+ * limits; then a body whose Content-Length is over the limit (413); then authorization; then admission into
+ * the route's cost class (a slot, or a wait in its queue, or 503: src/http/admission.ts); then mark the
+ * request to be counted in the caller's usage.
  */
 function gate(ctx: AppContext, limits: Limiter[], route: Route, admission: Admission) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
@@ -136,6 +138,8 @@ function gate(ctx: AppContext, limits: Limiter[], route: Route, admission: Admis
       // A refused request was answered (429) by the limiter.
       if (allowed === false || (allowed !== true && !(await allowed))) return;
     }
+    // After the limits (counted like any refused body), before a 401 or 403 that would say nothing of the size.
+    if (route.method !== 'get') assertDeclaredBodyFits(req.headers);
     authorize(route, req);
     // False: the client left while it waited for a slot; nothing to answer.
     if (route.admission === 'handler') res.locals.admit = () => admission.admit(route.cost, req, res);

@@ -1,4 +1,20 @@
-import { BadRequest } from '../errors.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import { BadRequest, PayloadTooLarge } from '../errors.js';
+
+/** The largest JSON body a route reads (express.json's limit): no request body of the API comes near it. */
+export const MAX_JSON_BODY_BYTES = 1024 * 1024;
+
+export const BODY_TOO_LARGE = `JSON body larger than ${MAX_JSON_BODY_BYTES} bytes (1 MiB)`;
+
+/**
+ * A body whose Content-Length says it is over the limit is refused before anything else may refuse the request
+ * (the gate calls this before authorization): the answer is then the 413 the body earns whoever sends it, not a
+ * 401 or 403 that says nothing about the size. A body sent without a length (chunked) is measured by the JSON
+ * step as it is read, after the gate.
+ */
+export function assertDeclaredBodyFits(headers: IncomingHttpHeaders): void {
+  if (Number(headers['content-length']) > MAX_JSON_BODY_BYTES) throw new PayloadTooLarge(BODY_TOO_LARGE);
+}
 
 /**
  * Limits on what a JSON body may be, checked on the raw bytes before JSON.parse runs. V8's JSON.parse takes

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { parseTimeframe, type Timeframe } from '../timeframe.js';
 import { CONDITION_ID_MESSAGE } from '../markets/resolver.js';
 import { isoFromMicros } from '../lake/values.js';
-import { parseIsoMicros } from '../iso-time.js';
+import { MAX_ISO_MICROS, MIN_ISO_MICROS, parseIsoMicros } from '../iso-time.js';
 
 export { parseIsoMicros };
 
@@ -23,9 +23,14 @@ export function queryInt(opts: { min: number; max: number; default: number; desc
   return opts.description ? s.describe(opts.description) : s;
 }
 
-/** An ISO 8601 date or datetime as query text: an unencoded '+' arrives as a space ("…T12:00:00 00:00" is "+00:00"). */
+/**
+ * An ISO 8601 date or datetime as query text: an unencoded '+' arrives as a space ("…T12:00:00 00:00" is "+00:00").
+ * Null also when its offset carries it out of years 0000–9999 UTC (0000-01-01T00:00+01:00 is in year -1): every
+ * instant the API takes is one it can write back and cut into day and month partitions.
+ */
 function queryIsoMicros(v: string): bigint | null {
-  return parseIsoMicros(v.trim().replace(/(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$/, '$1+$2'));
+  const us = parseIsoMicros(v.trim().replace(/(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$/, '$1+$2'));
+  return us !== null && us >= MIN_ISO_MICROS && us <= MAX_ISO_MICROS ? us : null;
 }
 
 export const isoDateTime = z
@@ -41,9 +46,6 @@ export const isoDateTime = z
   })
   .meta({ type: 'string', format: 'date-time' });
 
-/** 9999-12-31T23:59:59.999999Z: the last instant ISO 8601's four-digit years name. */
-const MAX_INSTANT_US = 253_402_300_799_999_999n;
-
 /** Epoch seconds (up to 11 digits, an optional fraction) or milliseconds (12 digits or more) → µs; null past year 9999. */
 function epochMicros(v: string): bigint | null {
   const m = /^(\d{1,15})(?:\.(\d{1,6}))?$/.exec(v);
@@ -51,7 +53,7 @@ function epochMicros(v: string): bigint | null {
   const whole = BigInt(m[1]!);
   const frac = BigInt((m[2] ?? '').padEnd(6, '0'));
   const us = m[1]!.length <= 11 ? whole * 1_000_000n + frac : m[2] === undefined ? whole * 1000n : null;
-  return us !== null && us <= MAX_INSTANT_US ? us : null;
+  return us !== null && us <= MAX_ISO_MICROS ? us : null;
 }
 
 /** An instant as ISO 8601 (as isoDateTime) or as epoch seconds / milliseconds (digits). */

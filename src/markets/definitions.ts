@@ -1,5 +1,5 @@
 import { NotFound } from '../errors.js';
-import { parseIsoMicros } from '../iso-time.js';
+import { MAX_ISO_MICROS, MIN_ISO_MICROS, parseIsoMicros } from '../iso-time.js';
 import type { LakeSession } from '../lake/session.js';
 import { isoFromMicros, type Json, type Row } from '../lake/values.js';
 import {
@@ -10,6 +10,7 @@ import {
   firstDefinitionQuery,
   type ChangesWindow,
   type DefinitionField,
+  type DefinitionSource,
 } from '../query/market-definitions.js';
 
 /**
@@ -92,7 +93,21 @@ export function encodeChangesCursor(c: { at: bigint; source: string }): string {
   return Buffer.from(`${c.at}:${c.source}`, 'utf8').toString('base64url');
 }
 
-export function decodeChangesCursor(text: string): { at: bigint; source: string } | null {
-  const m = /^(-?\d{1,20}):([a-z_]{1,20})$/.exec(Buffer.from(text, 'base64url').toString('utf8'));
-  return m ? { at: BigInt(m[1]!), source: m[2]! } : null;
+/** The longest cursor encodeChangesCursor writes (the widest instant and source) fits in this many characters. */
+export const MAX_CHANGES_CURSOR = 48;
+
+/**
+ * A cursor this endpoint could have written, or null: base64url of `<µs>:<source>` with the instant within years
+ * 0000–9999 (what the rows' valid_from can be, and what DuckDB binds as a timestamp) and a known source. Anything
+ * else is refused before a statement sees it, and so is a second spelling of a valid cursor (padding, leading
+ * zeros, base64's unused bits): the text must be what encodeChangesCursor gives for the value it decodes to.
+ */
+export function decodeChangesCursor(text: string): { at: bigint; source: DefinitionSource } | null {
+  if (text.length > MAX_CHANGES_CURSOR || !/^[A-Za-z0-9_-]+$/.test(text)) return null;
+  const m = /^(-?\d{1,18}):([a-z]{1,16})$/.exec(Buffer.from(text, 'base64url').toString('utf8'));
+  if (!m) return null;
+  const at = BigInt(m[1]!);
+  const source = DEFINITION_SOURCES.find((s) => s === m[2]);
+  if (source === undefined || at < MIN_ISO_MICROS || at > MAX_ISO_MICROS) return null;
+  return encodeChangesCursor({ at, source }) === text ? { at, source } : null;
 }

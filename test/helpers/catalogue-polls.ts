@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { respaced } from './spaced-json.js';
 
 /**
  * Catalogue poll files written exactly per docs/catalogue-format.md, over local Gamma and CLOB records that change
@@ -73,8 +74,8 @@ export function clobMarket(s: MarketState): J {
 export type Page = { endpoint: 'gamma_markets' | 'gamma_events' | 'clob_markets'; body: string; at: string };
 export type PollLine = Page | { error: string; endpoint: string; at: string } | { raw: string };
 
-/** The lines of one poll file: header, pages in order, `end` unless torn. */
-export function pollText(start: string, lines: PollLine[], opts: { end?: boolean } = {}): string {
+/** The lines of one poll file: header, pages in order, `end` unless torn; `spaced`: every line spaced (test/helpers/spaced-json.ts). */
+export function pollText(start: string, lines: PollLine[], opts: { end?: boolean; spaced?: boolean } = {}): string {
   const out = [
     JSON.stringify({
       kind: 'catalogue_poll',
@@ -97,10 +98,11 @@ export function pollText(start: string, lines: PollLine[], opts: { end?: boolean
   if (opts.end !== false) {
     out.push(JSON.stringify({ kind: 'end', finished_at: start, complete: { gamma_markets: true, gamma_events: true, clob_markets: true }, pages }));
   }
-  return out.join('\n') + '\n';
+  const text = out.join('\n') + '\n';
+  return opts.spaced ? respaced(text) : text;
 }
 
-export function writePoll(dir: string, start: string, lines: PollLine[], opts: { end?: boolean } = {}): string {
+export function writePoll(dir: string, start: string, lines: PollLine[], opts: { end?: boolean; spaced?: boolean } = {}): string {
   const stamp = start.replace(/[-:]/g, '').replace(/\.\d+/, '').replace('Z', '');
   const file = path.join(dir, `catalogue-${stamp}Z-test.jsonl`);
   fs.mkdirSync(dir, { recursive: true });

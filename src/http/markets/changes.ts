@@ -3,7 +3,7 @@ import { defineRoute, type Route, type RouteInput } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { checkWindow, instantParam, MarketPath, queryInt } from '../params.js';
 import { setNextLink } from '../next-link.js';
-import { decodeChangesCursor, definitionChanges, encodeChangesCursor } from '../../markets/definitions.js';
+import { decodeChangesCursor, definitionChanges, encodeChangesCursor, MAX_CHANGES_CURSOR } from '../../markets/definitions.js';
 import { DEFINITION_FIELDS, DEFINITION_SOURCES } from '../../query/market-definitions.js';
 
 /** GET /v1/markets/{market_id}/changes: what changed in the market's definition, when, by which source. */
@@ -23,9 +23,10 @@ export const MarketDefinitionChange = z
   })
   .meta({ id: 'MarketDefinitionChange' });
 
+// Checked whole here (src/markets/definitions.ts): a cursor reaching the statement is one it can bind.
 const cursorParam = z
   .string()
-  .max(200)
+  .max(MAX_CHANGES_CURSOR)
   .transform((v, ctx) => {
     const c = decodeChangesCursor(v);
     if (c === null) {

@@ -26,8 +26,13 @@ export function dayNumber(day: string): number {
   return Date.parse(`${day}T00:00:00Z`) / 86_400_000;
 }
 
+/** The first and last days four-digit years name: a window stepping past them stops there (its next page is a day the API takes). */
+const FIRST_DAY_MS = Date.parse('0000-01-01T00:00:00Z');
+const LAST_DAY_MS = Date.parse('9999-12-31T00:00:00Z');
+
 function addDays(day: string, n: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
+  const ms = Math.min(LAST_DAY_MS, Math.max(FIRST_DAY_MS, Date.parse(`${day}T00:00:00Z`) + n * 86_400_000));
+  return new Date(ms).toISOString().slice(0, 10);
 }
 
 /** Days compare as text (YYYY-MM-DD); null means "no bound". */
