@@ -14,12 +14,14 @@ import type { Socket } from 'node:net';
  * Where /proc is not there (not Linux), only Node's own buffer is subtracted.
  */
 const SAMPLE_MS = 200;
+const MIN_GAP_MS = 20;
 
 type Queues = Map<string, number>;
 
 const tracked = new Set<SocketDelivery>();
 let timer: NodeJS.Timeout | null = null;
 let sampling = false;
+let lastSample = 0;
 let procMissing = false;
 
 /** Node's own accounting of a socket's writes (net.Socket keeps them on the instance and its libuv handle). */
@@ -52,8 +54,9 @@ export class SocketDelivery {
     if (this.socket.destroyed) return;
     this.payload = payloadTotal;
     this.observe();
-    // Backed up: the kernel's queue is full now, which is what a client that stops reading leaves behind.
-    if (this.socket.writableLength > 0) void sampleAll();
+    // Backed up: the kernel's queue is full now, which is what a client that stops reading leaves behind. At
+    // most one read of /proc per MIN_GAP_MS however fast the chunks go.
+    if (this.socket.writableLength > 0 && Date.now() - lastSample >= MIN_GAP_MS) void sampleAll();
   }
 
   /**
@@ -97,6 +100,7 @@ export class SocketDelivery {
 async function sampleAll(): Promise<void> {
   if (sampling || tracked.size === 0 || procMissing) return;
   sampling = true;
+  lastSample = Date.now();
   try {
     const texts = await Promise.all(['/proc/net/tcp', '/proc/net/tcp6'].map((f) => fs.promises.readFile(f, 'latin1').catch(() => '')));
     if (texts.every((t) => t === '')) procMissing = true;
