@@ -14,8 +14,11 @@ export async function identifierMacros(conn: DuckDBConnection): Promise<void> {
   ready.add(conn);
 }
 
-/** What an issue shows of a refused value: its first characters (read by SQL, never the whole) and its size. */
-export const PREVIEW_CHARS = 24;
+/**
+ * What an issue shows of a refused value: its first characters (read by SQL, never the whole) and its size. Enough for
+ * a whole token or condition id, so an id that is merely malformed is shown as it is.
+ */
+export const PREVIEW_CHARS = 80;
 
 export function refusedValue(head: unknown, bytes: unknown): string {
   const h = String(head ?? '');

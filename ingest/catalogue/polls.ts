@@ -3,7 +3,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { DuckDBListValue } from '@duckdb/node-api';
 import { ensureCatalogStaging } from '../catalog.js';
-import { classifyMetaObjs, dropMetaTables, stageMetaRecords } from '../metadata.js';
+import { classifyMetaObjs, dropMetaTables, refuseMetaRecords, stageMetaRecords } from '../metadata.js';
 import { ingestSql } from '../metadata/sql.js';
 import { makeScratchDir } from '../scratch.js';
 import { JSON_CAP, jsonObjectLimit } from '../memory.js';
@@ -101,6 +101,8 @@ async function stagePages(ctx: BatchContext, file: string, poll: string): Promis
       ...(n > 1 ? { count: n } : {}),
     });
   }
+  // A record's ord is its page's line × 1,000,000 plus its place in the page (catalogue_polls.sql `objs`).
+  await refuseMetaRecords(ctx, file, (ord) => Math.floor(ord / 1_000_000));
   const mark = Number((await rows(ctx, 'SELECT coalesce(max(rowid), -1) AS m FROM stg_market_records'))[0]!.m);
   await stageMetaRecords(conn);
   await conn.run(ingestSql('catalogue_polls', 'observations'), { poll });

@@ -30,3 +30,13 @@ CREATE OR REPLACE TEMP MACRO pm_bad_names(l) AS pm_long_list(l) OR coalesce(list
 -- Token lists: an empty id is the old AMM markets' "no tradable token", read as no tokens (metadata.sql), not refused.
 CREATE OR REPLACE TEMP MACRO pm_bad_tokens(l) AS pm_long_list(l)
   OR coalesce(list_bool_or(list_transform(l, v -> v <> '' AND pm_bad_token(v))), false);
+
+-- A Gamma series (an event's series[]): its slug, ticker, id, title and recurrence are names, its description text.
+CREATE OR REPLACE TEMP MACRO pm_bad_series(s) AS pm_long_name(s->>'slug') OR pm_long_name(s->>'ticker') OR pm_long_name(s->>'id')
+  OR pm_long_name(s->>'title') OR pm_long_name(s->>'recurrence') OR pm_long_text(s->>'description');
+
+-- A row of the catalogue CSV (ingest/metadata.ts: _meta_csv); outcomes and prices are JSON arrays in text, read as
+-- pm_str_list and pm_num_list read them (ingest/catalog.ts).
+CREATE OR REPLACE TEMP MACRO pm_bad_csv_row(market_id, question, category, outcomes, outcome_prices) AS
+  pm_bad_market_id(nullif(trim(market_id), '')) OR pm_long_question(question) OR pm_long_name(category)
+  OR pm_bad_names(TRY_CAST(TRY_CAST(outcomes AS JSON) AS VARCHAR[])) OR pm_long_list(TRY_CAST(TRY_CAST(outcome_prices AS JSON) AS DOUBLE[]));

@@ -79,7 +79,7 @@ describe('malformed archive input: clear issues, the rest lands', () => {
     expect(r.issues[0]).toMatchObject({ file, count: copy.length });
     expect(r.issues[0]!.message).toMatch(
       new RegExp(
-        `^${copy.length} row\\(s\\) naming a market that is not a condition id \\(0x and 64 hex digits\\) \\(".{24}"…, ${odd.length} bytes\\), skipped; first at file row \\d+$`,
+        `^${copy.length} row\\(s\\) naming a market that is not a condition id \\(0x and 64 hex digits\\) \\(".+", ${odd.length} bytes\\), skipped; first at file row \\d+$`,
       ),
     );
     const files = currentVersion(lake).files('l2');
