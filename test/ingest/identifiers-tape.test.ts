@@ -7,8 +7,8 @@ import { captureText, rawRows, writeFile, type Line } from './capture-util.js';
 
 /**
  * Identifiers from outside, on the tape (lake/README.md, "What the ingest accepts"): a capture whose frames name a token
- * id of 100,000 digits, one that is not a number, one of 79 digits, one of 78 digits above 2^256 − 1 and a malformed
- * condition id, among good frames. Each is an issue naming the file and its line; no derived data set names it; the
+ * id of 100,000 digits, one that is not a number, one of 79 digits, one of 78 digits above 2^256 − 1, a malformed
+ * condition id and a book hash over 256 bytes, among good frames; one of 2^256 − 1 exactly, which lands. Each is an issue naming the file and its line; no derived data set names it; the
  * good frames (and the good entries of a message) land; every frame stays in raw as recorded.
  */
 const tmp = tempDir('pmlake-ident-tape-');
@@ -29,6 +29,7 @@ const OVER = (2n ** 256n).toString();
 const BAD_M = `0x${'zz'.repeat(32)}`;
 const LONG_TICK = `${'12345678901234567890'.repeat(4)}1`;
 const XYZ = 'xyz';
+const LONG_HASH = 'h'.repeat(300);
 
 const T = 1_780_000_000_000;
 type Msg = Record<string, unknown>;
@@ -77,6 +78,7 @@ const FRAMES: [Msg | Msg[], string | null][] = [
   [[priceChange(T + 10, [entry(B, '0.44', T + 10)]), trade(XYZ, T + 10)], XYZ],
   [trade(A, T + 11), null],
   [book(A, T + 12, M, '0.43', '0.60'), null],
+  [{ ...book(B, T + 13), hash: LONG_HASH }, LONG_HASH],
 ];
 
 /** Every message of a frame that names a bad token or market is not derived; in a price_change, only its bad entries. */
@@ -85,6 +87,7 @@ function goodLevels(): string[] {
   for (const [f] of FRAMES) {
     for (const m of Array.isArray(f) ? f : [f]) {
       if (typeof m.market === 'string' && !conditionOk(m.market)) continue;
+      if (typeof m.hash === 'string' && m.hash.length > 256) continue;
       if (m.event_type === 'book' && tokenOk(m.asset_id as string)) {
         for (const l of m.bids as Msg[]) out.push([m.asset_id, 'bid', Number(l.price), Number(l.size), true].join('|'));
         for (const l of m.asks as Msg[]) out.push([m.asset_id, 'ask', Number(l.price), Number(l.size), true].join('|'));
@@ -113,9 +116,9 @@ describe('identifiers on the tape', () => {
     // Line 1 is the start line, line 2 the assets line: frame i is on line 3 + i.
     const lineOf = (bad: string): number => 3 + FRAMES.findIndex(([, b]) => b === bad);
     const named = r.issues.map((i) => ({ file: i.file, line: i.line }));
-    for (const bad of [HUGE, WORDS, LONG, OVER, BAD_M, LONG_TICK, XYZ]) expect(named, bad.slice(0, 10)).toContainEqual({ file, line: lineOf(bad) });
+    for (const bad of [HUGE, WORDS, LONG, OVER, BAD_M, LONG_TICK, XYZ, LONG_HASH]) expect(named, bad.slice(0, 10)).toContainEqual({ file, line: lineOf(bad) });
     expect(named).toContainEqual({ file, line: 3 + FRAMES.length });
-    expect(r.issues).toHaveLength(8);
+    expect(r.issues).toHaveLength(9);
     // An issue shows the head of a value, never the whole.
     for (const i of r.issues) expect(i.message.length).toBeLessThan(400);
 
