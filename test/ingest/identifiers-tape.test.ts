@@ -8,8 +8,9 @@ import { captureText, rawRows, writeFile, type Line } from './capture-util.js';
 /**
  * Identifiers from outside, on the tape (lake/README.md, "What the ingest accepts"): a capture whose frames name a token
  * id of 100,000 digits, one that is not a number, one of 79 digits, one of 78 digits above 2^256 − 1, a malformed
- * condition id and a book hash over 256 bytes, among good frames; one of 2^256 − 1 exactly, which lands. Each is an issue naming the file and its line; no derived data set names it; the
- * good frames (and the good entries of a message) land; every frame stays in raw as recorded.
+ * condition id and a book hash over 256 bytes, among good frames (one of them of token 2^256 − 1 exactly, which lands).
+ * Each is an issue naming the file and its line; no derived data set names it; the good frames (and the good entries
+ * of a message) land; every frame stays in raw as recorded.
  */
 const tmp = tempDir('pmlake-ident-tape-');
 afterAll(() => tmp.cleanup());
