@@ -6,6 +6,7 @@ import type { BatchContext, SourceHandler } from './types.js';
 import { surveyFills } from './fills-survey.js';
 import { JSON_CAP, jsonObjectLimit } from './memory.js';
 import { stageLineChunks } from './chunked.js';
+import { identifierMacros } from './identifiers.js';
 
 /**
  * On-chain OrderFilled events → trades. Accepted shapes (documented in lake/README.md):
@@ -154,6 +155,7 @@ async function loadCsv(ctx: BatchContext, file: string): Promise<boolean> {
  */
 export async function deriveFills(ctx: BatchContext, file: string): Promise<void> {
   const { conn } = ctx;
+  await identifierMacros(conn);
   await conn.run(ingestSql('fills', 'parse'));
   const problems = await conn.runAndReadAll(ingestSql('fills', 'problems'));
   for (const r of problems.getRowObjectsJS()) {

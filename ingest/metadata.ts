@@ -4,6 +4,7 @@ import { ensureCatalogStaging, SOURCE_PRIORITY } from './catalog.js';
 import { csvHeader, firstLine, loadJsonObjects } from './metadata/json.js';
 import { ingestSql } from './metadata/sql.js';
 import type { BatchContext, SourceHandler } from './types.js';
+import { identifierMacros, PREVIEW_CHARS, refusedValue } from './identifiers.js';
 
 /**
  * Market metadata in the venue's formats → catalogue source records (see ingest/catalog.ts):
@@ -64,6 +65,16 @@ async function stageCsv(ctx: BatchContext, file: string): Promise<void> {
   );
   const blank = await ctx.conn.runAndReadAll(`SELECT line FROM _meta_csv WHERE nullif(trim(market_id), '') IS NULL ORDER BY line LIMIT 20`);
   for (const r of blank.getRowObjectsJS()) ctx.issues.push({ file, line: Number(r.line), message: 'row without market_id skipped' });
+  await identifierMacros(ctx.conn);
+  const refused = (await ctx.conn.runAndReadAll(ingestSql('metadata', 'refused_csv'), { named: MAX_NAMED })).getRowObjectsJS();
+  const what = 'a market id that is not a decimal of 1 to 17 digits, or a question, category or outcome over its bound; skipped';
+  for (const r of refused) ctx.issues.push({ file, line: Number(r.line), message: `row naming ${what}` });
+  const rest = Number(refused[0]?.total ?? 0) - refused.length;
+  if (rest > 0) ctx.issues.push({ file, message: `${rest} more row(s) naming ${what}`, count: rest });
+  if (refused.length > 0) {
+    ctx.counts.refused_identifiers = (ctx.counts.refused_identifiers ?? 0) + Number(refused[0]!.total);
+    await ctx.conn.run(ingestSql('metadata', 'drop_refused_csv'));
+  }
   await ctx.conn.run(ingestSql('metadata', 'csv_records'), { csv: PRIORITIES.csv! });
   await ctx.conn.run('DROP TABLE IF EXISTS _meta_csv');
 }
@@ -79,8 +90,50 @@ export async function classifyMetaObjs(conn: DuckDBConnection): Promise<void> {
   await conn.run(ingestSql('metadata', 'classify_clob'));
 }
 
+/** Refused records and series named one by one per file; beyond that, one more issue counts the rest. */
+const MAX_NAMED = 20;
+
+/**
+ * Removes from the classified records every Gamma and CLOB market naming an identifier or text the ingest refuses
+ * (sql/ingest/metadata.sql `refuse`, identifiers.sql), each an issue at the line `lineOf` gives for its record, before
+ * anything is staged from them; Gamma series over their bounds are counted (gamma_records does not stage them).
+ */
+export async function refuseMetaRecords(ctx: BatchContext, file: string, lineOf: (ord: number) => number): Promise<void> {
+  const { conn } = ctx;
+  await identifierMacros(conn);
+  await conn.run(ingestSql('metadata', 'refuse'), { chars: PREVIEW_CHARS });
+  const rows = (await conn.runAndReadAll(ingestSql('metadata', 'refused'), { named: MAX_NAMED })).getRowObjectsJS();
+  for (const r of rows) {
+    const market = r.head === null ? '' : ` (${refusedValue(r.head, r.bytes)})`;
+    ctx.issues.push({ file, line: lineOf(Number(r.ord)), message: `${String(r.t)} market${market} names ${String(r.why)}; not landed` });
+  }
+  const total = Number(rows[0]?.total ?? 0);
+  if (total > rows.length) {
+    ctx.issues.push({ file, message: `${total - rows.length} more market(s) naming a refused identifier or text; not landed`, count: total - rows.length });
+  }
+  if (total > 0) {
+    ctx.counts.refused_identifiers = (ctx.counts.refused_identifiers ?? 0) + total;
+    await conn.run(ingestSql('metadata', 'drop_refused_gamma'));
+    await conn.run(ingestSql('metadata', 'drop_refused_clob'));
+  }
+  await conn.run('DROP TABLE _meta_refused');
+  const series = (await conn.runAndReadAll(ingestSql('metadata', 'refused_series'))).getRowObjectsJS()[0];
+  const n = Number(series?.n ?? 0);
+  if (n > 0) {
+    ctx.counts.refused_identifiers = (ctx.counts.refused_identifiers ?? 0) + n;
+    ctx.issues.push({
+      file,
+      line: lineOf(Number(series!.ord)),
+      message: `${n} series with a slug, ticker, id, title or recurrence over 256 bytes (or a description over 65536); not landed`,
+      ...(n > 1 ? { count: n } : {}),
+    });
+  }
+}
+
 /** Catalogue source records (stg_market_records, stg_series_records) from the classified records. */
 export async function stageMetaRecords(conn: DuckDBConnection): Promise<void> {
+  // gamma_series checks the series' bounds (identifiers.sql).
+  await identifierMacros(conn);
   await conn.run(ingestSql('metadata', 'gamma_records'), { gamma: PRIORITIES.gamma!, dump: PRIORITIES.dump! });
   await conn.run(ingestSql('metadata', 'gamma_series'), { gamma: PRIORITIES.gamma! });
   await conn.run(ingestSql('metadata', 'clob_records'), { clob: PRIORITIES.clob! });
@@ -98,6 +151,7 @@ async function stageJson(ctx: BatchContext, file: string): Promise<void> {
   for (const r of odd.getRowObjectsJS()) {
     ctx.issues.push({ file, line: Number(r.ord), message: 'JSON record is neither a Gamma market/event nor a CLOB market; skipped' });
   }
+  await refuseMetaRecords(ctx, file, (ord) => ord);
   await stageMetaRecords(conn);
   await dropMetaTables(conn);
 }

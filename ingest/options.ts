@@ -1,6 +1,7 @@
 import { columnDdl } from '../src/lake/layout.js';
 import { sqlString } from '../src/lake/duckdb.js';
 import type { BatchContext, SourceHandler } from './types.js';
+import { identifierMacros } from './identifiers.js';
 
 /**
  * Crypto-options trades, one JSON object per line, as a Deribit-style venue publishes them
@@ -59,13 +60,20 @@ export const optionsHandler: SourceHandler = {
          lower(doc->>'direction') AS direction
        FROM _opt_parsed`,
     );
+    // The name and the trade id land as text: bounded like every name (sql/ingest/identifiers.sql).
+    await identifierMacros(conn);
     const valid = `ts IS NOT NULL AND underlying IS NOT NULL AND expiry IS NOT NULL AND strike > 0 AND trade_id IS NOT NULL
-      AND price >= 0 AND iv > 0 AND index_price > 0 AND amount > 0 AND direction IN ('buy', 'sell')`;
+      AND price >= 0 AND iv > 0 AND index_price > 0 AND amount > 0 AND direction IN ('buy', 'sell')
+      AND NOT pm_long_name(instrument_name) AND NOT pm_long_name(trade_id)`;
     const bad = (await conn.runAndReadAll(`SELECT line FROM _opt_rows WHERE NOT coalesce(${valid}, false) ORDER BY line LIMIT 1000`))
       .getRowObjectsJS()
       .map((r) => Number(r.line));
     for (const line of bad)
-      ctx.issues.push({ file, line, message: 'not an options trade record (instrument_name, timestamp, trade_id, price, iv, index_price, amount, direction)' });
+      ctx.issues.push({
+        file,
+        line,
+        message: 'not an options trade record (instrument_name, timestamp, trade_id, price, iv, index_price, amount, direction; names at most 256 bytes)',
+      });
     const res = await conn.run(
       `INSERT INTO stg_options SELECT ts, venue, underlying, instrument_name, expiry, strike, option_type, trade_id, price, iv,
          index_price, amount, direction FROM _opt_rows WHERE coalesce(${valid}, false)`,

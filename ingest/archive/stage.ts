@@ -2,6 +2,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { BatchContext } from '../types.js';
 import { bump, sqlStatements } from '../ws/common.js';
 import { readSchema, sourceMacros } from './columns.js';
+import { identifierMacros, PREVIEW_CHARS, refusedValue } from '../identifiers.js';
 
 const KNOWN = ['book', 'price_change', 'last_trade_price', 'tick_size_change'];
 
@@ -23,24 +24,55 @@ async function dropPieceTables(conn: DuckDBConnection): Promise<void> {
   for (const t of ['_ar_r', '_ar_k', '_ar_bk']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
 }
 
-async function rows(conn: DuckDBConnection, sql: string, params?: Record<string, string>): Promise<Record<string, unknown>[]> {
+const FILE_TABLES = ['_ar_census', '_ar_bad_tokens', '_ar_bad_markets'];
+
+async function rows(conn: DuckDBConnection, sql: string, params?: Record<string, string | number>): Promise<Record<string, unknown>[]> {
   return (await conn.runAndReadAll(sql, params)).getRowObjectsJS();
 }
 
 type TypeCount = { n: number; untimed: number; untimedRn: number; firstRn: number };
-/** One scan of the file's cheap columns: rows per market (for the pieces) and per event type (for the report). */
-type Census = { markets: { m: string; n: number }[]; types: Map<string, TypeCount> };
+/**
+ * One scan of the file's cheap columns: rows per market (for the pieces) and per event type (for the report), and
+ * the token and market ids the ingest refuses (identifiers.sql), each distinct value checked once: a file names a
+ * few thousand of them in millions of rows. archive_stage.sql stages no row naming one (raw's messages are rebuilt
+ * from the rows, so these land nowhere); `refused` lists them for the report.
+ */
+type Refused = { kind: string; head: string; bytes: number; n: number; rn: number };
+type Census = { markets: { m: string; n: number }[]; types: Map<string, TypeCount>; refused: Refused[] };
 
 async function census(conn: DuckDBConnection, file: string): Promise<Census> {
+  await identifierMacros(conn);
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE _ar_census AS
+     SELECT market_n, coalesce(event_type, '(none)') AS t, asset_id, count(*) AS n,
+            count(*) FILTER (WHERE recv_ms IS NULL OR market_n IS NULL) AS untimed,
+            min(rn) FILTER (WHERE recv_ms IS NULL OR market_n IS NULL) AS untimed_rn, min(rn) AS first_rn
+     FROM _ar_all($f) GROUP BY ALL`,
+    { f: file },
+  );
+  // Kept in the file's own types: the staging filters compare them as read.
+  await conn.run(`CREATE OR REPLACE TEMP TABLE _ar_bad_tokens AS
+    SELECT asset_id, sum(n) AS n, min(first_rn) AS rn FROM _ar_census WHERE pm_bad_token(asset_id) GROUP BY asset_id`);
+  await conn.run(`CREATE OR REPLACE TEMP TABLE _ar_bad_markets AS
+    SELECT market_n, sum(n) AS n, min(first_rn) AS rn FROM _ar_census WHERE pm_bad_condition(CAST(market_n AS VARCHAR)) GROUP BY market_n`);
+  const refused = (
+    await rows(
+      conn,
+      `SELECT 'token' AS kind, left(asset_id, $chars) AS head, strlen(asset_id) AS bytes, n, rn FROM _ar_bad_tokens
+       UNION ALL
+       SELECT 'condition', left(CAST(market_n AS VARCHAR), $chars), strlen(CAST(market_n AS VARCHAR)), n, rn FROM _ar_bad_markets
+       ORDER BY rn`,
+      { chars: PREVIEW_CHARS },
+    )
+  ).map((r) => ({ kind: String(r.kind), head: String(r.head), bytes: Number(r.bytes), n: Number(r.n), rn: Number(r.rn) }));
+  // An unknown event type is named in the report: as a name, bounded.
   const groups = await rows(
     conn,
-    `SELECT CAST(market_n AS VARCHAR) AS m, t, n, untimed, untimed_rn, first_rn FROM (
-       SELECT market_n, coalesce(event_type, '(none)') AS t, count(*) AS n,
-              count(*) FILTER (WHERE recv_ms IS NULL OR market_n IS NULL) AS untimed,
-              min(rn) FILTER (WHERE recv_ms IS NULL OR market_n IS NULL) AS untimed_rn, min(rn) AS first_rn
-       FROM _ar_all($f) GROUP BY ALL)
+    `SELECT CAST(market_n AS VARCHAR) AS m, CASE WHEN pm_long_name(t) THEN left(t, $chars) || '…' ELSE t END AS t,
+            sum(n) AS n, sum(untimed) AS untimed, min(untimed_rn) AS untimed_rn, min(first_rn) AS first_rn
+     FROM _ar_census GROUP BY market_n, t
      ORDER BY market_n NULLS LAST`,
-    { f: file },
+    { chars: PREVIEW_CHARS },
   );
   const markets: { m: string; n: number }[] = [];
   const types = new Map<string, TypeCount>();
@@ -58,7 +90,7 @@ async function census(conn: DuckDBConnection, file: string): Promise<Census> {
     t.firstRn = Math.min(t.firstRn, Number(g.first_rn));
     types.set(String(g.t), t);
   }
-  return { markets, types };
+  return { markets, types, refused };
 }
 
 /** Consecutive markets (in the file's order) grouped into pieces of about `size` rows. */
@@ -147,8 +179,10 @@ export async function stageArchive(ctx: BatchContext, file: string): Promise<voi
       if (parts.length > 1) bump(ctx, 'archive_pieces', 1);
     }
     report(ctx, file, counted.types, tally);
+    reportRefused(ctx, file, counted.refused);
   } finally {
     await dropPieceTables(conn);
+    for (const t of FILE_TABLES) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await conn.run('DROP MACRO TABLE IF EXISTS _ar_src');
     await conn.run('DROP MACRO TABLE IF EXISTS _ar_all');
   }
@@ -181,4 +215,32 @@ function report(ctx: BatchContext, file: string, types: Map<string, TypeCount>, 
     'book row(s) whose bids/asks are not a JSON list of [price, size] pairs (or lack a token), skipped whole',
     'bad_books',
   );
+}
+
+/** Refused values named one by one per file; beyond that, one more issue counts the rest. */
+const REFUSED_NAMED = 20;
+const REFUSED_WHAT: Record<string, string> = {
+  token: 'a token id that is not a uint256 in decimal',
+  condition: 'a market that is not a condition id (0x and 64 hex digits)',
+};
+
+/** One issue per refused value, with the file row of its first row (0-based, as Parquet readers number them). */
+function reportRefused(ctx: BatchContext, file: string, refused: Refused[]): void {
+  for (const r of refused.slice(0, REFUSED_NAMED)) {
+    bump(ctx, 'refused_identifiers', r.n);
+    ctx.issues.push({
+      file,
+      message: `${r.n} row(s) naming ${REFUSED_WHAT[r.kind]!} (${refusedValue(r.head, r.bytes)}), skipped; first at file row ${r.rn}`,
+      count: r.n,
+    });
+  }
+  const rest = refused.slice(REFUSED_NAMED);
+  if (rest.length === 0) return;
+  const n = rest.reduce((a, r) => a + r.n, 0);
+  bump(ctx, 'refused_identifiers', n);
+  ctx.issues.push({
+    file,
+    message: `${n} row(s) naming ${rest.length} more refused token or market id(s), skipped; first at file row ${Math.min(...rest.map((r) => r.rn))}`,
+    count: n,
+  });
 }

@@ -4,7 +4,7 @@ import readline from 'node:readline';
 import { DuckDBListValue } from '@duckdb/node-api';
 import { ensureCatalogStaging } from '../catalog.js';
 import { headerLine } from '../detect.js';
-import { classifyMetaObjs, dropMetaTables, stageMetaRecords } from '../metadata.js';
+import { classifyMetaObjs, dropMetaTables, refuseMetaRecords, stageMetaRecords } from '../metadata.js';
 import { ingestSql } from '../metadata/sql.js';
 import { makeScratchDir } from '../scratch.js';
 import { JSON_CAP, jsonObjectLimit } from '../memory.js';
@@ -19,6 +19,12 @@ import { noteLanded, type BatchContext, type SourceHandler } from '../types.js';
 
 /** Issues of one kind named one by one per file; beyond that, one more issue counts the rest. */
 const MAX_NAMED = 20;
+
+/** The poller's own text (an error's message, an unknown kind) is told in an issue as a bounded head. */
+const head = (v: unknown): string => {
+  const t = String(v);
+  return t.length > 256 ? `${t.slice(0, 256)}…` : t;
+};
 
 type Split = { format: unknown; pages: number; newestMs: number; ended: boolean };
 
@@ -59,16 +65,16 @@ async function splitLines(ctx: BatchContext, file: string, out: string): Promise
         if (t > split.newestMs) split.newestMs = t;
         fs.writeSync(fd, `{"l":${n},"o":${raw}}\n`);
       } else if (o.kind === 'error') {
-        const what = [o.endpoint, o.status].filter((x) => x !== undefined).join(' ');
+        const what = head([o.endpoint, o.status].filter((x) => x !== undefined).join(' '));
         ctx.issues.push({
           file,
           line: n,
-          message: `catalogue poll error (${what}): ${String(o.message ?? 'no message')}; that endpoint's paging stopped here`,
+          message: `catalogue poll error (${what}): ${head(o.message ?? 'no message')}; that endpoint's paging stopped here`,
         });
       } else if (o.kind === 'end') {
         split.ended = true;
       } else {
-        ctx.issues.push({ file, line: n, message: `unknown line kind ${JSON.stringify(o.kind)}; skipped` });
+        ctx.issues.push({ file, line: n, message: `unknown line kind ${head(JSON.stringify(o.kind))}; skipped` });
       }
     }
   } finally {
@@ -102,6 +108,8 @@ async function stagePages(ctx: BatchContext, file: string, poll: string): Promis
       ...(n > 1 ? { count: n } : {}),
     });
   }
+  // A record's ord is its page's line × 1,000,000 plus its place in the page (catalogue_polls.sql `objs`).
+  await refuseMetaRecords(ctx, file, (ord) => Math.floor(ord / 1_000_000));
   const mark = Number((await rows(ctx, 'SELECT coalesce(max(rowid), -1) AS m FROM stg_market_records'))[0]!.m);
   await stageMetaRecords(conn);
   await conn.run(ingestSql('catalogue_polls', 'observations'), { poll });

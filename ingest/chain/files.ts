@@ -2,6 +2,7 @@ import { headerLine } from '../detect.js';
 import { deriveFills } from '../fills.js';
 import { loadJsonObjects } from '../metadata/json.js';
 import { ingestSql } from '../metadata/sql.js';
+import { identifierMacros } from '../identifiers.js';
 import { noteLanded, type BatchContext, type SourceHandler } from '../types.js';
 
 /**
@@ -44,6 +45,7 @@ async function stage(ctx: BatchContext, file: string): Promise<void> {
   const { conn } = ctx;
   // DuckDB reads the lines; only a file it refuses (a torn or malformed line) is salvaged line by line, naming them.
   if (!(await loadJsonObjects(ctx, file, '_chain_objs'))) return;
+  await identifierMacros(conn);
   try {
     await conn.run(ingestSql('chain_files', 'lines'));
     await checkHeader(ctx);

@@ -1,15 +1,19 @@
 import { DuckDBListValue } from '@duckdb/node-api';
 import type { BatchContext } from '../types.js';
 import { batchTables } from './capture-redundancy.js';
+import { identifierMacros } from '../identifiers.js';
 
 /**
  * A capture's `outage` lines (docs/capture-format.md): nothing was recorded for these assets in (from_ms, to_ms).
  * Each becomes one `capture_disconnect` incident per asset; the coverage of the stretch holding it is not verified
  * (sql/ingest/coverage.sql). The condition id comes from this chunk's messages of the asset, else the catalogue
  * (staged in this batch, or in the lake). Needs _cap_ev and _ws_m (before finishTape drops it).
- * Returns the lines that lack from_ms, to_ms or assets (reported by the caller).
+ * Returns the lines that lack from_ms, to_ms or assets, and the assets refused (a token id that is no uint256, an
+ * over-long reason: identifiers.sql) with their first line; the caller reports both. The other assets of a line land.
  */
-export async function stageOutages(ctx: BatchContext, recorder: string): Promise<{ incidents: number; bad: number; badLine: number | null }> {
+export type OutagesStaged = { incidents: number; bad: number; badLine: number | null; refused: number; refusedLine: number | null };
+
+export async function stageOutages(ctx: BatchContext, recorder: string): Promise<OutagesStaged> {
   const { conn } = ctx;
   const row = (
     await conn.runAndReadAll(
@@ -20,12 +24,25 @@ export async function stageOutages(ctx: BatchContext, recorder: string): Promise
   const good = Number(row?.[0] ?? 0);
   const bad = Number(row?.[1] ?? 0);
   const badLine = row?.[2] === null || row?.[2] === undefined ? null : Number(row[2]);
-  if (good === 0) return { incidents: 0, bad, badLine };
+  if (good === 0) return { incidents: 0, bad, badLine, refused: 0, refusedLine: null };
+  await identifierMacros(conn);
+  // Outage lines are few: each asset is checked as it stands.
   await conn.run(
-    `CREATE OR REPLACE TEMP TABLE _cap_out AS
-     SELECT DISTINCT unnest(assets) AS asset_id, from_ms, to_ms, reason FROM _cap_ev
+    `CREATE OR REPLACE TEMP TABLE _cap_out_all AS
+     SELECT DISTINCT line, unnest(assets) AS asset_id, from_ms, to_ms, reason FROM _cap_ev
      WHERE event = 'outage' AND from_ms IS NOT NULL AND to_ms IS NOT NULL AND len(assets) > 0`,
   );
+  const refusedRow = (
+    await conn.runAndReadAll(`SELECT count(*), min(line) FROM _cap_out_all WHERE pm_bad_token(asset_id) OR pm_long_name(reason)`)
+  ).getRows()[0];
+  const refused = Number(refusedRow?.[0] ?? 0);
+  const refusedLine = refused > 0 ? Number(refusedRow?.[1]) : null;
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE _cap_out AS
+     SELECT DISTINCT asset_id, from_ms, to_ms, reason FROM _cap_out_all
+     WHERE asset_id IS NOT NULL AND NOT pm_bad_token(asset_id) AND NOT pm_long_name(reason)`,
+  );
+  await conn.run('DROP TABLE _cap_out_all');
   const tokens = ctx.lake.files('tokens');
   const stored = tokens.length
     ? `UNION ALL SELECT token_id, condition_id, 2 FROM read_parquet($f::VARCHAR[], hive_partitioning = false) WHERE token_id IN (SELECT asset_id FROM _cap_out)`
@@ -34,10 +51,14 @@ export async function stageOutages(ctx: BatchContext, recorder: string): Promise
     `INSERT INTO stg_incidents
      WITH cond AS (
        SELECT asset_id, arg_min(condition_id, rank) AS condition_id FROM (
-         SELECT asset_id, market AS condition_id, 0 AS rank FROM _ws_m WHERE asset_id IN (SELECT asset_id FROM _cap_out) AND market IS NOT NULL
-         UNION ALL
-         SELECT pc.asset_id, market, 0 FROM (SELECT market, unnest(price_changes) AS pc FROM _ws_m WHERE len(price_changes) > 0)
-         WHERE pc.asset_id IN (SELECT asset_id FROM _cap_out) AND market IS NOT NULL
+         -- The chunk's markets of these assets, checked (the catalogue's were checked when staged). Only an outage's
+         -- assets are read, so the check meets few messages.
+         SELECT asset_id, condition_id, rank FROM (
+           SELECT DISTINCT asset_id, market AS condition_id, 0 AS rank FROM _ws_m WHERE asset_id IN (SELECT asset_id FROM _cap_out) AND market IS NOT NULL
+           UNION
+           SELECT pc.asset_id, market, 0 FROM (SELECT market, unnest(price_changes) AS pc FROM _ws_m WHERE len(price_changes) > 0)
+           WHERE pc.asset_id IN (SELECT asset_id FROM _cap_out) AND market IS NOT NULL
+         ) WHERE NOT pm_bad_condition(condition_id)
          UNION ALL
          SELECT token_id, condition_id, 1 FROM stg_tokens WHERE token_id IN (SELECT asset_id FROM _cap_out)
          ${stored}
@@ -50,7 +71,7 @@ export async function stageOutages(ctx: BatchContext, recorder: string): Promise
   );
   const n = Number((await conn.runAndReadAll('SELECT count(*) FROM _cap_out')).getRows()[0]?.[0] ?? 0);
   await conn.run('DROP TABLE IF EXISTS _cap_out');
-  return { incidents: n, bad, badLine };
+  return { incidents: n, bad, badLine, refused, refusedLine };
 }
 
 /**

@@ -167,6 +167,15 @@ async function stagePart(ctx: BatchContext, part: string, file: string, lineOffs
       count: out.bad,
     });
   }
+  if (out.refused > 0) {
+    bump(ctx, 'refused_identifiers', out.refused);
+    ctx.issues.push({
+      file,
+      ...(out.refusedLine !== null ? { line: out.refusedLine } : {}),
+      message: `${out.refused} outage asset(s) whose token id is not a uint256 in decimal (or whose reason is over 256 bytes), no incident; first at line ${out.refusedLine}`,
+      count: out.refused,
+    });
+  }
   state.carry = await finishTape(ctx, file, (el) => ({ line: el, at: `line ${el}` }), state.carry, ALSO_KNOWN);
   bump(ctx, 'capture_copies_replaced', await replaceLaterCopies(ctx, source, marks));
 }
@@ -178,21 +187,26 @@ async function headerRow(ctx: BatchContext): Promise<Record<string, unknown> | u
   return Number(rows[0]!.line) === 1 ? rows[0] : undefined;
 }
 
+/** A recorder id lands in incidents (the `capture_disconnect` detail): a name, bounded like the rest (identifiers.sql). */
+const MAX_RECORDER_BYTES = 256;
+
 /**
  * Line 1 names the recorder (whose frames another recorder's may duplicate) and the format. A later format is not
- * guessed at: the file is reported as not ingested. A file whose first line is damaged still lands, as a source of
- * its own.
+ * guessed at: the file is reported as not ingested. A file whose first line is damaged (or names a recorder id over
+ * its bound) still lands, as a source of its own.
  */
 function readHeader(ctx: BatchContext, file: string, state: FileState, h: Record<string, unknown> | undefined): void {
   if (h?.event === 'start' && h.format !== null && Number(h.format) !== 1) {
     throw new Error(`capture format ${String(h.format)} is not supported (this ingest reads format 1, docs/capture-format.md)`);
   }
-  if (h?.event === 'start' && typeof h.recorder === 'string') {
+  const long = typeof h?.recorder === 'string' && Buffer.byteLength(h.recorder) > MAX_RECORDER_BYTES;
+  if (h?.event === 'start' && typeof h.recorder === 'string' && !long) {
     state.recorder = h.recorder;
     state.source = `${h.recorder}/${typeof h.session === 'string' ? h.session : ''}/`;
     return;
   }
-  ctx.issues.push({ file, line: 1, message: 'first line is not a capture start line; the file is landed as a recorder of its own' });
+  const what = long ? `names a recorder id over ${MAX_RECORDER_BYTES} bytes` : 'is not a capture start line';
+  ctx.issues.push({ file, line: 1, message: `first line ${what}; the file is landed as a recorder of its own` });
   state.recorder = `?${file}`;
   state.source = `?${file}/`;
 }

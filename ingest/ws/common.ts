@@ -1,34 +1,10 @@
-import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { BatchContext } from '../types.js';
+import { identifierMacros, PREVIEW_CHARS, refusedValue } from '../identifiers.js';
+import { runSqlFile } from '../sql-file.js';
 
-/** Fixed statements of one sql/ingest/*.sql file, comment lines removed, split on statement ends. */
-const cache = new Map<string, string[]>();
-export function sqlStatements(name: string): string[] {
-  let stmts = cache.get(name);
-  if (!stmts) {
-    const text = fs.readFileSync(fileURLToPath(new URL(`../../sql/ingest/${name}`, import.meta.url)), 'utf8');
-    stmts = text
-      .split('\n')
-      .filter((l) => !l.trimStart().startsWith('--'))
-      .join('\n')
-      .split(/;\s*$/m)
-      .map((s) => s.trim())
-      .filter((s) => s.length > 0);
-    cache.set(name, stmts);
-  }
-  return stmts;
-}
-
-export async function runSqlFile(conn: DuckDBConnection, name: string): Promise<void> {
-  const profile = process.env.PMLAKE_PROFILE === '1';
-  for (const s of sqlStatements(name)) {
-    const t = performance.now();
-    await conn.run(s);
-    if (profile) process.stderr.write(`[profile] ${name} ${(performance.now() - t).toFixed(0)} ms: ${s.slice(0, 60).replace(/\s+/g, ' ')}\n`);
-  }
-}
+// The tape's handlers (and the archive's) read the SQL files through here.
+export { runSqlFile, sqlStatements } from '../sql-file.js';
 
 async function scalar(conn: DuckDBConnection, sql: string): Promise<number> {
   const rows = (await conn.runAndReadAll(sql)).getRows();
@@ -70,6 +46,8 @@ export async function finishTape(
     k: carry.nextK,
   });
   const l2Before = await scalar(conn, 'SELECT count(*) FROM stg_l2');
+  await identifierMacros(conn);
+  await runSqlFile(conn, 'ws_ids.sql');
   await runSqlFile(conn, 'ws_stage.sql');
   const l2Added = (await scalar(conn, 'SELECT count(*) FROM stg_l2')) - l2Before;
   // One pass over the messages for every count and check below (each was a scan of its own).
@@ -117,15 +95,52 @@ export async function finishTape(
   };
   report(total('not_obj'), firstEl('not_obj_el'), 'message(s) that are not JSON objects, skipped', 'malformed_messages');
   if (levelsSent > l2Added) {
-    const r = (await conn.runAndReadAll(`SELECT count(*), min(el) FROM _ws_lv WHERE bad`)).getRows()[0];
+    const r = (await conn.runAndReadAll(`SELECT count(*), min(el) FROM _ws_lv WHERE bad AND NOT refused`)).getRows()[0];
     report(Number(r?.[0] ?? 0), Number(r?.[1]), 'level update(s) with a missing token, bad side or unparsable price/size, skipped', 'bad_level_updates');
   }
   report(total('bad_lt'), firstEl('bad_lt_el'), 'last_trade_price message(s) without token, price or size, skipped', 'bad_last_trades');
+  await reportRefused(conn, report);
   const last = (
     await conn.runAndReadAll(`SELECT recv_ms, seq0 + n - recv_ms * 1000000 FROM _ws_recv WHERE recv_ms IS NOT NULL ORDER BY el DESC LIMIT 1`)
   ).getRows()[0];
   const next: Carry = last ? { recvMs: Number(last[0]), nextK: Number(last[1]) } : carry;
   await conn.run('DROP VIEW IF EXISTS _ws_lv');
-  for (const t of ['_ws_el', '_ws_fr', '_ws_m', '_ws_b', '_ws_recv', '_ws_carry']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  for (const t of ['_ws_el', '_ws_fr', '_ws_m', '_ws_b', '_ws_recv', '_ws_carry', '_ws_refused']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
   return next;
+}
+
+/** How each kind of value ws_ids.sql refuses is told in an issue (lake/README.md, "What the ingest accepts"). */
+const REFUSED: Record<string, string> = {
+  token: 'a token id that is not a uint256 in decimal',
+  condition: 'a condition id that is not 0x and 64 hex digits',
+  event_type: 'an event type over 256 bytes',
+  text: 'a hash, side or transaction hash over 256 bytes',
+};
+
+/** Refused values named one by one per chunk; beyond that, one more issue counts the rest. */
+const REFUSED_NAMED = 20;
+
+/**
+ * One issue per value ws_ids.sql refused (_ws_refused) in the order the chunk first names them: the value (its head
+ * and size: it may be megabytes), how many messages and price_change entries name it and the first that does.
+ */
+async function reportRefused(conn: DuckDBConnection, report: (n: number, el: number, what: string, counter: string) => void): Promise<void> {
+  const rows = (
+    await conn.runAndReadAll(
+      `SELECT kind, n, el, left(id, $chars) AS head, strlen(id) AS bytes, count(*) OVER () AS total,
+              sum(n) OVER (ORDER BY el, kind, id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS n_rest
+       FROM _ws_refused ORDER BY el, kind, id LIMIT $named + 1`,
+      { chars: PREVIEW_CHARS, named: REFUSED_NAMED },
+    )
+  ).getRowObjectsJS();
+  const tail = 'not derived; their frames stay in raw';
+  for (const [i, r] of rows.entries()) {
+    if (i === REFUSED_NAMED) {
+      const more = Number(r.total) - REFUSED_NAMED;
+      report(Number(r.n_rest), Number(r.el), `message(s) or price_change entries naming ${more} more refused value(s), ${tail}`, 'refused_identifiers');
+      break;
+    }
+    const value = r.head === null ? '' : ` (${refusedValue(r.head, r.bytes)})`;
+    report(Number(r.n), Number(r.el), `message(s) or price_change entries naming ${REFUSED[String(r.kind)]}${value}, ${tail}`, 'refused_identifiers');
+  }
 }

@@ -1,13 +1,15 @@
 import type { SourceHandler } from '../types.js';
 import { surveyTapeCsv } from './survey.js';
 import { finishTape } from './common.js';
+import { identifierMacros } from '../identifiers.js';
 
 /**
  * Old-shape price_change messages exported from a database table: columns id, asset_id, market, timestamp,
  * hash, changes. `changes` is JSON inside a CSV field (keys in any order); `timestamp` is local-time text
  * with a numeric offset (`2025-01-25 18:15:47.925 +0100`) and is converted to UTC; hash quoting varies, which
  * the CSV reader absorbs. Rows arrive in the table's id order (its insertion order = arrival order). There is
- * no original frame: the raw tape gets the message rebuilt as venue-shaped JSON.
+ * no original frame: the raw tape gets the message rebuilt as venue-shaped JSON, so a row naming a token or condition
+ * id the ingest refuses, or with an over-long hash (identifiers.sql), is reported and left out of raw too.
  */
 export const wsCsvHandler: SourceHandler = {
   kind: 'ws',
@@ -55,6 +57,27 @@ export const wsCsvHandler: SourceHandler = {
       ctx.counts.bad_csv_rows = (ctx.counts.bad_csv_rows ?? 0) + Number(bad?.[0]);
       await conn.run('DELETE FROM _ws_m WHERE ts_ms IS NULL OR changes IS NULL OR asset_id IS NULL');
     }
+    await identifierMacros(conn);
+    // Each distinct token and market is checked once (a table of many rows names few), into a table of its own so the
+    // patterns stay off the rows; hashes are measured per row.
+    await conn.run(`CREATE OR REPLACE TEMP TABLE _ws_csv_ids AS SELECT DISTINCT asset_id, market FROM _ws_m`);
+    await conn.run(`CREATE OR REPLACE TEMP TABLE _ws_csv_refused AS
+      SELECT m.el FROM _ws_m m
+      LEFT JOIN (SELECT * FROM _ws_csv_ids WHERE pm_bad_token(asset_id) OR pm_bad_condition(market)) b
+        ON b.asset_id = m.asset_id AND b.market IS NOT DISTINCT FROM m.market
+      WHERE b.asset_id IS NOT NULL OR pm_long_name(m.hash)`);
+    const refused = (await conn.runAndReadAll(`SELECT count(*), min(line) FROM _ws_csv2 JOIN _ws_csv_refused USING (el)`)).getRows()[0];
+    if (Number(refused?.[0])) {
+      ctx.issues.push({
+        file,
+        line: Number(refused?.[1]),
+        message: `${Number(refused?.[0])} row(s) naming a token id that is not a uint256 in decimal, a condition id that is not 0x and 64 hex digits, or with a hash over 256 bytes, skipped; first at this line`,
+        count: Number(refused?.[0]),
+      });
+      ctx.counts.refused_identifiers = (ctx.counts.refused_identifiers ?? 0) + Number(refused?.[0]);
+      await conn.run('DELETE FROM _ws_m WHERE el IN (SELECT el FROM _ws_csv_refused)');
+    }
+    for (const t of ['_ws_csv_ids', '_ws_csv_refused']) await conn.run(`DROP TABLE ${t}`);
     await conn.run(`CREATE OR REPLACE TEMP TABLE _ws_fr AS
       SELECT m.el, 'csv' AS kind, NULL::BIGINT AS wrap_ms,
              json_object('event_type', 'price_change', 'asset_id', m.asset_id, 'market', m.market,

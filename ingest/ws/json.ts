@@ -5,6 +5,7 @@ import { surveyTapeJson } from './survey.js';
 import { bump, finishTape, NO_CARRY, runSqlFile, type Carry, type TapeBatchContext } from './common.js';
 import { makeScratchDir } from '../scratch.js';
 import { JSON_CAP, jsonObjectLimit } from '../memory.js';
+import { identifierMacros } from '../identifiers.js';
 
 /**
  * Websocket captures in every JSON layout seen in the wild — a file holding an array of frames, an array of
@@ -213,7 +214,8 @@ function salvageLines(
 /**
  * A REST capture may hold other endpoints beside GET_book: data-api /trades rows are public prints of the
  * same kind as last_trade_price and go to last_trades (no receive time: recv_ts = ts, timestamps in
- * seconds); /prices-history points have no home in the lake and are only counted.
+ * seconds); /prices-history points have no home in the lake and are only counted. A print naming a token or condition
+ * id the ingest refuses (or an over-long side or hash: identifiers.sql) is an issue and lands nowhere.
  */
 async function stageRestExtras(ctx: BatchContext, file: string): Promise<void> {
   const { conn } = ctx;
@@ -223,6 +225,19 @@ async function stageRestExtras(ctx: BatchContext, file: string): Promise<void> {
     SELECT unnest(from_json(j -> '$.GET_data_api_trades',
       '[{"asset":"VARCHAR","conditionId":"VARCHAR","side":"VARCHAR","size":"VARCHAR","price":"VARCHAR","timestamp":"VARCHAR","transactionHash":"VARCHAR"}]')) AS t
     FROM _ws_el WHERE json_exists(j, '$.GET_data_api_trades')`);
+  await identifierMacros(conn);
+  // A REST capture holds a page of prints: each checked as it stands.
+  await conn.run(`CREATE OR REPLACE TEMP MACRO _ws_rest_refused(t) AS pm_bad_token(t.asset) OR pm_bad_condition(t.conditionId)
+    OR pm_long_name(t.side) OR pm_long_name(t.transactionHash)`);
+  const refused = Number((await conn.runAndReadAll('SELECT count(*) FROM _ws_rest_tr WHERE _ws_rest_refused(t)')).getRows()[0]?.[0] ?? 0);
+  if (refused > 0) {
+    bump(ctx, 'refused_identifiers', refused);
+    ctx.issues.push({
+      file,
+      message: `${refused} data-api trade(s) naming a token id that is not a uint256 in decimal, a condition id that is not 0x and 64 hex digits, or an over-long side or hash; skipped`,
+      count: refused,
+    });
+  }
   await conn.run(`INSERT INTO stg_last_trades
     SELECT make_timestamp(TRY_CAST(t.timestamp AS BIGINT) * 1000000), make_timestamp(TRY_CAST(t.timestamp AS BIGINT) * 1000000),
            t.conditionId, t.asset, upper(t.side), TRY_CAST(t.price AS DECIMAL(10,6)), TRY_CAST(t.size AS DECIMAL(18,6)),
@@ -230,7 +245,7 @@ async function stageRestExtras(ctx: BatchContext, file: string): Promise<void> {
            -- seq on the same scale as the tape: receive ms * 1e6 + rank within the second's prints
            TRY_CAST(t.timestamp AS BIGINT) * 1000000000 + row_number() OVER (PARTITION BY t.timestamp ORDER BY t.transactionHash, t.asset) - 1
     FROM _ws_rest_tr
-    WHERE t.asset IS NOT NULL AND TRY_CAST(t.timestamp AS BIGINT) IS NOT NULL
+    WHERE t.asset IS NOT NULL AND TRY_CAST(t.timestamp AS BIGINT) IS NOT NULL AND NOT _ws_rest_refused(t)
       AND TRY_CAST(t.price AS DECIMAL(10,6)) IS NOT NULL AND TRY_CAST(t.size AS DECIMAL(18,6)) IS NOT NULL`);
   const n = (await conn.runAndReadAll('SELECT count(*) FROM _ws_rest_tr')).getRows()[0]?.[0];
   bump(ctx, 'rest_trades', Number(n));

@@ -20,11 +20,14 @@ CREATE TEMP TABLE IF NOT EXISTS stg_tape_flags (kind VARCHAR, asset_id VARCHAR, 
 -- ordered by venue time, then r (a price_change run before the message that ends it), then file position.
 -- k is local to a market, so a file staged in pieces cut at market boundaries gives the same rows as whole.
 -- The piece's rows, read once (the staging steps below read them several times): known types with a receive
--- time and a market.
+-- time and a market, naming no token or market id the census refused (_ar_bad_tokens, _ar_bad_markets:
+-- ingest/archive/stage.ts, identifiers.sql; empty lists cost the lookups next to nothing).
 CREATE OR REPLACE TEMP TABLE _ar_r AS
 SELECT *, CASE event_type WHEN 'price_change' THEN 2 WHEN 'book' THEN 1 WHEN 'last_trade_price' THEN 0 WHEN 'tick_size_change' THEN 3 END AS et_rank
 FROM _ar_src($f, $lo, $hi)
-WHERE recv_ms IS NOT NULL AND market_n IS NOT NULL AND event_type IN ('price_change', 'book', 'last_trade_price', 'tick_size_change');
+WHERE recv_ms IS NOT NULL AND market_n IS NOT NULL AND event_type IN ('price_change', 'book', 'last_trade_price', 'tick_size_change')
+  AND NOT coalesce(asset_id IN (SELECT asset_id FROM _ar_bad_tokens), false)
+  AND NOT coalesce(market_n IN (SELECT market_n FROM _ar_bad_markets), false);
 
 -- The windows run over narrow rows (the wide rows would be carried through their sorts): market and token as
 -- 64-bit hashes (two that collided would only share a ranking: each token's order stays its own).

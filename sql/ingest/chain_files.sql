@@ -10,7 +10,9 @@ CREATE OR REPLACE TEMP TABLE _chain_objs AS SELECT ord, obj->>'kind' AS kind, ob
 CREATE OR REPLACE TEMP TABLE _chain_blocks AS
 SELECT line, number, hash, ts, row_number() OVER (PARTITION BY number ORDER BY line) AS nth
 FROM (
-  SELECT ord AS line, TRY_CAST(j.number AS BIGINT) AS number, lower(j.hash) AS hash, TRY_CAST(j.timestamp AS BIGINT) AS ts
+  -- A hash over its bound (identifiers.sql) is no hash: the line is reported as lacking one, and no log matches it.
+  SELECT ord AS line, TRY_CAST(j.number AS BIGINT) AS number, CASE WHEN NOT pm_long_name(j.hash) THEN lower(j.hash) END AS hash,
+         TRY_CAST(j.timestamp AS BIGINT) AS ts
   FROM (SELECT ord, json_transform(obj, '{"number":"VARCHAR","hash":"VARCHAR","timestamp":"VARCHAR"}') AS j FROM _chain_objs WHERE kind = 'block')
 );
 
@@ -44,6 +46,9 @@ SELECT l.*, b.ts AS block_ts_s,
   CASE
     WHEN l.block_number IS NULL OR l.log_index IS NULL OR l.transaction_hash IS NULL OR l.address IS NULL
       THEN 'log line lacks block_number, log_index, transaction_hash or address'
+    -- identifiers.sql: what lands as a column is bounded (args and data stay as the node gave them, like raw's frames).
+    WHEN pm_long_name(l.block_hash) OR pm_long_name(l.transaction_hash) OR pm_long_name(l.address) OR pm_long_name(l.exchange)
+      OR pm_long_name(l.event) OR pm_bad_names(l.topics) THEN 'a hash, address, exchange, event or topic over 256 bytes, or over 64 topics'
     WHEN b.number IS NULL THEN 'no block line for block ' || l.block_number
     WHEN b.ts IS NULL OR b.hash IS NULL THEN 'its block line ' || b.line || ' lacks hash or timestamp'
     WHEN l.block_hash IS DISTINCT FROM b.hash THEN 'block_hash ' || coalesce(l.block_hash, 'null') || ' differs from block line ' || b.line || ' (' || b.hash || ')'
@@ -63,7 +68,7 @@ WITH ordered_blocks AS (
          count(*) FILTER (WHERE kind = 'log') AS log_lines
   FROM _chain_objs
 ), issues AS (
-  SELECT line, 'block line lacks number, hash or timestamp' AS message, 1 AS n FROM _chain_blocks
+  SELECT line, 'block line lacks number, hash (of at most 256 bytes) or timestamp' AS message, 1 AS n FROM _chain_blocks
   WHERE number IS NULL OR hash IS NULL OR ts IS NULL
   UNION ALL
   SELECT line, 'block ' || number || ': timestamp ' || ts || ' is before the previous block line''s (' || prev_number || ', ' || prev_ts || ')', 1
@@ -77,10 +82,12 @@ WITH ordered_blocks AS (
   SELECT min(line), 'log not landed: ' || any_value(problem ORDER BY line), count(*) FROM _chain_logs
   WHERE problem IS NOT NULL GROUP BY block_number, regexp_replace(problem, '^log [0-9]+ ', 'log ')
   UNION ALL
-  SELECT ord, 'error line kept by the indexer (block ' || coalesce(obj->>'block_number', '?') || '): ' || coalesce(obj->>'message', '(no message)'), 1
+  -- The indexer's own text, told in the issue as a bounded head.
+  SELECT ord, 'error line kept by the indexer (block ' || coalesce(left(obj->>'block_number', 32), '?') || '): '
+              || coalesce(left(obj->>'message', 256), '(no message)'), 1
   FROM _chain_objs WHERE kind = 'error'
   UNION ALL
-  SELECT min(ord), 'unknown line kind ' || coalesce('"' || kind || '"', '(none)'), count(*) FROM _chain_objs
+  SELECT min(ord), 'unknown line kind ' || coalesce('"' || left(kind, 64) || '"', '(none)'), count(*) FROM _chain_objs
   WHERE kind IS NULL OR kind NOT IN ('chain_range', 'block', 'log', 'error', 'end')
   GROUP BY kind
   UNION ALL

@@ -65,8 +65,11 @@ SELECT *,
     WHEN ts_raw IS NULL OR ts_raw <= 0 THEN 'missing or invalid block timestamp'
     WHEN log_index_text IS NOT NULL AND log_index_raw IS NULL THEN 'invalid log index'
     WHEN v2_shape AND (v2_side IS NULL OR v2_side NOT IN ('0', '1')) THEN 'V2 side must be 0 (BUY) or 1 (SELL)'
-    WHEN maker_asset IS NULL OR taker_asset IS NULL OR NOT regexp_full_match(maker_asset, '[0-9]+')
-         OR NOT regexp_full_match(taker_asset, '[0-9]+') THEN 'asset ids must be decimal integers'
+    -- identifiers.sql: a token id is a uint256 in decimal (leading zeros removed above); text lands bounded.
+    WHEN maker_asset IS NULL OR taker_asset IS NULL OR maker_asset = '' OR taker_asset = '' OR pm_bad_token(maker_asset)
+         OR pm_bad_token(taker_asset) THEN 'asset ids must be decimal integers of a uint256 (at most 2^256 - 1)'
+    WHEN pm_long_name(tx) OR pm_long_name(order_hash) OR pm_long_name(maker) OR pm_long_name(taker)
+      THEN 'a transaction hash, order hash, maker or taker over 256 bytes'
     WHEN (maker_asset = '0') = (taker_asset = '0') THEN 'exactly one of makerAssetId / takerAssetId must be 0 (USDC)'
     WHEN maker_amount IS NULL OR taker_amount IS NULL OR fee_bad THEN 'amount is not an integer within 128 bits'
     WHEN shares <= 0 OR usdc < 0 THEN 'non-positive share amount'

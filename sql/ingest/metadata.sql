@@ -48,6 +48,65 @@ WHERE NOT EXISTS (SELECT 1 FROM _meta_gamma g WHERE g.ord = i.ord)
   AND NOT EXISTS (SELECT 1 FROM _meta_clob c WHERE c.ord = i.ord)
 ORDER BY ord LIMIT 20;
 
+-- name: refuse
+-- Records naming an identifier or text the ingest refuses (identifiers.sql; lake/README.md, "What the ingest
+-- accepts"), with the first reason: a Gamma market (or dump line) by its row of _meta_gamma — one market of an event
+-- is refused alone, unless the event's own fields are what is refused — and a CLOB market. Nothing is staged from them:
+-- the catalogue, its records and the point-in-time definitions (catalogue_polls.sql) read what is left.
+CREATE OR REPLACE TEMP TABLE _meta_refused AS
+WITH g AS (
+  SELECT rowid AS r, ord, m, e, dump,
+         coalesce(pm_str_list(m->>'clobTokenIds'), pm_str_list(dump->>'token_ids')) AS toks,
+         pm_str_list(m->>'outcomes') AS outs,
+         pm_num_list(coalesce(dump->>'outcome_prices', (m->>'outcomePrices'))) AS prices
+  FROM _meta_gamma WHERE json_type(m) = 'OBJECT'
+), c AS (
+  SELECT rowid AS r, ord, m,
+         json_extract_string(m, '$.tokens[*].token_id') AS toks,
+         json_extract_string(m, '$.tokens[*].outcome') AS outs
+  FROM _meta_clob
+), why AS (
+  SELECT 'gamma' AS t, r, ord, CASE
+    WHEN pm_bad_condition(coalesce(nullif(m->>'conditionId', ''), nullif(dump->>'condition_id', ''))) THEN 'a condition id that is not 0x and 64 hex digits'
+    WHEN pm_bad_market_id(nullif(m->>'id', '')) THEN 'a market id that is not a decimal of 1 to 17 digits'
+    WHEN pm_bad_tokens(toks) THEN 'a token id that is not a uint256 in decimal, or over 64 of them'
+    WHEN pm_long_question(m->>'question') THEN 'a question over 4096 bytes'
+    WHEN pm_long_text(m->>'description') THEN 'a description over 65536 bytes'
+    WHEN pm_bad_names(outs) OR pm_long_list(prices) THEN 'an outcome over 256 bytes, or over 64 outcomes or prices'
+    WHEN pm_long_name(m->>'slug') OR pm_long_name(m->>'questionID') OR pm_long_name(m->>'category') OR pm_long_name(e->>'id')
+      OR pm_long_name(e->>'category') OR pm_long_name(e->>'seriesSlug') OR pm_long_name(json_extract_string(e, '$.series[0].slug'))
+      OR pm_long_name(dump->>'asset') THEN 'a slug, category or id (question, event, series) over 256 bytes'
+  END AS why, coalesce(nullif(m->>'conditionId', ''), nullif(dump->>'condition_id', ''), m->>'id') AS key
+  FROM g
+  UNION ALL
+  SELECT 'clob', r, ord, CASE
+    WHEN pm_bad_condition(nullif(m->>'condition_id', '')) THEN 'a condition id that is not 0x and 64 hex digits'
+    WHEN pm_bad_tokens(toks) THEN 'a token id that is not a uint256 in decimal, or over 64 of them'
+    WHEN pm_long_question(m->>'question') THEN 'a question over 4096 bytes'
+    WHEN pm_long_text(m->>'description') THEN 'a description over 65536 bytes'
+    WHEN pm_bad_names(outs) THEN 'an outcome over 256 bytes, or over 64 outcomes'
+    WHEN pm_long_name(m->>'market_slug') OR pm_long_name(m->>'question_id') THEN 'a slug or question id over 256 bytes'
+  END, m->>'condition_id'
+  FROM c
+)
+SELECT t, r, ord, why, left(key, $chars) AS head, strlen(key) AS bytes FROM why WHERE why IS NOT NULL;
+
+-- name: refused
+-- The refused records for the report: the first $named by record, and how many there are.
+SELECT t, ord, why, head, bytes, count(*) OVER () AS total FROM _meta_refused ORDER BY ord, t, r LIMIT $named;
+
+-- name: drop_refused_gamma
+DELETE FROM _meta_gamma WHERE rowid IN (SELECT r FROM _meta_refused WHERE t = 'gamma');
+
+-- name: drop_refused_clob
+DELETE FROM _meta_clob WHERE rowid IN (SELECT r FROM _meta_refused WHERE t = 'clob');
+
+-- name: refused_series
+-- Series of Gamma events whose text is over its bound: not staged (gamma_series), counted here with the first record.
+SELECT count(*) AS n, min(ord) AS ord FROM (
+  SELECT DISTINCT ord, e, unnest(json_extract(e, '$.series[*]')) AS s FROM _meta_gamma WHERE json_type(e, '$.series') = 'ARRAY')
+WHERE pm_bad_series(s);
+
 -- name: gamma_records
 -- Resolution rule (Gamma has no winner flag): a market is resolved when the dump says so, when UMA's
 -- status is resolved/settled, or when it is closed and one outcome price has reached >= 0.99 (the venue
@@ -120,7 +179,7 @@ SELECT 'gamma' AS source, $gamma AS priority, pm_ts(s->>'updatedAt') AS record_t
        nullif((s->>'recurrence'), '') AS recurrence
 FROM (SELECT DISTINCT e, unnest(json_extract(e, '$.series[*]')) AS s
       FROM _meta_gamma WHERE json_type(e, '$.series') = 'ARRAY')
-WHERE coalesce(nullif(s->>'slug', ''), nullif(s->>'ticker', ''), (s->>'id')) IS NOT NULL;
+WHERE coalesce(nullif(s->>'slug', ''), nullif(s->>'ticker', ''), (s->>'id')) IS NOT NULL AND NOT pm_bad_series(s);
 
 -- name: clob_records
 -- CLOB records have no numeric id; tokens[] gives outcomes, token ids and prices in one order, and the
@@ -155,6 +214,15 @@ SELECT 'clob' AS source, $clob AS priority,
   pm_ts(m->>'end_date_iso') AS end_date,
   TRY_CAST(m->>'minimum_tick_size' AS DECIMAL(10,6)) AS tick_size
 FROM c WHERE nullif(m->>'condition_id', '') IS NOT NULL;
+
+-- name: refused_csv
+-- Catalogue CSV rows naming a market id or text the ingest refuses (identifiers.sql): the first $named lines, and how
+-- many there are; drop_refused_csv removes them before csv_records.
+SELECT line, count(*) OVER () AS total FROM _meta_csv
+WHERE pm_bad_csv_row(market_id, question, category, outcomes, outcome_prices) ORDER BY line LIMIT $named;
+
+-- name: drop_refused_csv
+DELETE FROM _meta_csv WHERE pm_bad_csv_row(market_id, question, category, outcomes, outcome_prices);
 
 -- name: csv_records
 -- The catalogue CSV knows markets by Gamma id only (no condition id, no tokens); outcomes and prices are

@@ -19,11 +19,21 @@ ALTER TABLE stg_l2 ADD COLUMN IF NOT EXISTS chk_ask DECIMAL(10,6);
 ALTER TABLE stg_l2 ADD COLUMN IF NOT EXISTS chk_tick DECIMAL(10,6);
 CREATE TEMP TABLE IF NOT EXISTS stg_tape_flags (kind VARCHAR, asset_id VARCHAR, condition_id VARCHAR, recv_ms BIGINT, seq BIGINT, detail VARCHAR);
 
+-- What ws_ids.sql refused (_ws_refused): no derived row names such a token or condition id, and raw's lists of a
+-- frame's event types and markets leave them out (its frame text is kept as recorded). An empty list costs each
+-- lookup next to nothing.
+CREATE OR REPLACE TEMP MACRO _ws_bad_token(x) AS coalesce(x IN (SELECT id FROM _ws_refused WHERE kind = 'token'), false);
+CREATE OR REPLACE TEMP MACRO _ws_bad_condition(x) AS coalesce(x IN (SELECT id FROM _ws_refused WHERE kind = 'condition'), false);
+
 CREATE OR REPLACE TEMP TABLE _ws_b AS
-SELECT el, coalesce(wrap_ms, ts_ms) AS basis, 1 AS n, [event_type] AS event_types, [market] AS condition_ids
+SELECT el, coalesce(wrap_ms, ts_ms) AS basis, 1 AS n,
+       CASE WHEN pm_long_name(event_type) THEN [] ELSE [event_type] END AS event_types,
+       CASE WHEN _ws_bad_condition(market) THEN [] ELSE [market] END AS condition_ids
 FROM _ws_m WHERE NOT multi
 UNION ALL
-SELECT el, max(coalesce(wrap_ms, ts_ms)), count(*), list_sort(list_distinct(list(event_type))), list_sort(list_distinct(list(market)))
+SELECT el, max(coalesce(wrap_ms, ts_ms)), count(*),
+       coalesce(list_sort(list_distinct(list(event_type) FILTER (WHERE NOT pm_long_name(event_type)))), []),
+       coalesce(list_sort(list_distinct(list(market) FILTER (WHERE NOT _ws_bad_condition(market)))), [])
 FROM _ws_m WHERE multi GROUP BY el
 UNION ALL
 -- A frame without messages has no venue time; a capture that recorded its receive time (ingest/ws/capture.ts) sets wrap_ms.
@@ -54,7 +64,8 @@ WHERE r.recv_ms IS NOT NULL;
 -- a price_change's entries in order. BUY levels are bids, SELL levels are asks. An empty book becomes one
 -- marker row with side, price and size NULL so the lake still records that the book was cleared.
 -- _ws_lv is the same rows as a view, with `bad` marking what is not inserted (rare; queried only for the
--- issue report when the inserted count falls short of the levels sent).
+-- issue report when the inserted count falls short of the levels sent), and `refused` what names a token or condition
+-- id ws_ids.sql refused or carries an over-long hash (reported by ingest/ws/common.ts from _ws_refused).
 CREATE OR REPLACE TEMP VIEW _ws_lv AS
 WITH mm AS (
   SELECT m.*, r.recv_ms, r.seq0 + m.mi AS seq FROM _ws_m m JOIN _ws_recv r USING (el)
@@ -96,19 +107,21 @@ SELECT make_timestamp(recv_ms * 1000) AS recv_ts, make_timestamp(ts_ms * 1000) A
        TRY_CAST(chk_bid AS DECIMAL(10,6)) AS chk_bid, TRY_CAST(chk_ask AS DECIMAL(10,6)) AS chk_ask, TRY_CAST(chk_tick AS DECIMAL(10,6)) AS chk_tick,
        (asset_id IS NULL
          OR (side IS NOT NULL AND (nside IS NULL OR price IS NULL OR size IS NULL))
-         OR (side IS NULL AND NOT is_snapshot)) AS bad
+         OR (side IS NULL AND NOT is_snapshot)) AS bad,
+       _ws_bad_token(asset_id) OR _ws_bad_condition(market) OR pm_long_name(hash) AS refused
 FROM c;
 
 -- after_gap is decided by the book replay (ingest/books.ts), which sets it on the few rows after a gap.
 INSERT INTO stg_l2 BY NAME
 SELECT recv_ts, ts, condition_id, asset_id, side, price, size, is_snapshot, hash, seq, level_idx, false AS after_gap, chk_bid, chk_ask, chk_tick
-FROM _ws_lv WHERE NOT bad;
+FROM _ws_lv WHERE NOT bad AND NOT refused;
 
 -- tick_size_change messages (no level update): their new tick, for the off-tick check of later prices.
 INSERT INTO stg_tape_flags
 SELECT 'tick', m.asset_id, m.market, r.recv_ms, r.seq0 + m.mi, CAST(m.tick AS VARCHAR)
 FROM _ws_m m JOIN _ws_recv r USING (el)
-WHERE m.event_type = 'tick_size_change' AND m.asset_id IS NOT NULL AND m.tick IS NOT NULL AND r.recv_ms IS NOT NULL;
+WHERE m.event_type = 'tick_size_change' AND m.asset_id IS NOT NULL AND m.tick IS NOT NULL AND r.recv_ms IS NOT NULL
+  AND NOT _ws_bad_token(m.asset_id) AND NOT _ws_bad_condition(m.market);
 
 -- Frame-level incidents, one row per token the frame names: a frame whose text equals an earlier frame's in
 -- the same file (or chunk), and a frame whose time basis lies before a frame written above it — by any amount
@@ -138,7 +151,7 @@ WITH txt AS (
 )
 SELECT DISTINCT ON (fl.kind, t.asset_id, fl.el) fl.kind, t.asset_id, t.market, r.recv_ms, r.seq0 + t.mi, fl.detail
 FROM flagged fl JOIN toks t USING (el) JOIN _ws_recv r USING (el)
-WHERE t.asset_id IS NOT NULL AND r.recv_ms IS NOT NULL
+WHERE t.asset_id IS NOT NULL AND r.recv_ms IS NOT NULL AND NOT _ws_bad_token(t.asset_id) AND NOT _ws_bad_condition(t.market)
 ORDER BY fl.kind, t.asset_id, fl.el, t.mi;
 
 INSERT INTO stg_last_trades
@@ -151,4 +164,6 @@ SELECT make_timestamp(coalesce(m.ts_ms, r.recv_ms) * 1000) AS ts,
        m.transaction_hash, r.seq0 + m.mi AS seq
 FROM _ws_m m JOIN _ws_recv r USING (el)
 WHERE m.event_type = 'last_trade_price' AND m.asset_id IS NOT NULL AND r.recv_ms IS NOT NULL
-  AND TRY_CAST(m.price AS DECIMAL(10,6)) IS NOT NULL AND TRY_CAST(m.size AS DECIMAL(18,6)) IS NOT NULL;
+  AND TRY_CAST(m.price AS DECIMAL(10,6)) IS NOT NULL AND TRY_CAST(m.size AS DECIMAL(18,6)) IS NOT NULL
+  AND NOT _ws_bad_token(m.asset_id) AND NOT _ws_bad_condition(m.market)
+  AND NOT pm_long_name(m.side) AND NOT pm_long_name(m.transaction_hash);

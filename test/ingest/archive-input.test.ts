@@ -63,24 +63,28 @@ describe('malformed archive input: clear issues, the rest lands', () => {
     expect(await l2Count(path.join(tmp.dir, 'lake-bad-rows'))).toBe(expected);
   });
 
-  it('a market id with a byte CAST escapes lands as CAST writes it (\\xNN); plain ids of the same file as they are', async () => {
+  it('a market id with a byte CAST escapes is no condition id: refused, named as CAST writes it (\\xNN); plain ids of the same file land as they are', async () => {
     const m = base[0]!.market;
     // The file's rows once more under one market id whose last byte is 0xC3 (CAST(text AS BLOB) reads \xC3 so):
-    // not UTF-8 on its own, the archive's binary column damaged. The ingest must read it as CAST writes it.
+    // not UTF-8 on its own, the archive's binary column damaged. The ingest reads it as CAST writes it, and refuses it.
     const odd = `${m.slice(0, -2)}\\xC3`;
     const file = path.join(tmp.dir, 'polymarket_orderbook_2025-03-02T11.parquet');
-    // Its own tokens too, so its rows are not copies of the first market's.
-    const copy = base.map((r) => ({ ...r, market: odd, asset_id: r.asset_id === null ? null : `${r.asset_id}7` }));
+    const copy = base.map((r) => ({ ...r, market: odd }));
     await writeArchiveFile([...base, ...copy], file);
     const lake = path.join(tmp.dir, 'lake-odd-market');
     const r = await runIngest([file], { lakeDir: lake, derived: false });
     expect(r.failed).toBe(0);
-    expect(r.counts.level_updates).toBe(2 * expected);
+    expect(r.counts.level_updates).toBe(expected);
+    expect(r.issues).toHaveLength(1);
+    expect(r.issues[0]).toMatchObject({ file, count: copy.length });
+    expect(r.issues[0]!.message).toMatch(
+      new RegExp(
+        `^${copy.length} row\\(s\\) naming a market that is not a condition id \\(0x and 64 hex digits\\) \\(".+", ${odd.length} bytes\\), skipped; first at file row \\d+$`,
+      ),
+    );
     const files = currentVersion(lake).files('l2');
     const ids = await lakeRows(`SELECT condition_id AS c, count(*) AS n FROM read_parquet([${files.map((f) => `'${f}'`).join(',')}]) GROUP BY ALL`);
     const got = new Map(ids.map((x) => [String(x.c), Number(x.n)]));
-    expect(got.get(odd)).toBe(expected);
-    got.delete(odd);
     expect([...got.keys()].sort()).toEqual([...new Set(base.map((r) => r.market))].sort());
     expect([...got.values()].reduce((a, b) => a + b, 0)).toBe(expected);
   });

@@ -107,7 +107,7 @@ describe('capture files land like the same frames as JSON lines', () => {
         frame: JSON.stringify({
           event_type: 'last_trade_price',
           asset_id: stranger,
-          market: '0xabc',
+          market: `0x${'ab'.repeat(32)}`,
           price: '0.5',
           size: '1',
           side: 'BUY',

@@ -50,22 +50,22 @@ function tape(): Line[] {
   const r = rng(7);
   const tokens: { id: string; market: string; at: number[] }[] = [
     // Busy all along.
-    { id: '1001', market: '0xaa', at: times(r, 5, 11, 0, 240, []) },
+    { id: '1001', market: `0x${'aa'.repeat(32)}`, at: times(r, 5, 11, 0, 240, []) },
     // Silent 25 minutes across the first cut (a silence), and 40 minutes around the outage (18 of them alive: one too).
     {
       id: '1002',
-      market: '0xaa',
+      market: `0x${'aa'.repeat(32)}`,
       at: times(r, 30, 60, 0, 240, [
         [62, 87],
         [140, 180],
       ]),
     },
     // Silent 30 minutes around the outage, only 8 of them alive: a disconnect, no silence.
-    { id: '2001', market: '0xbb', at: times(r, 20, 40, 0, 240, [[145, 175]]) },
+    { id: '2001', market: `0x${'bb'.repeat(32)}`, at: times(r, 20, 40, 0, 240, [[145, 175]]) },
     // Quiet: one message every half hour is its normal pace.
-    { id: '2002', market: '0xbb', at: times(r, 1500, 2100, 0, 240, []) },
+    { id: '2002', market: `0x${'bb'.repeat(32)}`, at: times(r, 1500, 2100, 0, 240, []) },
     // Starts after the outage.
-    { id: '3001', market: '0xcc', at: times(r, 15, 45, 180, 240, []) },
+    { id: '3001', market: `0x${'cc'.repeat(32)}`, at: times(r, 15, 45, 180, 240, []) },
   ];
   return linesOf(tokens);
 }
@@ -267,12 +267,12 @@ describe('a token back after more than 30 days starts afresh, and the state forg
     const r = rng(11);
     const on = (lo: number, hi: number, days: number[]): number[] => windows.flatMap(([a, b], i) => (days.includes(i) ? times(r, lo, hi, a, b, []) : []));
     const lines = linesOf([
-      { id: '4001', market: '0xdd', at: on(5, 11, [0, 1, 2]) },
-      { id: '4002', market: '0xdd', at: on(30, 60, [0, 1, 2]) },
+      { id: '4001', market: `0x${'dd'.repeat(32)}`, at: on(5, 11, [0, 1, 2]) },
+      { id: '4002', market: `0x${'dd'.repeat(32)}`, at: on(30, 60, [0, 1, 2]) },
       // Back after 45 days: no judgement of that gap, nor of the outages in it.
-      { id: '4003', market: '0xee', at: on(20, 40, [0, 2]) },
+      { id: '4003', market: `0x${'ee'.repeat(32)}`, at: on(20, 40, [0, 2]) },
       // Never back: dropped from the state once the capture is 30 days past it.
-      { id: '4004', market: '0xee', at: on(20, 40, [0]) },
+      { id: '4004', market: `0x${'ee'.repeat(32)}`, at: on(20, 40, [0]) },
     ]);
     files2 = windows.map(([a, b], i) => {
       const file = path.join(tmp.dir, `long-${i}.jsonl`);

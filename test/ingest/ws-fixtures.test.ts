@@ -138,16 +138,17 @@ describe('every websocket / REST fixture lands with the expected counts', () => 
   it('unknown message types stay in the raw tape and are counted; a malformed JSONL line is named and skipped', async () => {
     const file = path.join(tmp.dir, 'odd.jsonl');
     const asset = '1234567890123456789012345678901234567890123456789012345678901234567890123';
+    const MARKET = `0x${'ab'.repeat(32)}`;
     fs.writeFileSync(
       file,
       [
-        JSON.stringify({ event_type: 'new_market', market: '0xabc', timestamp: '1786728000000' }),
+        JSON.stringify({ event_type: 'new_market', market: MARKET, timestamp: '1786728000000' }),
         '{"event_type": "book", "asset_id": "oops"',
-        JSON.stringify({ event_type: 'book', asset_id: asset, market: '0xabc', timestamp: '1786728001000', hash: 'h1', bids: [], asks: [] }),
+        JSON.stringify({ event_type: 'book', asset_id: asset, market: MARKET, timestamp: '1786728001000', hash: 'h1', bids: [], asks: [] }),
         JSON.stringify({
           event_type: 'price_change',
           asset_id: asset,
-          market: '0xabc',
+          market: MARKET,
           timestamp: '1786728002000',
           hash: 'h2',
           changes: [{ price: 'x', side: 'BUY', size: '1' }],
