@@ -49,7 +49,7 @@ const FRAMES = [
       {
         event_type: 'book',
         asset_id: ASSET,
-        market: '0xabc',
+        market: `0x${'ab'.repeat(32)}`,
         bids: [{ price: '0.4', size: '10' }],
         asks: [{ price: '0.6', size: '5' }],
         timestamp: String(CAPTURE_T0),
@@ -63,7 +63,7 @@ const FRAMES = [
     frame: JSON.stringify({
       event_type: 'last_trade_price',
       asset_id: ASSET,
-      market: '0xabc',
+      market: `0x${'ab'.repeat(32)}`,
       price: '0.5',
       size: '1',
       side: 'BUY',
