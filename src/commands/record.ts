@@ -5,6 +5,7 @@ import { StartupError } from '../errors.js';
 import { openLakeDb } from '../lake/duckdb.js';
 import { createLogger } from '../log.js';
 import { catalogueAssets } from '../record/catalogue-assets.js';
+import { isTokenId } from '../token-id.js';
 import { Recorder } from '../record/recorder.js';
 import { runUntilStopped } from './until-stopped.js';
 import { redactUrl } from '../record/capture-lines.js';
@@ -24,8 +25,8 @@ export function parseRecordArgs(args: string[]): RecordArgs | string {
   if (!values.out) return '--out DIR is required';
   if (values.assets === undefined) return { out: values.out, assets: undefined };
   const assets = values.assets.split(',').map((a) => a.trim());
-  const bad = assets.find((a) => !/^[A-Za-z0-9_.:-]+$/.test(a));
-  if (bad !== undefined) return `--assets: not an asset id: '${bad}' (a comma-separated list of token ids)`;
+  const bad = assets.find((a) => !isTokenId(a));
+  if (bad !== undefined) return `--assets: not a token id: '${bad.slice(0, 100)}' (a comma-separated list of token ids: decimal, at most 2^256 - 1)`;
   return { out: values.out, assets: [...new Set(assets)] };
 }
 

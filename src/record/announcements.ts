@@ -1,3 +1,5 @@
+import { isTokenId } from '../token-id.js';
+
 /**
  * The token ids a `new_market` message announces on the market channel (custom features on). A frame is a
  * message object or an array of them; `assets_ids` and `clob_token_ids` both list the market's tokens (the
@@ -29,5 +31,7 @@ function idList(v: unknown): string[] {
       return [];
     }
   }
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && x.length > 0) : [];
+  // A token the venue cannot have (ten million digits) is not subscribed to: it would be written into every
+  // capture's subscription lines.
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && isTokenId(x)) : [];
 }

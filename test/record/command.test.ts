@@ -13,8 +13,13 @@ describe('pmlake record arguments', () => {
 
   it('refuses what it cannot use, saying why', () => {
     expect(parseRecordArgs([])).toBe('--out DIR is required');
-    expect(parseRecordArgs(['--out', 'cap', '--assets', '1,,2'])).toMatch(/not an asset id: ''/);
-    expect(parseRecordArgs(['--out', 'cap', '--assets', 'a b'])).toMatch(/not an asset id: 'a b'/);
+    expect(parseRecordArgs(['--out', 'cap', '--assets', '1,,2'])).toMatch(/not a token id: ''/);
+    expect(parseRecordArgs(['--out', 'cap', '--assets', 'a b'])).toMatch(/not a token id: 'a b'/);
+    // A token id is a uint256 in decimal: letters, 79 digits and 2^256 are not; 2^256 - 1 is.
+    expect(parseRecordArgs(['--out', 'cap', '--assets', 'abc'])).toMatch(/not a token id: 'abc'/);
+    expect(parseRecordArgs(['--out', 'cap', '--assets', '1'.repeat(79)])).toMatch(/not a token id/);
+    expect(parseRecordArgs(['--out', 'cap', '--assets', (2n ** 256n).toString()])).toMatch(/not a token id/);
+    expect(parseRecordArgs(['--out', 'cap', '--assets', (2n ** 256n - 1n).toString()])).toEqual({ out: 'cap', assets: [(2n ** 256n - 1n).toString()] });
     expect(parseRecordArgs(['--out', 'cap', '--bogus'])).toMatch(/bogus/);
     expect(parseRecordArgs(['--out', 'cap', 'extra'])).toMatch(/extra/);
   });

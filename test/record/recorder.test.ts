@@ -177,7 +177,8 @@ describe('pmlake record against a venue on a loopback socket', () => {
   it('subscribes to a market announced by new_market at once and records it from its first message', async () => {
     const { venue, dir, recorder, stop } = await setup({ discover: async () => ['c1', 'c2'] });
     await waitFor('subscription', () => venue.open().length === 1 && venue.open()[0]!.assets.size === 2);
-    const announced = venue.announce(['n1', 'n2'], 'Will it snow in Zürich? ☃');
+    // A token the venue cannot have (not a uint256) is not subscribed to.
+    const announced = venue.announce(['9001', '9002', 'x'.repeat(300)], 'Will it snow in Zürich? ☃');
     await waitFor('the announced tokens subscribed', () => venue.open()[0]!.assets.size === 4);
     venue.tick();
     const s = venue.open()[0]!;
@@ -187,14 +188,14 @@ describe('pmlake record against a venue on a loopback socket', () => {
     expect(framesOf(lines, 0)).toEqual(s.sent);
     expect(framesOf(lines, 0)).toContain(announced);
     // In the order things happened: the announcement, then its subscription.
-    expect(lines.findIndex((l) => l.frame === announced)).toBeLessThan(lines.findIndex((l) => l.event === 'subscribe' && l.assets!.includes('n1')));
+    expect(lines.findIndex((l) => l.frame === announced)).toBeLessThan(lines.findIndex((l) => l.event === 'subscribe' && l.assets!.includes('9001')));
     expect(lines.filter((l) => l.event === 'subscribe').map((l) => l.assets)).toEqual([
       ['c1', 'c2'],
-      ['n1', 'n2'],
+      ['9001', '9002'],
     ]);
     // Everything the venue sent about n1 (its book first) is in the file.
-    const n1 = venue.sentFor('n1').map((x) => x.text);
-    expect(JSON.parse(n1[1]!)[0]).toMatchObject({ event_type: 'book', asset_id: 'n1' });
+    const n1 = venue.sentFor('9001').map((x) => x.text);
+    expect(JSON.parse(n1[1]!)[0]).toMatchObject({ event_type: 'book', asset_id: '9001' });
     for (const t of n1) expect(framesOf(lines, 0)).toContain(t);
   });
 
@@ -202,7 +203,7 @@ describe('pmlake record against a venue on a loopback socket', () => {
     const { venue, dir, recorder, stop } = await setup({ discover: async () => [] });
     await waitFor('an empty subscription', () => venue.open().length === 1 && venue.open()[0]!.received.length === 1);
     expect(JSON.parse(venue.open()[0]!.received[0]!)).toEqual({ assets_ids: [], type: 'market', custom_feature_enabled: true });
-    venue.announce(['e1', 'e2'], 'first market');
+    venue.announce(['8001', '8002'], 'first market');
     await waitFor('the announced tokens subscribed', () => venue.open()[0]!.assets.size === 2);
     venue.tick();
     const s = venue.open()[0]!;
@@ -210,7 +211,7 @@ describe('pmlake record against a venue on a loopback socket', () => {
     await stop();
     const lines = allLines(readCaptures(dir));
     expect(framesOf(lines, 0)).toEqual(s.sent);
-    expect(lines.filter((l) => l.event === 'subscribe').map((l) => l.assets)).toEqual([[], ['e1', 'e2']]);
+    expect(lines.filter((l) => l.event === 'subscribe').map((l) => l.assets)).toEqual([[], ['8001', '8002']]);
   });
 
   it('retries an unreachable venue with backoff, without crashing, and records once it is up', async () => {
