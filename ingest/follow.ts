@@ -32,6 +32,11 @@ export type FollowCycleReport = {
   compacted?: boolean;
   /** Set when the cycle failed as a whole. */
   error?: string;
+  /**
+   * Where the cycle's time went: `list` (finding the new files), `ingest` (the whole orchestrator run, absent when
+   * the cycle handed it nothing) and the run's own phases (IngestReport.phase_seconds).
+   */
+  phase_seconds: Record<string, number>;
 };
 
 export type FollowOptions = {
@@ -151,7 +156,17 @@ export class Follower {
     const n = ++this.counters.cycles;
     const { log } = this.opts;
     const files = this.landed.pending(this.opts.dirs);
-    const out: FollowCycleReport = { cycle: n, files: files.length, version: null, seconds: 0, newestLandedMs: null, levelUpdates: 0, issues: 0 };
+    const phases: Record<string, number> = { list: secondsSince(t0) };
+    const out: FollowCycleReport = {
+      cycle: n,
+      files: files.length,
+      version: null,
+      seconds: 0,
+      newestLandedMs: null,
+      levelUpdates: 0,
+      issues: 0,
+      phase_seconds: phases,
+    };
     if (files.length > 0) {
       const graceSeconds = this.opts.graceSeconds ?? 86_400;
       const sweep = Date.now() - this.lastSweep >= Math.min(SWEEP_EVERY_MS, graceSeconds * 1000);
@@ -172,6 +187,7 @@ export class Follower {
           compact: (conn) => this.compaction.step(conn, deadline),
         });
         if (sweep) this.lastSweep = Date.now();
+        Object.assign(phases, report.phase_seconds, { ingest: report.seconds });
         const published = report.versions_published.filter((v) => v !== report.compacted?.version);
         out.version = published.length > 0 ? published[published.length - 1]! : null;
         out.levelUpdates = report.counts.level_updates ?? 0;
@@ -197,8 +213,12 @@ export class Follower {
     const landedTo = currentVersion(this.opts.lakeDir).manifest.landed_to?.tape;
     out.newestLandedMs = landedTo === undefined ? null : Date.parse(landedTo);
     this.counters.newestLandedMs = out.newestLandedMs;
-    out.seconds = Math.round(performance.now() - t0) / 1000;
+    out.seconds = secondsSince(t0);
     if (files.length > 0) log.info(out, 'follow cycle');
     this.opts.onCycle?.(out);
   }
+}
+
+function secondsSince(t0: number): number {
+  return Math.round(performance.now() - t0) / 1000;
 }
