@@ -171,6 +171,21 @@ async function stagingMarks(conn: DuckDBConnection): Promise<Map<string, number>
   return marks;
 }
 
+/**
+ * The capture handler's lists of what the batch holds (ingest/ws/capture-redundancy.ts): they describe staged rows
+ * and are emptied with each new batch, but land nothing themselves (a header-only capture file lists its spans).
+ */
+const BATCH_LISTS: readonly string[] = ['stg_capture_seen', 'stg_capture_spans'];
+
+/** Rows staged for the lake: every staging table, the handlers' own (catalogue records, options) included. */
+async function stagedForLake(conn: DuckDBConnection): Promise<number> {
+  let n = 0;
+  for (const [t] of (await conn.runAndReadAll(STAGING_TABLES)).getRows()) {
+    if (!BATCH_LISTS.includes(String(t))) n += await count(conn, `SELECT count(*) FROM ${sqlIdent(String(t))}`);
+  }
+  return n;
+}
+
 async function undoStaging(conn: DuckDBConnection, marks: Map<string, number>): Promise<void> {
   const tables = (await conn.runAndReadAll(STAGING_TABLES)).getRows();
   for (const [t] of tables) {
@@ -277,226 +292,270 @@ export async function runIngest(paths: string[], opts: IngestOptions): Promise<I
     }
     progress('plan');
 
-    const { instance, conn } = await openScratchDb(lakeDir, workDir, {
-      threads: opts.threads,
-      memoryLimit: duckdbMemorySetting(memory.duckdbLimit),
-      readDirs: [...new Set(files.map((f) => path.dirname(f)))],
-    });
-    let side: DuckDBConnection | undefined;
-    try {
-      // The second connection: merges of REPLAY_FREE data sets while the first one replays books.
-      side = await scratchConnection(instance);
-      const sideConn = side;
-      const adopted = release ? await adoptLegacyLake(conn, lakeDir) : null;
-      if (adopted) report.versions_published.push(adopted.version);
+    // A file of a size no ledger entry and no earlier input has cannot be either of them: it is staged while
+    // its hash is still being computed (then needed only for its ledger entry), so the first file's hash does
+    // not hold up the whole run.
+    const sizes = new Set<number>();
+    let sizesKnown = true;
+    for (const e of ledger.values()) {
+      if (typeof e.bytes === 'number') sizes.add(e.bytes);
+      else sizesKnown = false;
+    }
+    type Decision = { held: true } | { held: false; known: string | undefined };
+    /** Whether the ledger (or an earlier input) holds the item already; a held item is counted as skipped here. */
+    const decide = async (item: Item): Promise<Decision> => {
+      const mayBeHeld = item.gz || !sizesKnown || sizes.has(item.bytes);
+      sizes.add(item.bytes);
+      const known = mayBeHeld ? await item.sha256 : undefined;
+      if (known === undefined || !(ledger.has(known) || seen.has(known))) return { held: false, known };
+      report.skipped += 1;
+      done += 1;
+      bytes.done += item.bytes;
+      bytes.skipped += item.bytes;
+      progress('input');
+      opts.onFile?.(item.file, 'skipped');
+      return { held: true };
+    };
+    // The inputs the ledger holds already, up to the first it does not: when that is all of them, the run needs no
+    // DuckDB (a follow cycle handed only files that landed under other names), unless the lake is to be adopted or
+    // compacted by file count after the run (the one-shot policy; the follow's runs only after a publish).
+    let next = 0;
+    let first: Decision | undefined;
+    while (next < items.length) {
+      const d = await decide(items[next]!);
+      if (!d.held) {
+        first = d;
+        break;
+      }
+      next += 1;
+    }
+    const small = opts.compactSmallFiles ?? 16;
+    const base = currentVersion(lakeDir);
+    const mustAdopt = base.version === 0 && Object.keys(base.manifest.sets).length > 0;
+    const needDb = first !== undefined || (release !== undefined && (mustAdopt || (!opts.compact && small > 0)));
+    if (!needDb) {
       if (release && opts.sweep !== false) report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);
-      const shared = [...REPLAY_FREE, ...REPLAY_OUTPUT];
-      for (const d of STAGED_TABLES) await conn.run(`CREATE ${shared.includes(d) ? '' : 'TEMP '}TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
-      const ctx: TapeBatchContext = {
-        conn,
-        lakeDir,
-        lake: new VersionDraft(lakeDir),
-        log,
-        snapshotSeconds: opts.snapshotSeconds ?? 60,
-        candleChunkRows: opts.candleChunkRows,
-        issues: report.issues,
-        counts: report.counts,
-        landed: {},
-        tapeChunkBytes: memory.tapeChunkBytes,
-      };
-      const stagedRows = async (): Promise<number> => {
-        let staged = 0;
-        for (const d of STAGED_TABLES) staged += await count(conn, `SELECT count(*) FROM stg_${d}`);
-        return staged;
-      };
-      const batchFull = async (): Promise<boolean> => (await stagedRows()) >= batchRows || (await stagedTableBytes(conn)) >= memory.stagedBytes;
-      let marks = new Map<string, number>();
-      let pending: LedgerEntry[] = [];
-      if (opts.progress) {
-        progressTimer = setInterval(() => {
-          const s = (performance.now() - t0) / 1000;
-          const lu = report.counts.level_updates ?? 0;
-          process.stderr.write(
-            `pmlake ingest: ${done}/${items.length} files, ${report.batches} batches written, ${lu} level updates staged, ${s.toFixed(1)} s (${phaseNow})\n`,
-          );
-        }, 3000);
-        progressTimer.unref();
-      }
-
-      const flush = async (): Promise<void> => {
-        if (pending.length === 0 && (await stagedRows()) === 0) return;
-        if (!release && opts.lockWhenPublishing) release = await opts.lockWhenPublishing();
-        // Everything the batch writes goes into one draft, published whole after the catalogue.
-        ctx.lake = new VersionDraft(lakeDir);
-        const added: Record<string, number> = {};
-        // Before the merges, against this draft: which days' frames the market index takes (ingest/raw-index.ts).
-        const index = await stageRawIndex(conn, ctx.lake, ctx.deferRawIndex === true);
-        if (index.left > 0) report.counts.raw_index_days_left = (report.counts.raw_index_days_left ?? 0) + index.left;
-        const pauseMs = Number(process.env.PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS ?? 0);
-        const merge = async (c: DuckDBConnection, d: DatasetName): Promise<void> => {
-          if ((await count(c, `SELECT count(*) FROM stg_${d}`)) === 0) return;
-          const r = await timed(`merge_${d}`, () => mergeIntoPartitions(c, ctx.lake, d, `stg_${d}`));
-          report.rows_added[d] = (report.rows_added[d] ?? 0) + r.rowsAdded;
-          if (r.rowsAdded > 0) added[d] = r.rowsAdded;
-          if (pauseMs > 0) {
-            // Test hook (kill test): announce each merged data set and leave time to be killed between writes.
-            process.stderr.write(`pmlake-test: merged ${d}\n`);
-            await sleep(pauseMs);
-          }
-        };
-        // Both paths write into the one draft; nothing is visible before the publish below, so a failure in
-        // either leaves only unnamed files (swept by the next run). Both are always waited for: a statement
-        // still running on one connection must not outlive the batch.
-        const early = MERGED.filter((d) => REPLAY_FREE.includes(d));
-        const settled = await Promise.allSettled([
-          (async () => {
-            for (const d of early) await merge(sideConn, d);
-          })(),
-          (async () => {
-            await timed('books', () => deriveBooks(ctx));
-            if (withDerived) await timed('candles', () => deriveCandles(ctx));
-          })(),
-        ]);
-        for (const s of settled) if (s.status === 'rejected') throw s.reason;
-        const late = MERGED.filter((d) => !early.includes(d));
-        const mainLate = async (): Promise<void> => {
-          for (const d of late) if (!REPLAY_OUTPUT.includes(d)) await merge(conn, d);
-        };
-        const sideLate = async (): Promise<void> => {
-          for (const d of late) if (REPLAY_OUTPUT.includes(d)) await merge(sideConn, d);
-        };
-        if (pauseMs > 0) {
-          // The kill tests stop the run at each merge's marker in turn: that needs the same order every run.
-          await mainLate();
-          await sideLate();
-        } else {
-          const lateSettled = await Promise.allSettled([mainLate(), sideLate()]);
-          for (const s of lateSettled) if (s.status === 'rejected') throw s.reason;
-        }
-        if (withDerived) await timed('catalog', () => finalizeCatalog(ctx));
-        // Freshness (/v1/status): the newest receive time the tape holds, carried by every later version.
-        const tapeTo = (await conn.runAndReadAll('SELECT epoch_ms(max(recv_ts)) FROM stg_raw')).getRows()[0]?.[0];
-        if (tapeTo !== null && tapeTo !== undefined) ctx.lake.noteLanded('tape', Number(tapeTo));
-        for (const [source, ms] of Object.entries(ctx.landed) as [LandedSource, number][]) ctx.lake.noteLanded(source, ms);
-        ctx.landed = {};
-        if (pauseMs > 0) {
-          process.stderr.write(`pmlake-test: publishing\n`);
-          await sleep(pauseMs);
-        }
-        const published = ctx.lake.publish(
-          'ingest',
-          added,
-          pending.map((e) => e.sha256),
-        );
-        if (published) {
-          report.versions_published.push(published.version);
-          report.bytes_written += published.change.bytes_added;
-        }
-        // After the publish: a crash in between re-ingests the files, which adds nothing (natural keys).
-        appendLedger(lakeDir, pending);
-        for (const e of pending) opts.onFile?.(e.file, 'landed');
-        report.ingested += pending.length;
-        report.batches += 1;
-        progress('batch');
-        pending = [];
-        for (const d of STAGED_TABLES) await conn.run(`DELETE FROM stg_${d}`);
-        for (const d of STAGED_VIEWS) await conn.run(`DROP VIEW IF EXISTS stg_${d}`);
-        await releaseEmptyStaging(conn);
-      };
-      // Between chunks of one big file: write what is staged so far. The file itself enters the ledger only
-      // with the batch that holds its last chunk; a crash before that re-stages it whole, which de-duplicates.
-      ctx.maybeFlush = async () => {
-        if (!(await batchFull())) return;
-        await flush();
-        marks = await stagingMarks(conn);
-      };
-
-      // A file of a size no ledger entry and no earlier input has cannot be either of them: it is staged while
-      // its hash is still being computed (then needed only for its ledger entry), so the first file's hash does
-      // not hold up the whole run.
-      const sizes = new Set<number>();
-      let sizesKnown = true;
-      for (const e of ledger.values()) {
-        if (typeof e.bytes === 'number') sizes.add(e.bytes);
-        else sizesKnown = false;
-      }
-      for (const item of items) {
-        const mayBeHeld = item.gz || !sizesKnown || sizes.has(item.bytes);
-        sizes.add(item.bytes);
-        const known = mayBeHeld ? await item.sha256 : undefined;
-        if (known !== undefined && (ledger.has(known) || seen.has(known))) {
-          report.skipped += 1;
-          done += 1;
-          bytes.done += item.bytes;
-          bytes.skipped += item.bytes;
-          progress('input');
-          opts.onFile?.(item.file, 'skipped');
-          continue;
-        }
-        const before = report.issues.length;
-        let stagePath = item.file;
-        if (item.gz) {
-          stagePath = path.join(workDir, `${(known ?? '').slice(0, 16)}-${path.basename(item.file).replace(/\.gz$/i, '')}`);
-          await gunzipTo(item.file, stagePath);
-        }
-        let ok = true;
-        marks = await stagingMarks(conn);
-        try {
-          await timed('stage', () => item.handler.stage(ctx, stagePath));
-        } catch (err) {
-          ok = false;
-          await undoStaging(conn, marks);
-          report.failed += 1;
-          const line = (err as { line?: unknown }).line;
-          report.issues.push({
-            file: item.file,
-            ...(typeof line === 'number' ? { line } : {}),
-            message: `not ingested (${item.handler.name}): ${(err as Error).message.split('\n')[0]}`,
-          });
-        } finally {
-          if (stagePath !== item.file) fs.rmSync(stagePath, { force: true });
-        }
-        const sha256 = known ?? (await item.sha256);
-        seen.add(sha256);
-        // Handlers name the file they were given; name the input instead.
-        for (let i = before; i < report.issues.length; i += 1) {
-          if (report.issues[i]!.file === stagePath) report.issues[i] = { ...report.issues[i]!, file: item.file };
-        }
-        done += 1;
-        bytes.done += item.bytes;
-        if (!ok) bytes.skipped += item.bytes;
-        progress('input');
-        if (!ok) {
-          opts.onFile?.(item.file, 'failed');
-          continue;
-        }
-        pending.push({
-          sha256,
-          file: item.file,
-          bytes: item.bytes,
-          mtime_ms: item.mtimeMs,
-          handler: item.handler.name,
-          ingested_at: new Date().toISOString(),
-        });
-        if (await batchFull()) await flush();
-      }
-      await flush();
-      const small = opts.compactSmallFiles ?? 16;
-      const policy = opts.compact ?? (small > 0 ? (c: DuckDBConnection) => compactLake(c, lakeDir, { smallFiles: small }) : null);
-      if (policy && release) {
-        const c = await timed('compact', () => policy(conn));
-        if (c !== null && c.version !== null) {
-          report.compacted = c;
-          report.versions_published.push(c.version);
-        }
-      }
-      report.version = currentVersion(lakeDir).version;
+      report.version = base.version;
       phaseNow = 'done';
       progress('end');
-    } finally {
-      side?.closeSync();
-      conn.closeSync();
-      instance.closeSync();
+    } else {
+      const { instance, conn } = await timed('open', () =>
+        openScratchDb(lakeDir, workDir!, {
+          threads: opts.threads,
+          memoryLimit: duckdbMemorySetting(memory.duckdbLimit),
+          readDirs: [...new Set(files.map((f) => path.dirname(f)))],
+        }),
+      );
+      let side: DuckDBConnection | undefined;
+      try {
+        // The second connection: merges of REPLAY_FREE data sets while the first one replays books.
+        side = await scratchConnection(instance);
+        const sideConn = side;
+        const adopted = release ? await adoptLegacyLake(conn, lakeDir) : null;
+        if (adopted) report.versions_published.push(adopted.version);
+        if (release && opts.sweep !== false) report.swept = sweepLake(lakeDir, (opts.graceSeconds ?? 86_400) * 1000);
+        const shared = [...REPLAY_FREE, ...REPLAY_OUTPUT];
+        for (const d of STAGED_TABLES) await conn.run(`CREATE ${shared.includes(d) ? '' : 'TEMP '}TABLE IF NOT EXISTS stg_${d} (${columnDdl(d)})`);
+        const ctx: TapeBatchContext = {
+          conn,
+          lakeDir,
+          lake: new VersionDraft(lakeDir),
+          log,
+          snapshotSeconds: opts.snapshotSeconds ?? 60,
+          candleChunkRows: opts.candleChunkRows,
+          issues: report.issues,
+          counts: report.counts,
+          landed: {},
+          tapeChunkBytes: memory.tapeChunkBytes,
+        };
+        const stagedRows = async (): Promise<number> => {
+          let staged = 0;
+          for (const d of STAGED_TABLES) staged += await count(conn, `SELECT count(*) FROM stg_${d}`);
+          return staged;
+        };
+        const batchFull = async (): Promise<boolean> => (await stagedRows()) >= batchRows || (await stagedTableBytes(conn)) >= memory.stagedBytes;
+        let marks = new Map<string, number>();
+        let pending: LedgerEntry[] = [];
+        if (opts.progress) {
+          progressTimer = setInterval(() => {
+            const s = (performance.now() - t0) / 1000;
+            const lu = report.counts.level_updates ?? 0;
+            process.stderr.write(
+              `pmlake ingest: ${done}/${items.length} files, ${report.batches} batches written, ${lu} level updates staged, ${s.toFixed(1)} s (${phaseNow})\n`,
+            );
+          }, 3000);
+          progressTimer.unref();
+        }
+
+        const flush = async (): Promise<void> => {
+          if (pending.length === 0 && (await stagedRows()) === 0) return;
+          if (!release && opts.lockWhenPublishing) release = await opts.lockWhenPublishing();
+          if ((await stagedForLake(conn)) === 0 && Object.keys(ctx.landed).length === 0 && currentVersion(lakeDir).version > 0) {
+            // Inputs that staged nothing (a capture file of a silent period: its header lines only) change no data
+            // set and no freshness: every derived step would find nothing to do and the draft nothing to publish.
+            // They only enter the ledger; the next batch starts afresh as after any other (a draft of its own).
+            ctx.lake = new VersionDraft(lakeDir);
+            appendLedger(lakeDir, pending);
+            for (const e of pending) opts.onFile?.(e.file, 'landed');
+            report.ingested += pending.length;
+            pending = [];
+            return;
+          }
+          // Everything the batch writes goes into one draft, published whole after the catalogue.
+          ctx.lake = new VersionDraft(lakeDir);
+          const added: Record<string, number> = {};
+          // Before the merges, against this draft: which days' frames the market index takes (ingest/raw-index.ts).
+          const index = await stageRawIndex(conn, ctx.lake, ctx.deferRawIndex === true);
+          if (index.left > 0) report.counts.raw_index_days_left = (report.counts.raw_index_days_left ?? 0) + index.left;
+          const pauseMs = Number(process.env.PMLAKE_TEST_PAUSE_BETWEEN_MERGES_MS ?? 0);
+          const merge = async (c: DuckDBConnection, d: DatasetName): Promise<void> => {
+            if ((await count(c, `SELECT count(*) FROM stg_${d}`)) === 0) return;
+            const r = await timed(`merge_${d}`, () => mergeIntoPartitions(c, ctx.lake, d, `stg_${d}`));
+            report.rows_added[d] = (report.rows_added[d] ?? 0) + r.rowsAdded;
+            if (r.rowsAdded > 0) added[d] = r.rowsAdded;
+            if (pauseMs > 0) {
+              // Test hook (kill test): announce each merged data set and leave time to be killed between writes.
+              process.stderr.write(`pmlake-test: merged ${d}\n`);
+              await sleep(pauseMs);
+            }
+          };
+          // Both paths write into the one draft; nothing is visible before the publish below, so a failure in
+          // either leaves only unnamed files (swept by the next run). Both are always waited for: a statement
+          // still running on one connection must not outlive the batch.
+          const early = MERGED.filter((d) => REPLAY_FREE.includes(d));
+          const settled = await Promise.allSettled([
+            (async () => {
+              for (const d of early) await merge(sideConn, d);
+            })(),
+            (async () => {
+              await timed('books', () => deriveBooks(ctx));
+              if (withDerived) await timed('candles', () => deriveCandles(ctx));
+            })(),
+          ]);
+          for (const s of settled) if (s.status === 'rejected') throw s.reason;
+          const late = MERGED.filter((d) => !early.includes(d));
+          const mainLate = async (): Promise<void> => {
+            for (const d of late) if (!REPLAY_OUTPUT.includes(d)) await merge(conn, d);
+          };
+          const sideLate = async (): Promise<void> => {
+            for (const d of late) if (REPLAY_OUTPUT.includes(d)) await merge(sideConn, d);
+          };
+          if (pauseMs > 0) {
+            // The kill tests stop the run at each merge's marker in turn: that needs the same order every run.
+            await mainLate();
+            await sideLate();
+          } else {
+            const lateSettled = await Promise.allSettled([mainLate(), sideLate()]);
+            for (const s of lateSettled) if (s.status === 'rejected') throw s.reason;
+          }
+          if (withDerived) await timed('catalog', () => finalizeCatalog(ctx));
+          // Freshness (/v1/status): the newest receive time the tape holds, carried by every later version.
+          const tapeTo = (await conn.runAndReadAll('SELECT epoch_ms(max(recv_ts)) FROM stg_raw')).getRows()[0]?.[0];
+          if (tapeTo !== null && tapeTo !== undefined) ctx.lake.noteLanded('tape', Number(tapeTo));
+          for (const [source, ms] of Object.entries(ctx.landed) as [LandedSource, number][]) ctx.lake.noteLanded(source, ms);
+          ctx.landed = {};
+          if (pauseMs > 0) {
+            process.stderr.write(`pmlake-test: publishing\n`);
+            await sleep(pauseMs);
+          }
+          const published = ctx.lake.publish(
+            'ingest',
+            added,
+            pending.map((e) => e.sha256),
+          );
+          if (published) {
+            report.versions_published.push(published.version);
+            report.bytes_written += published.change.bytes_added;
+          }
+          // After the publish: a crash in between re-ingests the files, which adds nothing (natural keys).
+          appendLedger(lakeDir, pending);
+          for (const e of pending) opts.onFile?.(e.file, 'landed');
+          report.ingested += pending.length;
+          report.batches += 1;
+          progress('batch');
+          pending = [];
+          for (const d of STAGED_TABLES) await conn.run(`DELETE FROM stg_${d}`);
+          for (const d of STAGED_VIEWS) await conn.run(`DROP VIEW IF EXISTS stg_${d}`);
+          await releaseEmptyStaging(conn);
+        };
+        // Between chunks of one big file: write what is staged so far. The file itself enters the ledger only
+        // with the batch that holds its last chunk; a crash before that re-stages it whole, which de-duplicates.
+        ctx.maybeFlush = async () => {
+          if (!(await batchFull())) return;
+          await flush();
+          marks = await stagingMarks(conn);
+        };
+
+        for (let i = next; i < items.length; i += 1) {
+          const item = items[i]!;
+          const d = i === next && first !== undefined ? first : await decide(item);
+          if (d.held) continue;
+          const known = d.known;
+          const before = report.issues.length;
+          let stagePath = item.file;
+          if (item.gz) {
+            stagePath = path.join(workDir, `${(known ?? '').slice(0, 16)}-${path.basename(item.file).replace(/\.gz$/i, '')}`);
+            await gunzipTo(item.file, stagePath);
+          }
+          let ok = true;
+          marks = await stagingMarks(conn);
+          try {
+            await timed('stage', () => item.handler.stage(ctx, stagePath));
+          } catch (err) {
+            ok = false;
+            await undoStaging(conn, marks);
+            report.failed += 1;
+            const line = (err as { line?: unknown }).line;
+            report.issues.push({
+              file: item.file,
+              ...(typeof line === 'number' ? { line } : {}),
+              message: `not ingested (${item.handler.name}): ${(err as Error).message.split('\n')[0]}`,
+            });
+          } finally {
+            if (stagePath !== item.file) fs.rmSync(stagePath, { force: true });
+          }
+          const sha256 = known ?? (await item.sha256);
+          seen.add(sha256);
+          // Handlers name the file they were given; name the input instead.
+          for (let i = before; i < report.issues.length; i += 1) {
+            if (report.issues[i]!.file === stagePath) report.issues[i] = { ...report.issues[i]!, file: item.file };
+          }
+          done += 1;
+          bytes.done += item.bytes;
+          if (!ok) bytes.skipped += item.bytes;
+          progress('input');
+          if (!ok) {
+            opts.onFile?.(item.file, 'failed');
+            continue;
+          }
+          pending.push({
+            sha256,
+            file: item.file,
+            bytes: item.bytes,
+            mtime_ms: item.mtimeMs,
+            handler: item.handler.name,
+            ingested_at: new Date().toISOString(),
+          });
+          if (await batchFull()) await flush();
+        }
+        await flush();
+        const policy = opts.compact ?? (small > 0 ? (c: DuckDBConnection) => compactLake(c, lakeDir, { smallFiles: small }) : null);
+        // The follow's policy looks at what the run published: a run that published nothing leaves it nothing new.
+        if (policy && release && (!opts.compact || report.versions_published.length > 0)) {
+          const c = await timed('compact', () => policy(conn));
+          if (c !== null && c.version !== null) {
+            report.compacted = c;
+            report.versions_published.push(c.version);
+          }
+        }
+        report.version = currentVersion(lakeDir).version;
+        phaseNow = 'done';
+        progress('end');
+      } finally {
+        side?.closeSync();
+        conn.closeSync();
+        instance.closeSync();
+      }
     }
   } finally {
     if (progressTimer) clearInterval(progressTimer);
