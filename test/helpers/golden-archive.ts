@@ -137,8 +137,16 @@ async function parquetRows(bytes: Buffer): Promise<Buffer> {
   }
 }
 
-/** One golden answer: the file holding its bytes and what was asked. */
-export type GoldenEntry = { file: string; request: string; status: number; content_type: string | null; content_disposition: string | null; bytes: number };
+/** One golden answer: the file holding its bytes and what was asked; `status` is a replay's close code. */
+export type GoldenEntry = {
+  file: string;
+  request: string;
+  status: number;
+  content_type: string | null;
+  content_disposition: string | null;
+  close_reason?: string;
+  bytes: number;
+};
 export type GoldenAnswers = { entries: GoldenEntry[]; bodies: Map<string, Buffer> };
 
 const RAW_TYPES = ['polymarket_l2_deltas', 'polymarket_trades', 'polymarket_bbo', 'polymarket_raw'] as const;
@@ -180,8 +188,9 @@ export async function fixtureMarkets(): Promise<{ conditionId: string; tokens: s
 /**
  * Every answer the golden files hold, fetched from the running server: the raw downloads (each data set, shape and
  * format; one market's frames), the raw estimates, the raw data sets' listing, each market's estimate of its raw
- * tape, and market-channel replays of the span at speed 0 (every asset with and without the custom feature, one
- * asset, and the second half of the hour with its opening books), each frame's text a JSON string on its own line.
+ * tape, and market-channel replays of the span at speed 0 — every asset with and without the custom feature, two
+ * assets of different markets (frames cut to them), and the second half of the hour with its opening books — each
+ * frame's text a JSON string on its own line.
  */
 export async function fetchGoldenAnswers(g: GoldenLake): Promise<GoldenAnswers> {
   const entries: GoldenEntry[] = [];
@@ -256,7 +265,8 @@ export async function fetchGoldenAnswers(g: GoldenLake): Promise<GoldenAnswers> 
       request: `WS ${request} ${JSON.stringify(sub)}`,
       status: out.code,
       content_type: null,
-      content_disposition: out.reason || null,
+      content_disposition: null,
+      close_reason: out.reason,
       bytes: body.length,
     });
     bodies.set(r.file, body);
