@@ -18,6 +18,7 @@ import { bookAtInstant } from './scenarios/orderbook.js';
 import { replayWs } from './scenarios/replay-ws.js';
 import { ingestWs } from './scenarios/ingest.js';
 import { ingestArchive } from './scenarios/ingest-archive.js';
+import { lakeBytesArchive } from './scenarios/lake-bytes.js';
 import { ingestQueue } from './scenarios/ingest-queue.js';
 import { compactAppendedLake, ingestAppend, prepareAppendedLake } from './scenarios/ingest-append.js';
 import { httpSmall } from './scenarios/http.js';
@@ -96,6 +97,7 @@ function allScenarios(scale: Scale): Scenario[] {
     exportL2Month,
     ingestWs(scale.ingestReps, scale.ingestMarkets),
     ingestArchive(scale.ingestReps),
+    lakeBytesArchive(scale.ingestMarkets),
     // Items big enough that a worker's start and each item's DuckDB do not dominate: four days of 3× the markets.
     ingestQueue(scale.ingestReps, scale.ingestMarkets * 3, 4),
     ingestAppend(scale.ingestReps),

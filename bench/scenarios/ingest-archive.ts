@@ -27,7 +27,7 @@ function hourRows(ctx: BenchContext): number {
 }
 
 /** The archive hour, cached next to the bench data (rebuilt when its size or the writer's version changes). */
-async function archiveInput(ctx: BenchContext): Promise<{ file: string; rows: number }> {
+export async function archiveInput(ctx: BenchContext): Promise<{ file: string; rows: number }> {
   const want = hourRows(ctx);
   const dir = path.join(ctx.lake.dataDir, 'ingest-archive-hour');
   const file = path.join(dir, 'polymarket_orderbook_2026-04-20T14.parquet');

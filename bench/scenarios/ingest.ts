@@ -19,7 +19,7 @@ import { withBaselineDb } from './common.js';
  * bench data) so its size does not depend on how thin the lake's own days are: `markets` long-running and
  * short markets at the generator's default activity. Returns the ws file of that day.
  */
-async function wsInput(ctx: BenchContext, markets: number): Promise<string> {
+export async function wsInput(ctx: BenchContext, markets: number): Promise<string> {
   const dir = path.join(ctx.lake.dataDir, 'ingest-ws');
   const opts = `markets=${markets} days=1 seed=${ctx.lake.gen.seed} busy=1 rate=1`;
   const marker = path.join(dir, '.bench-input');
