@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { numberToHex, type Hex } from 'viem';
+import { retryWaitMs } from '../retry.js';
 
 /** A JSON-RPC error answer of the node (not a transport failure). */
 export class RpcError extends Error {
@@ -60,8 +61,8 @@ type Answer = { id?: unknown; result?: unknown; error?: { code?: unknown; messag
 
 /**
  * A JSON-RPC client over HTTP. Transient failures (network errors, timeouts, 429, 5xx, rate-limit answers) are
- * retried with full-jitter exponential back-off, `Retry-After` honoured, for as long as it takes: a long-running role
- * waits out a provider's bad minute rather than crash. A range refusal surfaces as `RangeRefused`.
+ * retried with full-jitter exponential back-off, `Retry-After` honoured up to its cap (src/retry.ts), for as long as
+ * it takes: a long-running role waits out a provider's bad minute rather than crash. A range refusal surfaces as `RangeRefused`.
  */
 export class RpcClient {
   private nextId = 1;
@@ -90,7 +91,7 @@ export class RpcClient {
       if (signal.aborted) throw new RpcStopped('stopped');
       const ids = calls.map(() => this.nextId++);
       const body = calls.map((c, i) => ({ jsonrpc: '2.0', id: ids[i], method: c.method, params: c.params }));
-      let retryAfterMs = 0;
+      let retryAfter: string | null = null;
       let why: string;
       // One controller per request, its listener removed after: a long-running role must not pile listeners on `signal`.
       const ctl = new AbortController();
@@ -114,7 +115,7 @@ export class RpcClient {
         } else if (res.status === 429 || res.status >= 500 || (res.ok && !answers)) {
           const refusal = answers?.find((a) => typeof a.error?.message === 'string' && RANGE_REFUSAL.test(a.error.message));
           if (rangeQuery && refusal) throw new RangeRefused(String(refusal.error!.message));
-          retryAfterMs = retryAfter(res.headers.get('retry-after'));
+          retryAfter = res.headers.get('retry-after');
           why = `HTTP ${res.status}${res.ok ? ' (not a JSON-RPC answer)' : ''}`;
         } else {
           throw new RpcError(res.status, `HTTP ${res.status}: ${text.slice(0, 300)}`, text);
@@ -130,12 +131,8 @@ export class RpcClient {
         signal.removeEventListener('abort', onStop);
       }
       this.retries++;
-      const ceiling = Math.min(this.opts.maxDelayMs ?? 30_000, (this.opts.baseDelayMs ?? 500) * 2 ** Math.min(attempt, 20));
-      const wait = Math.max(retryAfterMs, Math.random() * ceiling);
-      this.opts.log.warn(
-        { method: calls[0]?.method, calls: calls.length, attempt: attempt + 1, waitMs: Math.round(wait), why },
-        'JSON-RPC call failed; backing off',
-      );
+      const wait = retryWaitMs(attempt, { baseMs: this.opts.baseDelayMs ?? 500, maxMs: this.opts.maxDelayMs ?? 30_000 }, retryAfter);
+      this.opts.log.warn({ method: calls[0]?.method, calls: calls.length, attempt: attempt + 1, waitMs: wait, why }, 'JSON-RPC call failed; backing off');
       await sleep(wait, signal);
     }
   }
@@ -171,14 +168,6 @@ function parseAnswers(text: string): Answer[] | null {
   } catch {
     return null;
   }
-}
-
-function retryAfter(header: string | null): number {
-  if (!header) return 0;
-  const s = Number(header);
-  if (Number.isFinite(s)) return Math.max(0, s * 1000);
-  const at = Date.parse(header);
-  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : 0;
 }
 
 export const hexBlock = (n: number): Hex => numberToHex(n);

@@ -1,8 +1,10 @@
 /**
  * One GET of a catalogue page with Node's fetch: a timeout per attempt, and retries of what passes (429, 5xx,
  * network errors, timeouts) with full-jitter exponential backoff, waiting at least what a `Retry-After` asks.
- * Never throws: the answer is a body, or why there is none.
+ * Never throws: the answer is a body, or why there is none. The policy (and its cap on `Retry-After`) is src/retry.ts.
  */
+import { MAX_RETRY_AFTER_MS, backoffMs as backoff, honouredRetryAfter, retryWaitMs } from '../retry.js';
+
 export type GetOptions = {
   timeoutMs: number;
   /** Attempts after the first. */
@@ -22,21 +24,14 @@ export type GetResult =
 
 export const DEFAULT_GET: Omit<GetOptions, 'signal' | 'onRetry' | 'random'> = { timeoutMs: 30_000, retries: 6, baseDelayMs: 500, maxDelayMs: 30_000 };
 
-/** A server asking for more than this is not waited for longer (the poll would never end). */
-const MAX_RETRY_AFTER_MS = 5 * 60_000;
-
-/** `Retry-After` as milliseconds: delta-seconds or an HTTP date; null when absent or unreadable. */
+/** `Retry-After` as the poller waits for it: delta-seconds or an HTTP date, capped; null when absent or unreadable. */
 export function retryAfterMs(header: string | null, now = Date.now()): number | null {
-  if (header === null || header.trim() === '') return null;
-  const s = header.trim();
-  if (/^\d+(\.\d+)?$/.test(s)) return Math.min(MAX_RETRY_AFTER_MS, Number(s) * 1000);
-  const at = Date.parse(s);
-  return Number.isNaN(at) ? null : Math.min(MAX_RETRY_AFTER_MS, Math.max(0, at - now));
+  return honouredRetryAfter(header, MAX_RETRY_AFTER_MS, now);
 }
 
 /** Full jitter: uniform in [0, min(max, base·2^attempt)). */
 export function backoffMs(attempt: number, base: number, max: number, random: () => number): number {
-  return Math.floor(random() * Math.min(max, base * 2 ** attempt));
+  return backoff(attempt, { baseMs: base, maxMs: max }, random);
 }
 
 const retryable = (status: number): boolean => status === 429 || status >= 500;
@@ -60,7 +55,7 @@ export async function getWithRetries(url: string, opts: GetOptions): Promise<Get
     let status: number | null = null;
     let body: string | undefined;
     let message: string;
-    let waitAtLeast = 0;
+    let retryAfter: string | null = null;
     const timeout = AbortSignal.timeout(opts.timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
     try {
@@ -70,14 +65,14 @@ export async function getWithRetries(url: string, opts: GetOptions): Promise<Get
       if (res.ok) return { ok: true, status, body, attempts: attempt + 1 };
       message = `HTTP ${status}`;
       if (!retryable(status)) return { ok: false, status, body, message, attempts: attempt + 1 };
-      waitAtLeast = retryAfterMs(res.headers.get('retry-after')) ?? 0;
+      retryAfter = res.headers.get('retry-after');
     } catch (err) {
       if (opts.signal?.aborted) return { ok: false, status, message: 'stopped', attempts: attempt + 1 };
       const e = err as Error & { cause?: { code?: string; message?: string } };
       message = timeout.aborted ? `no answer within ${opts.timeoutMs} ms` : `${e.message}${e.cause?.code ? ` (${e.cause.code})` : ''}`;
     }
     if (attempt >= opts.retries) return { ok: false, status, ...(body !== undefined ? { body } : {}), message, attempts: attempt + 1 };
-    const waitMs = Math.max(waitAtLeast, backoffMs(attempt, opts.baseDelayMs, opts.maxDelayMs, random));
+    const waitMs = retryWaitMs(attempt, { baseMs: opts.baseDelayMs, maxMs: opts.maxDelayMs }, retryAfter, random);
     opts.onRetry?.({ url, attempt: attempt + 1, status, message, waitMs });
     await sleep(waitMs, opts.signal);
     if (opts.signal?.aborted) return { ok: false, status, message: 'stopped', attempts: attempt + 1 };

@@ -1,5 +1,6 @@
 import WebSocket, { type RawData } from 'ws';
 import type { Logger } from 'pino';
+import { backoffMs } from '../retry.js';
 
 /** Assets whose capture was interrupted, from the last frame received to the next subscription. */
 export type Interruption = { fromMs: number; assets: string[]; reason: string };
@@ -209,11 +210,10 @@ export class VenueConnection {
     if (this.stopping) return;
     const healthy = this.opts.healthyMs ?? 60_000;
     if (openedAt > 0 && Date.now() - openedAt >= healthy) this.attempt = 0;
-    const cap = Math.min(this.opts.backoffMaxMs ?? 30_000, (this.opts.backoffBaseMs ?? 500) * 2 ** this.attempt);
+    const delay = backoffMs(this.attempt, { baseMs: this.opts.backoffBaseMs ?? 500, maxMs: this.opts.backoffMaxMs ?? 30_000 });
     this.attempt = Math.min(this.attempt + 1, 30);
-    const delay = Math.random() * cap;
     this.reconnects++;
-    this.opts.log.info({ conn: this.opts.conn, delayMs: Math.round(delay), attempt: this.attempt }, 'reconnecting to the venue');
+    this.opts.log.info({ conn: this.opts.conn, delayMs: delay, attempt: this.attempt }, 'reconnecting to the venue');
     this.retry = setTimeout(() => this.connect(), delay);
   }
 
