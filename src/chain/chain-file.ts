@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Hex } from 'viem';
 import type { Header } from './lines.js';
-import { syncDir } from '../sync-dir.js';
+import { AtomicFile } from '../atomic-file.js';
 
 /** The file being written; never read by the ingest (a dot file), removed by the next start after a kill. */
 export const OPEN_NAME = '.open-chain.jsonl';
@@ -27,8 +27,7 @@ export class ChainFile {
   bytes = 0;
   readonly openedAt = Date.now();
   private constructor(
-    private readonly dir: string,
-    private readonly fh: fs.promises.FileHandle,
+    private readonly file: AtomicFile,
     readonly from: number,
     private readonly chainId: number,
     private readonly confirmations: number,
@@ -39,7 +38,7 @@ export class ChainFile {
   static async open(dir: string, from: number, chainId: number, confirmations: number): Promise<ChainFile> {
     // 'w' truncates what a killed indexer left: its blocks were never put into place.
     const fh = await fs.promises.open(path.join(dir, OPEN_NAME), 'w');
-    const file = new ChainFile(dir, fh, from, chainId, confirmations);
+    const file = new ChainFile(new AtomicFile(fh, dir, OPEN_NAME), from, chainId, confirmations);
     await file.write([headerLine(from, from, chainId, confirmations)]);
     return file;
   }
@@ -63,8 +62,7 @@ export class ChainFile {
   private async write(lines: string[]): Promise<void> {
     if (lines.length === 0) return;
     const buf = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
-    let done = 0;
-    while (done < buf.length) done += (await this.fh.write(buf, done, buf.length - done)).bytesWritten;
+    await this.file.write(buf);
     this.bytes += buf.length;
   }
 
@@ -76,18 +74,14 @@ export class ChainFile {
     }
     await this.write([...(tail ? [tail] : []), JSON.stringify({ kind: 'end', logs: this.logs })]);
     const header = Buffer.from(headerLine(this.from, this.to, this.chainId, this.confirmations), 'utf8');
-    await this.fh.write(header, 0, header.length, 0);
-    await this.fh.sync();
-    await this.fh.close();
+    await this.file.write(header, 0);
     const name = closedName(this.from, this.to);
-    await fs.promises.rename(path.join(this.dir, OPEN_NAME), path.join(this.dir, name));
-    await syncDir(this.dir);
+    await this.file.close(name);
     return name;
   }
 
   async discard(): Promise<void> {
-    await this.fh.close().catch(() => {});
-    await fs.promises.rm(path.join(this.dir, OPEN_NAME), { force: true });
+    await this.file.discard();
   }
 }
 

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { EndpointName } from './endpoints.js';
+import { AtomicFile } from '../atomic-file.js';
 import { syncDir } from '../sync-dir.js';
 
 /**
@@ -56,38 +57,35 @@ export async function removeAbandonedPoll(dir: string, poller: string): Promise<
 /** One poll's open file: lines are written in order as they come; `close` puts it in place, `discard` drops it. */
 export class PollFile {
   private constructor(
-    private readonly fh: fs.promises.FileHandle,
-    readonly dir: string,
-    readonly openPath: string,
+    private readonly file: AtomicFile,
     readonly closedName: string,
   ) {}
 
+  get dir(): string {
+    return this.file.dir;
+  }
+
+  get openPath(): string {
+    return this.file.openPath;
+  }
+
   /** Fails if the open file exists (another process with this poller id is polling this directory). */
   static async open(dir: string, poller: string, startedMs: number): Promise<PollFile> {
-    const openPath = path.join(dir, openPollName(poller));
-    const fh = await fs.promises.open(openPath, 'wx');
-    return new PollFile(fh, dir, openPath, closedPollName(startedMs, poller));
+    const fh = await fs.promises.open(path.join(dir, openPollName(poller)), 'wx');
+    return new PollFile(new AtomicFile(fh, dir, openPollName(poller)), closedPollName(startedMs, poller));
   }
 
   async write(line: string): Promise<void> {
-    const buf = Buffer.from(`${line}\n`, 'utf8');
-    // A partial write (a full disk) resumes where it stopped, so no line is written twice.
-    for (let done = 0; done < buf.length;) done += (await this.fh.write(buf, done, buf.length - done)).bytesWritten;
+    await this.file.write(Buffer.from(`${line}\n`, 'utf8'));
   }
 
   /** fsync, close, rename to the closed name, fsync the directory; returns the closed file's path. */
   async close(): Promise<string> {
-    await this.fh.sync();
-    await this.fh.close();
-    const closed = path.join(this.dir, this.closedName);
-    await fs.promises.rename(this.openPath, closed);
-    await syncDir(this.dir);
-    return closed;
+    return this.file.close(this.closedName);
   }
 
   async discard(): Promise<void> {
-    await this.fh.close().catch(() => {});
-    await fs.promises.rm(this.openPath, { force: true });
+    await this.file.discard();
     await syncDir(this.dir).catch(() => {});
   }
 }

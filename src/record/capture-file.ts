@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { closedFileName, openFileName, periodStart, startLine } from './capture-lines.js';
-import { syncDir } from '../sync-dir.js';
+import { AtomicFile, type FileSink, type FileStep } from '../atomic-file.js';
 
 /** What the writer needs of an open file (a FileHandle); a test's slow disk wraps one. */
-export type CaptureSink = Pick<fs.promises.FileHandle, 'write' | 'sync' | 'close'>;
+export type CaptureSink = FileSink;
 
 export type CaptureFileOptions = {
   dir: string;
@@ -44,7 +44,7 @@ export class CaptureFile {
   private bytes = 0;
   private paused = false;
   private writing: Promise<void> | null = null;
-  private fh: CaptureSink | null = null;
+  private out: AtomicFile | null = null;
   private period = 0;
   private nextAt = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -63,7 +63,7 @@ export class CaptureFile {
     const file = new CaptureFile(opts);
     const now = Date.now();
     file.period = periodStart(now, opts.rotateSeconds);
-    file.fh = await (opts.openSink ?? openExclusive)(file.openPath);
+    file.out = file.atomic(await (opts.openSink ?? openExclusive)(file.openPath));
     file.enqueueHeader(now);
     file.schedule();
     return file;
@@ -167,13 +167,8 @@ export class CaptureFile {
   private async writeOut(text: string): Promise<void> {
     if (text.length === 0) return;
     const buf = Buffer.from(text, 'utf8');
-    const fh = this.fh!;
-    // A partial write (a full disk) resumes where it stopped, so the file never holds a line twice.
-    let done = 0;
-    while (done < buf.length) {
-      const { bytesWritten } = await this.retrying('write', () => fh.write(buf, done, buf.length - done));
-      done += bytesWritten;
-    }
+    // Each partial write retried, resumed where it stopped: the file never holds a line twice.
+    await this.out!.write(buf);
     this.bytesWritten += buf.length;
     this.bytes -= buf.length;
     if (this.paused && this.bytes < this.maxBytes / 4) this.setPaused(false);
@@ -183,26 +178,29 @@ export class CaptureFile {
     await this.finishFile();
     // A clock stepped back must not name a file after a period already closed (a closed file is never rewritten).
     this.period = Math.max(next.period, this.period + this.opts.rotateSeconds * 1000);
-    this.fh = await this.retrying('open', () => (this.opts.openSink ?? openExclusive)(this.openPath));
+    this.out = this.atomic(await this.retrying('open', () => (this.opts.openSink ?? openExclusive)(this.openPath)));
   }
 
   private async finishFile(): Promise<void> {
-    const fh = this.fh;
-    if (!fh) return;
-    this.fh = null;
-    await this.retrying('fsync', () => fh.sync());
-    await fh.close().catch((err: unknown) => this.opts.log.error({ err, file: this.openPath }, 'capture file close failed'));
-    const closed = path.join(this.opts.dir, closedFileName(this.period, this.opts.recorderId, this.opts.session));
-    await this.retrying('rename', () => fs.promises.rename(this.openPath, closed));
-    await this.retrying('fsync dir', () => syncDir(this.opts.dir));
+    const out = this.out;
+    if (!out) return;
+    this.out = null;
+    await out.close(closedFileName(this.period, this.opts.recorderId, this.opts.session), (err) =>
+      this.opts.log.error({ err, file: this.openPath }, 'capture file close failed'),
+    );
     this.filesClosed++;
+  }
+
+  /** The open file, each of its steps (write, fsync, rename, fsync dir) retried until it succeeds. */
+  private atomic(sink: CaptureSink): AtomicFile {
+    return new AtomicFile(sink, this.opts.dir, openFileName(this.opts.recorderId, this.opts.session), (step, fn) => this.retrying(step, fn));
   }
 
   /**
    * A file-system step retried until it succeeds: the recorder must not crash on a full or failing disk, and a
    * step skipped would leave a file half put into place. Meanwhile the queue fills and pauses the sockets.
    */
-  private async retrying<T>(step: string, fn: () => Promise<T>): Promise<T> {
+  private async retrying<T>(step: FileStep | 'open', fn: () => Promise<T>): Promise<T> {
     for (;;) {
       try {
         return await fn();

@@ -1,17 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom as seeded } from '../../bench/stats.js';
 import { MAX_RETRY_AFTER_MS, backoffMs, honouredRetryAfter, parseRetryAfter, retryWaitMs } from '../../src/retry.js';
-
-/** A seeded generator (mulberry32): the same numbers in [0, 1) on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const now = Date.UTC(2026, 10, 26, 12, 0, 0);
 
