@@ -78,7 +78,8 @@ async function prepareSeeds(conn: DuckDBConnection, lake: VersionDraft): Promise
     await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_seedkey (asset_id VARCHAR, seq BIGINT, book_seq BIGINT)`);
     await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_seed (asset_id VARCHAR, ts TIMESTAMP, seq BIGINT, bids ${LEVELS}, asks ${LEVELS})`);
   }
-  const tailFiles = lake.files('l2').length > 0 ? await l2TailFiles(conn, lake) : [];
+  const days = lake.files('l2').length > 0 ? await tailDays(conn) : null;
+  const tailFiles = days ? lake.partitionFiles('l2', lake.partitionValues('l2').filter(days)) : [];
   if (tailFiles.length > 0) {
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE _bk_tail AS
@@ -91,16 +92,33 @@ async function prepareSeeds(conn: DuckDBConnection, lake: VersionDraft): Promise
   } else {
     await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_tail AS SELECT asset_id, seq, level_idx, side, price, size, is_snapshot FROM stg_l2 LIMIT 0`);
   }
+  // The stored trades of the same stretch: a trade an earlier batch landed is taken from the replayed book the
+  // checkpoint compares as when both were one batch (a batch may be cut between a trade and the book answering it).
+  // Not the ones this batch stages again (a re-run): those are replayed as the batch's own.
+  const tradeFiles = days && tailFiles.length > 0 ? lake.partitionFiles('last_trades', lake.partitionValues('last_trades').filter(days)) : [];
+  if (tradeFiles.length > 0) {
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE _bk_tail_trades AS
+       SELECT l.asset_id, l.seq, l.side, l.price, l.size
+       FROM read_parquet($g::VARCHAR[], hive_partitioning = false) l
+       JOIN (SELECT asset_id, min_seq FROM _bk_known WHERE l2_rows > 0) t USING (asset_id) LEFT JOIN _bk_seedkey k USING (asset_id)
+       WHERE l.seq < t.min_seq AND (k.seq IS NULL OR l.seq > k.seq)
+         AND NOT EXISTS (SELECT 1 FROM stg_last_trades s WHERE s.asset_id = l.asset_id AND s.seq = l.seq)`,
+      { g: new DuckDBListValue(tradeFiles) },
+    );
+  } else {
+    await conn.run(`CREATE OR REPLACE TEMP TABLE _bk_tail_trades AS SELECT asset_id, seq, side, price, size FROM stg_last_trades LIMIT 0`);
+  }
 }
 
 /**
- * The stored l2 files that can hold tail rows. A tail row of a seeded token has a seq above the seed's, and an
+ * The days (partitions) of the stored l2 files that can hold tail rows, and of the stored trades. A tail row of a seeded token has a seq above the seed's, and an
  * l2 row's seq is its receive ms * 1e6 + k while its partition is its receive date, so when every touched
  * token has a seed only the days from the oldest seed on are read — not the whole history, which every batch
  * of a long ingest would otherwise rescan. A token without a seed starts at its first stored l2 row (stats), or
  * on any day when that is unknown. Tokens with no stored l2 row read nothing.
  */
-async function l2TailFiles(conn: DuckDBConnection, lake: VersionDraft): Promise<string[]> {
+async function tailDays(conn: DuckDBConnection): Promise<((day: string) => boolean) | null> {
   const row = (
     await conn.runAndReadAll(
       `SELECT count(*) AS n, count(*) FILTER (WHERE k.seq IS NULL AND t.l2_lo IS NULL) AS unbounded,
@@ -108,14 +126,11 @@ async function l2TailFiles(conn: DuckDBConnection, lake: VersionDraft): Promise<
        FROM _bk_known t LEFT JOIN _bk_seedkey k USING (asset_id) WHERE t.l2_rows > 0`,
     )
   ).getRowObjectsJS()[0]!;
-  if (Number(row.n) === 0) return [];
+  if (Number(row.n) === 0) return null;
   const day = (seq: unknown): string => new Date(Number(BigInt(seq as bigint) / 1_000_000n)).toISOString().slice(0, 10);
   const from = Number(row.unbounded) === 0 && row.lo !== null ? day(row.lo) : '';
   const to = row.hi !== null ? day(row.hi) : '~';
-  return lake.partitionFiles(
-    'l2',
-    lake.partitionValues('l2').filter((p) => p >= from && p <= to),
-  );
+  return (p) => p >= from && p <= to;
 }
 
 /** Price text cache: prices are at most 1e6 distinct integers of 1e-6, formatted once each. */
@@ -496,7 +511,7 @@ export async function deriveBooks(ctx: BatchContext): Promise<BookStats> {
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
     await conn.run('DROP VIEW IF EXISTS _bk_in');
-    for (const t of ['_bk_seed', '_bk_seedkey', '_bk_tail', '_bk_touch', '_bk_known']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+    for (const t of ['_bk_seed', '_bk_seedkey', '_bk_tail', '_bk_tail_trades', '_bk_touch', '_bk_known']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await dropIntegrityTemps(conn);
   }
   ctx.counts.book_snapshots = (ctx.counts.book_snapshots ?? 0) + stats.snapshots;

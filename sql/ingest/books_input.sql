@@ -1,6 +1,7 @@
 -- Replay input for book reconstruction (ingest/books.ts). Needs _bk_touch(tok, asset_id, min_seq, ...),
--- _bk_seed(asset_id, ts, seq, bids, asks) and _bk_tail (l2 rows already in the lake between the seed and the
--- batch), stg_tape_flags (tick_size_change rows, ws_stage.sql). src: 0 = seed snapshot, 1 = stored tail (replayed, not re-emitted), 2 = this batch.
+-- _bk_seed(asset_id, ts, seq, bids, asks), _bk_tail (l2 rows already in the lake between the seed and the
+-- batch), _bk_tail_trades (the stored last_trades of that stretch), stg_tape_flags (tick_size_change rows,
+-- ws_stage.sql). src: 0 = seed snapshot, 1 = stored tail (replayed, not re-emitted), 2 = this batch.
 -- Prices and sizes go to JavaScript as integers of 1e-6 units (exact, and read straight from typed arrays).
 -- A view, not a table: the replay's sorted stream is its only reader, and the sort materialises the rows anyway.
 CREATE OR REPLACE TEMP VIEW _bk_in AS
@@ -31,6 +32,10 @@ WITH seed AS (
   -- answers a trade with a fresh `book`, which the checkpoint compares with the replayed book minus the trade.
   SELECT asset_id, 2, seq, seq // 1000000, seq % 1000000, CASE side WHEN 'BUY' THEN '~buy' ELSE '~sell' END, price, size, 0, 0, NULL, NULL
   FROM stg_last_trades WHERE asset_id IS NOT NULL AND side IN ('BUY', 'SELL') AND seq IS NOT NULL
+  UNION ALL
+  -- The stored trades between the seed and the batch (_bk_tail_trades), as the stored tail's.
+  SELECT asset_id, 1, seq, seq // 1000000, seq % 1000000, CASE side WHEN 'BUY' THEN '~buy' ELSE '~sell' END, price, size, 0, 0, NULL, NULL
+  FROM _bk_tail_trades WHERE asset_id IS NOT NULL AND side IN ('BUY', 'SELL') AND seq IS NOT NULL
 )
 SELECT t.tok::INTEGER AS tok, r.src::INTEGER AS src, r.seq, r.level_idx,
        r.ms::DOUBLE AS ms, r.k::INTEGER AS k,
