@@ -27,7 +27,8 @@ import { CLIENT_TIMEOUT_MS, connect, fire, type Kind, type Outcome } from './mix
  * alone / mixed (1 = the mix costs the scans nothing).
  */
 
-type Cpu = { total: number; loop: number; other: number };
+/** CPU ms: the whole process, its main thread (the event loop), the rest; and ms the main thread sat runnable, waiting for a core. */
+type Cpu = { total: number; loop: number; other: number; loopWait: number };
 type Run = { outcomes: Outcome[]; wall: number; cpu: Cpu };
 
 /** Linux's 100 clock ticks a second, in ms. */
@@ -45,10 +46,20 @@ function serverCpu(pid: number): Cpu {
   };
   const total = ticks(`/proc/${pid}/stat`);
   const loop = ticks(`/proc/${pid}/task/${pid}/stat`);
-  return { total, loop, other: total - loop };
+  // schedstat: ns on a CPU, ns waiting on a run queue, time slices.
+  let loopWait = Number.NaN;
+  try {
+    loopWait = Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    /* no schedstat: left unknown */
+  }
+  return { total, loop, other: total - loop, loopWait };
 }
 
-const minus = (a: Cpu, b: Cpu): Cpu => ({ total: a.total - b.total, loop: a.loop - b.loop, other: a.other - b.other });
+const minus = (a: Cpu, b: Cpu): Cpu => ({ total: a.total - b.total, loop: a.loop - b.loop, other: a.other - b.other, loopWait: a.loopWait - b.loopWait });
+/** "1.20 cores (event loop 0.60, waiting for a core 0.10)" over a run's wall seconds. */
+const cores = (c: Cpu, wall: number): string =>
+  `${(c.total / 1000 / wall).toFixed(2)} cores (event loop ${(c.loop / 1000 / wall).toFixed(2)}, other threads ${(c.other / 1000 / wall).toFixed(2)}; event loop runnable but waiting for a core ${(c.loopWait / 1000 / wall).toFixed(2)})`;
 
 async function load(srv: ChildServer, kinds: Kind[], keys: string[], seconds: number): Promise<Run> {
   const port = Number(new URL(srv.url).port);
@@ -87,7 +98,10 @@ export function mixedClasses(seconds: number): Scenario {
         {
           name: 'trades-pages',
           connections: 25,
-          paths: [`/v1/trades?${qs({ market_id: bm.marketId, limit: 100, offset: 0 })}`, `/v1/trades?${qs({ market_id: bm.marketId, limit: 100, offset: 1000 })}`],
+          paths: [
+            `/v1/trades?${qs({ market_id: bm.marketId, limit: 100, offset: 0 })}`,
+            `/v1/trades?${qs({ market_id: bm.marketId, limit: 100, offset: 1000 })}`,
+          ],
         },
         {
           name: 'ohlcv',
@@ -129,7 +143,7 @@ export function mixedClasses(seconds: number): Scenario {
           alone.set(k.name, run);
           const o = run.outcomes[0]!;
           ctx.log(
-            `  alone ${k.name}: ${o.rps.toFixed(0)} req/s, p50 ${o.p50} ms, p99 ${o.p99} ms, 503 ${o.s503}; server CPU ${(run.cpu.total / 1000 / run.wall).toFixed(2)} cores (event loop ${(run.cpu.loop / 1000 / run.wall).toFixed(2)}), ${((run.cpu.total / o.requests) * 1000).toFixed(0)} µs a request`,
+            `  alone ${k.name}: ${o.rps.toFixed(0)} req/s, p50 ${o.p50} ms, p99 ${o.p99} ms, 503 ${o.s503}; server ${cores(run.cpu, run.wall)}, ${((run.cpu.total / o.requests) * 1000).toFixed(0)} µs CPU a request`,
           );
         }
         const rounds = Math.max(1, Math.min(ctx.reps, 3));
@@ -137,7 +151,7 @@ export function mixedClasses(seconds: number): Scenario {
           const run = await load(srv, kinds, keys, seconds);
           mixed.push(run);
           ctx.log(
-            `  round ${r + 1}: ${run.outcomes.map((o) => `${o.name} ${o.rps.toFixed(0)} req/s p50 ${o.p50} p99 ${o.p99} ms`).join('; ')}; server CPU ${(run.cpu.total / 1000 / run.wall).toFixed(2)} cores (event loop ${(run.cpu.loop / 1000 / run.wall).toFixed(2)})`,
+            `  round ${r + 1}: ${run.outcomes.map((o) => `${o.name} ${o.rps.toFixed(0)} req/s p50 ${o.p50} p99 ${o.p99} ms`).join('; ')}; server ${cores(run.cpu, run.wall)}`,
           );
         }
         peakRss = peak.stop();
@@ -172,6 +186,7 @@ export function mixedClasses(seconds: number): Scenario {
       }
       extra.server_cores = median(mixed.map((m) => m.cpu.total / 1000 / m.wall));
       extra.event_loop_cores = median(mixed.map((m) => m.cpu.loop / 1000 / m.wall));
+      extra.event_loop_waiting_cores = median(mixed.map((m) => m.cpu.loopWait / 1000 / m.wall));
       extra.s503 = median(mixed.map((m) => m.outcomes.reduce((s, o) => s + o.s503, 0)));
       const fmt = (o: Outcome): string =>
         `${o.name} ${o.rps.toFixed(0)} req/s, p50 ${o.p50} ms, p99 ${o.p99} ms, max ${o.max} ms, 503 ${o.s503}, other ${o.other + o.timeouts}`;
@@ -183,24 +198,34 @@ export function mixedClasses(seconds: number): Scenario {
           pmlakeDoes: `${kinds.map((k) => `${k.name} ×${k.connections}`).join(', ')} for ${seconds} s, ${mixed.length} round(s), each class alone first`,
           baselineDoes: 'each scan class alone on the same server (25 connections, nothing else)',
           rows: requests,
-          pmlake: { seconds: worstScan / 1000, samples: mixed.map((m) => Math.max(...m.outcomes.filter((o) => scans.includes(o.name)).map((o) => o.p99)) / 1000), rows: requests, peakRss, extra },
+          pmlake: {
+            seconds: worstScan / 1000,
+            samples: mixed.map((m) => Math.max(...m.outcomes.filter((o) => scans.includes(o.name)).map((o) => o.p99)) / 1000),
+            rows: requests,
+            peakRss,
+            extra,
+          },
           baseline: { seconds: worstAlone / 1000, samples: [worstAlone / 1000] },
           ratio: speedRatio(worstScan, worstAlone),
           targets: [
             atMost('ohlcv p99 ≤1 s under the mix', of('ohlcv', (o) => o.p99) / 1000, 1),
             atMost('book p99 ≤1 s under the mix', of('book', (o) => o.p99) / 1000, 1),
-            atMost('market-detail p99 ≤150 ms under the mix', of('market-detail', (o) => o.p99), 150),
+            atMost(
+              'market-detail p99 ≤150 ms under the mix',
+              of('market-detail', (o) => o.p99),
+              150,
+            ),
           ],
           notes: [
             `'pmlake s': the worse scan class's p99 under the mix (median of rounds); 'baseline s': the worse scan class's p99 alone; ratio = alone / mixed`,
             ...kinds.map((k) => {
               const a = alone.get(k.name)!;
               const o = a.outcomes[0]!;
-              return `alone ${k.name}: ${o.rps.toFixed(0)} req/s, p50 ${o.p50} ms, p99 ${o.p99} ms, 503 ${o.s503}; server ${(a.cpu.total / 1000 / a.wall).toFixed(2)} cores (event loop ${(a.cpu.loop / 1000 / a.wall).toFixed(2)}), ${(cpuPerRequest.get(k.name)! * 1000).toFixed(0)} µs CPU a request`;
+              return `alone ${k.name}: ${o.rps.toFixed(0)} req/s, p50 ${o.p50} ms, p99 ${o.p99} ms, 503 ${o.s503}; server ${cores(a.cpu, a.wall)}, ${(cpuPerRequest.get(k.name)! * 1000).toFixed(0)} µs CPU a request`;
             }),
             ...mixed.map((m, i) => {
               const sh = shares(m);
-              return `mixed round ${i + 1}: ${m.outcomes.map((o) => `${fmt(o)}, ${pct(sh.get(o.name)!.requests)} of requests, ~${pct(sh.get(o.name)!.cpu)} of CPU`).join('; ')}; server ${(m.cpu.total / 1000 / m.wall).toFixed(2)} cores (event loop ${(m.cpu.loop / 1000 / m.wall).toFixed(2)}, other threads ${(m.cpu.other / 1000 / m.wall).toFixed(2)})`;
+              return `mixed round ${i + 1}: ${m.outcomes.map((o) => `${fmt(o)}, ${pct(sh.get(o.name)!.requests)} of requests, ~${pct(sh.get(o.name)!.cpu)} of CPU`).join('; ')}; server ${cores(m.cpu, m.wall)}`;
             }),
             `p99 per round (ms): ${kinds.map((k) => `${k.name} ${spread(k.name, (o) => o.p99)}`).join('; ')}`,
           ],

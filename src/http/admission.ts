@@ -259,9 +259,11 @@ export class Admission {
   pace(res: Response): boolean | Promise<boolean> {
     if (this.pacer.tryPass()) return true;
     const t0 = performance.now();
-    return this.pacer.wait((abandon) => res.once('close', abandon)).then((passed) => {
-      res.locals.queuedMs = (res.locals.queuedMs ?? 0) + Math.round(performance.now() - t0);
-      return passed && !res.destroyed;
-    });
+    return this.pacer
+      .wait((abandon) => res.once('close', abandon))
+      .then((passed) => {
+        res.locals.queuedMs = (res.locals.queuedMs ?? 0) + Math.round(performance.now() - t0);
+        return passed && !res.destroyed;
+      });
   }
 }

@@ -90,7 +90,7 @@ describe('admission: cheap requests take their turns while a scan runs', () => {
   };
 
   /** `CROWD` closed loops of cheap requests (the recording route, market detail, a kept trades page) until `stop`. */
-  function crowd(url: string, key: string, stop: () => boolean): Promise<number[]> {
+  function crowd(url: string, key: string, stop: () => boolean): Promise<number[][]> {
     const paths = ['/test/cheap', `/v1/markets/${marketId}`, '/test/cheap', `/v1/trades?market_id=${marketId}&limit=5`];
     return Promise.all(
       Array.from({ length: CROWD }, async (_, c) => {
