@@ -130,9 +130,8 @@ export class TurnPacer {
   private head = 0;
   private pending = 0;
   private scheduled = false;
-  /** Requests that waited for a turn, and turns that let some through, since start (for operators and tests). */
+  /** Requests that waited for a turn since start (for operators and tests). */
   paced = 0;
-  turns = 0;
   /** The most requests any turn let through while paced. */
   maxPerTurn = 0;
 
@@ -192,7 +191,6 @@ export class TurnPacer {
       this.started++;
       w.grant();
     }
-    if (this.started > 0) this.turns++;
     if (this.started > this.maxPerTurn && limit !== Number.POSITIVE_INFINITY) this.maxPerTurn = this.started;
     if (this.head === this.waiting.length) {
       this.waiting.length = 0;
