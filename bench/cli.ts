@@ -291,6 +291,7 @@ export async function benchCommand(args: string[]): Promise<number> {
       baselineDb: freshDuckDb,
       reps,
       workDir,
+      cpuProfDir: values.profile ? path.resolve(values.profile) : undefined,
       log,
     };
     // With --appended, each row's scenario name says which lake it ran on.

@@ -127,6 +127,7 @@ export function mixedClasses(seconds: number): Scenario {
         stateDir: path.join(ctx.workDir, 'state'),
         env: { PMLAKE_RATE_LIMITS: 'off' },
         logFile: path.join(ctx.workDir, 'mixed-classes-server.log'),
+        cpuProfDir: ctx.cpuProfDir,
       });
       const alone = new Map<string, Run>();
       const mixed: Run[] = [];
