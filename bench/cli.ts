@@ -14,6 +14,7 @@ import { ohlcvScenarios } from './scenarios/ohlcv.js';
 import { tradesPage1k, tradesPageDeep, tradesPageFirst } from './scenarios/trades.js';
 import { mixedLoad } from './scenarios/mixed.js';
 import { marketsListMixed } from './scenarios/markets-list.js';
+import { mixedClasses } from './scenarios/mixed-classes.js';
 import { bookAtInstant } from './scenarios/orderbook.js';
 import { replayWs } from './scenarios/replay-ws.js';
 import { ingestWs } from './scenarios/ingest.js';
@@ -106,6 +107,7 @@ function allScenarios(scale: Scale): Scenario[] {
     httpSmallPg(scale.httpSeconds),
     mixedLoad(scale.mixedSeconds),
     marketsListMixed(scale.mixedSeconds),
+    mixedClasses(scale.mixedSeconds),
     liveFollow(scale.live),
   ];
 }
@@ -291,6 +293,7 @@ export async function benchCommand(args: string[]): Promise<number> {
       baselineDb: freshDuckDb,
       reps,
       workDir,
+      cpuProfDir: values.profile ? path.resolve(values.profile) : undefined,
       log,
     };
     // With --appended, each row's scenario name says which lake it ran on.

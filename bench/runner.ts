@@ -65,6 +65,8 @@ export type BenchContext = {
   baselineDb(): Promise<DuckDBInstance>;
   reps: number;
   workDir: string;
+  /** --profile DIR: servers a scenario starts of its own run with --cpu-prof into it too. */
+  cpuProfDir?: string | undefined;
   log(msg: string): void;
 };
 

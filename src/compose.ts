@@ -9,6 +9,7 @@ import type { Config } from './config.js';
 import { ExportService } from './exports/service.js';
 import { openLakeDb } from './lake/duckdb.js';
 import { LakeSession } from './lake/session.js';
+import { closeIdleConnections } from './lake/runner.js';
 import { holdFifoRoot } from './lake/stream.js';
 import { openLimits, type Limits } from './limits/index.js';
 import type { Logger } from './log.js';
@@ -104,6 +105,7 @@ export async function buildCore(config: Config, log: Logger, role: 'serve' | 'wo
       async close() {
         streams.close();
         await exports.close();
+        closeIdleConnections(db);
         db.closeSync();
         await opened.close();
         await openedLimits.close();
@@ -114,6 +116,7 @@ export async function buildCore(config: Config, log: Logger, role: 'serve' | 'wo
     // A half-built core (unreadable state, a bad link secret) must not keep the lake database open.
     await state?.close();
     await limits?.close();
+    closeIdleConnections(db);
     db.closeSync();
     fifos.release();
     throw err;

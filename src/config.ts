@@ -156,6 +156,12 @@ const EnvSchema = z
     PMLAKE_CHEAP_CONCURRENCY: z.coerce.number().int().min(0).max(10_000).default(0),
     PMLAKE_QUERY_CONCURRENCY: z.coerce.number().int().min(0).max(256).default(3),
     PMLAKE_STREAM_CONCURRENCY: z.coerce.number().int().min(0).max(256).default(4),
+    /**
+     * The event loop's share (src/http/admission.ts TurnPacer): while query or stream requests are in flight or
+     * waiting, at most this many requests that take no slot (cheap lookups, kept answers) start per turn of the
+     * event loop, so the scans' DuckDB completions are handled between batches; 0 = never paced.
+     */
+    PMLAKE_CHEAP_PER_TURN: z.coerce.number().int().min(0).max(10_000).default(8),
     /** A request waiting longer than this for its class is answered 503 with Retry-After. */
     PMLAKE_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(5000),
     /** Requests allowed to wait per class; one more is answered 503 at once. */
@@ -268,6 +274,8 @@ export type Config = {
   admission: {
     classes: Readonly<Record<'cheap' | 'query' | 'stream', { concurrency: number; maxQueue: number }>>;
     queueTimeoutMs: number;
+    /** Requests taking no slot started per event-loop turn while a slotted class is busy (0 = unpaced). */
+    cheapPerTurn: number;
   };
 };
 
@@ -350,6 +358,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         stream: { concurrency: e.PMLAKE_STREAM_CONCURRENCY, maxQueue: e.PMLAKE_QUEUE_MAX },
       }),
       queueTimeoutMs: e.PMLAKE_QUEUE_TIMEOUT_MS,
+      cheapPerTurn: e.PMLAKE_CHEAP_PER_TURN,
     }),
   });
 }

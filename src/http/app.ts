@@ -125,8 +125,9 @@ function requestLog(ctx: AppContext, counter: RequestCounter) {
  * Everything before a route's handler, in one middleware (each Express layer costs a dispatch): resolve the
  * credentials when any are sent, so the rate limiter can key on them (bad ones count per IP); the rate
  * limits; then a body whose Content-Length is over the limit (413); then authorization; then admission into
- * the route's cost class (a slot, or a wait in its queue, or 503: src/http/admission.ts); then mark the
- * request to be counted in the caller's usage.
+ * the route's cost class (a slot, or a wait in its queue, or 503; a request that takes no slot waits for its
+ * turn of the event loop while scans are busy: src/http/admission.ts); then mark the request to be counted in
+ * the caller's usage.
  */
 function gate(ctx: AppContext, limits: Limiter[], route: Route, admission: Admission) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
@@ -141,9 +142,13 @@ function gate(ctx: AppContext, limits: Limiter[], route: Route, admission: Admis
     // After the limits (counted like any refused body), before a 401 or 403 that would say nothing of the size.
     if (route.method !== 'get') assertDeclaredBodyFits(req.headers);
     authorize(route, req);
-    // False: the client left while it waited for a slot; nothing to answer.
-    if (route.admission === 'handler') res.locals.admit = () => admission.admit(route.cost, req, res);
-    else if (!(await admission.admit(route.cost, req, res))) return;
+    // False: the client left while it waited for a slot or its turn; nothing to answer. A handler-admitted
+    // route takes no slot until it must scan, so until then it waits for its turn like a cheap request.
+    if (route.admission === 'handler') {
+      const turn = admission.pace(res);
+      if (turn !== true && !(await turn)) return;
+      res.locals.admit = () => admission.admit(route.cost, req, res);
+    } else if (!(await admission.admit(route.cost, req, res))) return;
     res.locals.countRequest = true;
     next();
   };

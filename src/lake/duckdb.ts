@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 
 /** A statement and its bound values: what every SQL builder returns. Values are never spliced into text. */
 export type Query = Readonly<{ sql: string; params: Readonly<Record<string, DuckDBValue>> }>;
@@ -110,14 +110,4 @@ export function sqlIdent(name: string): string {
 
 function sqlList(items: string[]): string {
   return `[${items.map(sqlString).join(', ')}]`;
-}
-
-/** Runs fn on a fresh connection and always releases it. */
-export async function withConnection<T>(instance: DuckDBInstance, fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
-  const conn = await instance.connect();
-  try {
-    return await fn(conn);
-  } finally {
-    conn.closeSync();
-  }
 }

@@ -1,18 +1,70 @@
-import type { DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
-import { sqlIdent, withConnection, type Query } from './duckdb.js';
+import type { DuckDBConnection, DuckDBDataChunk, DuckDBInstance, DuckDBMaterializedResult, DuckDBValue } from '@duckdb/node-api';
+import { sqlIdent, type Query } from './duckdb.js';
 import { shapeReplacements, toJsonRow, type Json, type Row, type RowShape } from './values.js';
 
 /**
  * The executor, the one place statements run: a builder's `{ sql, params }` (src/query/) on a DuckDB instance
  * with the values bound — rows (`runQuery`), one row (`runOne`), a count (`runCount`), one JSON array text
- * (`runJsonArray`), a COPY stream (`startCopy`) — each on a connection of its own. Callers reach it through a lake session (./session.ts),
+ * (`runJsonArray`), a COPY stream (`startCopy`). Callers reach it through a lake session (./session.ts),
  * which adds the pinned version's sources; rows come back JSON-safe (./values.ts). Only for small JSON answers:
  * bulk output goes through COPY (./stream.ts).
+ *
+ * A statement costs two turns of the event loop: its prepare and its execution, each a DuckDB call on libuv's
+ * pool whose completion waits for the loop. node-api's `runAndReadAll` took six for a one-chunk answer (a fresh
+ * connection, the statement split, its prepare, its execution, then one fetch per chunk and one for the end),
+ * and under a crowd of cheap requests every turn is long: a scan held its slot for several of them (issue 10).
+ * So the executor keeps idle connections per instance, prepares the one statement directly, and reads the
+ * materialised result's chunks synchronously.
  */
+
+/** Idle connections per instance: a statement takes one (or opens one) and gives it back when done. */
+const idle = new WeakMap<DuckDBInstance, DuckDBConnection[]>();
+/** More than the slotted classes run at once (src/http/admission.ts); beyond it, a finished connection closes. */
+const MAX_IDLE = 16;
+
+/**
+ * Runs one statement with its values bound and hands `read` its materialised chunks and column names, read while
+ * the result is alive (a chunk's strings may point into it).
+ */
+async function execute<T>(db: DuckDBInstance, q: Query, read: (chunks: DuckDBDataChunk[], result: DuckDBMaterializedResult) => T): Promise<T> {
+  let pool = idle.get(db);
+  if (!pool) idle.set(db, (pool = []));
+  const conn = pool.pop() ?? (await db.connect());
+  let reusable = false;
+  try {
+    const prepared = await conn.prepare(q.sql);
+    try {
+      prepared.bind(q.params as Record<string, DuckDBValue>);
+      const result = await prepared.run();
+      const chunks: DuckDBDataChunk[] = [];
+      for (let i = 0, n = result.chunkCount; i < n; i++) {
+        const chunk = result.getChunk(i);
+        if (chunk.rowCount > 0) chunks.push(chunk);
+      }
+      const out = read(chunks, result);
+      reusable = true;
+      return out;
+    } finally {
+      prepared.destroySync();
+    }
+  } finally {
+    // A connection whose statement failed is closed rather than kept: nothing of it carries over to the next.
+    if (reusable && pool.length < MAX_IDLE) pool.push(conn);
+    else conn.closeSync();
+  }
+}
+
+/** Closes the instance's idle connections: before the instance itself is closed (src/compose.ts). */
+export function closeIdleConnections(db: DuckDBInstance): void {
+  for (const conn of idle.get(db)?.splice(0) ?? []) conn.closeSync();
+}
+
 export async function runQuery(db: DuckDBInstance, q: Query): Promise<Row[]> {
-  return withConnection(db, async (conn) => {
-    const reader = await conn.runAndReadAll(q.sql, q.params as Record<string, DuckDBValue>);
-    return reader.getRowObjects().map(toJsonRow);
+  return execute(db, q, (chunks, result) => {
+    const names = result.deduplicatedColumnNames();
+    const rows: Row[] = [];
+    for (const c of chunks) for (const r of c.getRowObjects(names)) rows.push(toJsonRow(r));
+    return rows;
   });
 }
 
@@ -22,10 +74,7 @@ export async function runOne(db: DuckDBInstance, q: Query): Promise<Row | undefi
 
 /** The first column of the first row as a number (a `count(*)`), 0 when there is no row or it is NULL. */
 export async function runCount(db: DuckDBInstance, q: Query): Promise<number> {
-  return withConnection(db, async (conn) => {
-    const reader = await conn.runAndReadAll(q.sql, q.params as Record<string, DuckDBValue>);
-    return Number(reader.getRows()[0]?.[0] ?? 0);
-  });
+  return execute(db, q, (chunks) => Number(chunks[0]?.getColumnVector(0).getItem(0) ?? 0));
 }
 
 /**
@@ -64,12 +113,9 @@ export async function runJsonRows(db: DuckDBInstance, q: Query, shape: JsonShape
   const inner = replace.length || exclude ? `SELECT *${exclude}${replace.length ? ` REPLACE (${replace.join(', ')})` : ''} FROM (${q.sql})` : q.sql;
   // `{"market_id":"…","outcome":0,` then each row's own text without its opening brace.
   const head = constants.length ? `{${constants.map(([c, v]) => `${JSON.stringify(c)}:${JSON.stringify(v)}`).join(',')},` : '';
-  return withConnection(db, async (conn) => {
-    const reader = await conn.runAndReadAll(`SELECT to_json(_r)::VARCHAR AS j FROM (${inner}) _r`, q.params as Record<string, DuckDBValue>);
-    const col = (reader.getColumns()[0] ?? []) as string[];
-    if (!head) return col;
-    const rows = new Array<string>(col.length);
-    for (let i = 0; i < col.length; i++) rows[i] = head + col[i]!.slice(1);
+  return execute(db, { sql: `SELECT to_json(_r)::VARCHAR AS j FROM (${inner}) _r`, params: q.params }, (chunks) => {
+    const rows: string[] = [];
+    for (const c of chunks) for (const j of c.getColumnValues(0) as string[]) rows.push(head ? head + j.slice(1) : j);
     return rows;
   });
 }
