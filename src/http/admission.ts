@@ -13,7 +13,7 @@ import { Unavailable } from '../errors.js';
  * Slots alone do not share the cores: a scan holds its slot across several DuckDB calls, and each call's
  * completion is handled by the one event loop. A crowd of cheap requests (answered from memory, each wholly in
  * the turn its bytes arrive in) made every turn long, so a scan waited one long turn per call and the scans'
- * slots sat idle in DuckDB's terms (issue 10: OHLCV and books 6–7 req/s under the mix against ~44 alone).
+ * slots sat idle in DuckDB's terms (the figures: bench/results/issue10-mixed-classes.json).
  * So while a slotted class (query, stream) has requests in flight or waiting, requests that take no slot —
  * the cheap class, and handler-admitted routes before they know they must scan — start at most
  * `cheapPerTurn` per turn of the event loop (`TurnPacer`); the rest wait for the next turn, and between two
