@@ -63,8 +63,8 @@ export default tseslint.config(
   // The composition root wires the HTTP layer (it still does not import Express itself).
   { files: ['src/server.ts'], rules: { 'no-restricted-imports': boundaries({ http: false, benchOrTest: true }) } },
   { files: ['src/http/**/*.ts'], rules: { 'no-restricted-imports': boundaries({ express: false, http: false, benchOrTest: true }) } },
-  // The service and ingest log through pino (src/log.ts); CLI output goes through process.stdout.write.
-  { files: ['src/**/*.ts', 'ingest/**/*.ts'], rules: { 'no-console': 'error' } },
+  // The service, ingest and the simulated venue log through pino (src/log.ts); CLI output goes through process.stdout.write.
+  { files: ['src/**/*.ts', 'ingest/**/*.ts', 'sim/**/*.ts'], rules: { 'no-console': 'error' } },
   // Test bodies are JSON answers asserted field by field; typing each one would be churn without a check.
   { files: ['test/**/*.ts'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
 );

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { generate } from '../ingest/generate/index.js';
+import { generate } from '../sim/generate/index.js';
 import { runIngest } from '../ingest/run.js';
 import { Follower, type FollowCycleReport } from '../ingest/follow.js';
 import { createLogger } from '../src/log.js';

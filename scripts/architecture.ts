@@ -7,7 +7,7 @@ import { KIND_IDS } from '../src/catalogue/kinds.js';
 /**
  * The layering rules of ARCHITECTURE.md, read from the source itself. `npm run lint` runs this file (it prints each
  * offender and exits 1); test/scripts/architecture.test.ts asserts the same rules and tests the helpers on small inputs.
- *   (a) no import cycles among src/ and ingest/ (`import type` edges included: a type-only cycle is still a
+ *   (a) no import cycles among src/, ingest/ and sim/ (`import type` edges included: a type-only cycle is still a
  *       tangle, and eslint's import-x/no-cycle would not see it);
  *   (b) nothing outside src/http/ imports src/http/ except the composition root, src/server.ts;
  *   (c) only src/http/ imports Express (bench/bare-express.ts is the http-small scenario's baseline);
@@ -20,9 +20,9 @@ import { KIND_IDS } from '../src/catalogue/kinds.js';
  *   (h) in src/http/, a route's handler is a named function (`handler: listMarkets`, made with defineRoute) and
  *       reads its query, path and body from its typed input, never from res.locals.
  *   (i) nothing in src/http/ builds lake sources: a handler reads through its request's lake session (`ctx.lake`);
- *   (j) within src/ and ingest/, only the recorder (src/record/), the simulated venue (ingest/simulate/) and the
+ *   (j) within src/, ingest/ and sim/, only the recorder (src/record/), the simulated venue (sim/simulate/) and the
  *       replay server (src/http/replay/) import `ws`: sockets are theirs, so pings and back-pressure live in few places;
- *   (k) within src/ and ingest/, only the chain indexer (src/chain/), the chain files' ingest (ingest/chain/) and the
+ *   (k) within src/, ingest/ and sim/, only the chain indexer (src/chain/), the chain files' ingest (ingest/chain/) and the
  *       simulated venue import `viem`: ABIs and decoding live in one place.
  * Imports are read with TypeScript's own scanner (`import … from`, `export … from`, `import type`, side-effect
  * imports and `import('literal')`, which eslint's no-restricted-imports does not see), so comments and strings
@@ -46,7 +46,7 @@ export type Rule =
   | 'venue-socket'
   | 'chain-library';
 export const RULES: Record<Rule, string> = {
-  cycles: '(a) no import cycles among src/ and ingest/',
+  cycles: '(a) no import cycles among src/, ingest/ and sim/',
   'into-http': '(b) nothing outside src/http/ imports src/http/ except src/server.ts',
   express: '(c) only src/http/ (and bench/bare-express.ts) imports express',
   read_parquet: '(d) within src/, read_parquet appears only in src/lake/ and src/query/',
@@ -55,13 +55,13 @@ export const RULES: Record<Rule, string> = {
   'kind-lists': '(g) data kinds are listed only in src/catalogue/ (derive the list from it)',
   'named-handlers': '(h) src/http/ route handlers are named functions reading a typed input, not res.locals.query/params/body',
   'http-sources': '(i) nothing in src/http/ builds lake sources (lakeSources, datasetSource, partitionSource, versionSources): use ctx.lake',
-  'venue-socket': '(j) within src/ and ingest/, only src/record/, ingest/simulate/ and src/http/replay/ import ws',
-  'chain-library': '(k) within src/ and ingest/, only src/chain/, ingest/chain/ and ingest/simulate/ import viem',
+  'venue-socket': '(j) within src/, ingest/ and sim/, only src/record/, sim/simulate/ and src/http/replay/ import ws',
+  'chain-library': '(k) within src/, ingest/ and sim/, only src/chain/, ingest/chain/ and sim/simulate/ import viem',
 };
 
 /** The folders that may open the venue's socket (rule j). */
-export const VENUE_SOCKET_OWNERS = ['src/record/', 'ingest/simulate/', 'src/http/replay/'];
-export const CHAIN_LIBRARY_OWNERS = ['src/chain/', 'ingest/chain/', 'ingest/simulate/'];
+export const VENUE_SOCKET_OWNERS = ['src/record/', 'sim/simulate/', 'src/http/replay/'];
+export const CHAIN_LIBRARY_OWNERS = ['src/chain/', 'ingest/chain/', 'sim/simulate/'];
 
 /** Pairs [lower, upper] of directories: nothing under the first imports anything under the second. */
 export const UPWARD: [string, string][] = [
@@ -204,7 +204,7 @@ const show = (edges: Edge[]): string[] => edges.map((e) => `${e.from} -> ${e.to}
 
 /** Every rule's offenders (empty lists when the tree keeps the rules). */
 export function checkArchitecture(root = REPO): { files: number; edges: number; offenders: Record<Rule, string[]> } {
-  const core = [...tsFiles(root, 'src'), ...tsFiles(root, 'ingest')];
+  const core = [...tsFiles(root, 'src'), ...tsFiles(root, 'ingest'), ...tsFiles(root, 'sim')];
   const edges = readEdges(root, core);
   const graph: Graph = new Map(core.map((f) => [f, [] as string[]]));
   for (const e of edges) if (graph.has(e.to)) graph.get(e.from)!.push(e.to);

@@ -49,7 +49,7 @@ const commands: Record<string, () => Promise<Command>> = {
   chain: async () => (await import('./commands/chain.js')).chainCommand,
   compact: async () => (await import('../ingest/lake-cli.js')).compactCommand,
   lake: async () => (await import('../ingest/lake-cli.js')).lakeCommand,
-  generate: async () => (await import('../ingest/generate/cli.js')).generateCommand,
+  generate: async () => (await import('../sim/generate/cli.js')).generateCommand,
   keys: async () => (await import('./commands/keys.js')).keysCommand,
   simulate: async () => (await import('./commands/simulate.js')).simulateCommand,
   demo: async () => (await import('./commands/demo.js')).demoCommand,

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { generate } from '../../ingest/generate/index.js';
+import { generate } from '../../sim/generate/index.js';
 import { adoptLegacyLake } from '../../ingest/adopt.js';
 import type { CompactReport } from '../../ingest/compact.js';
 import { dataFilesOnDisk } from '../../ingest/sweep.js';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { sqlString } from '../../src/lake/duckdb.js';
-import { archiveHour } from '../../ingest/generate/archive-hour.js';
+import { archiveHour } from '../../sim/generate/archive-hour.js';
 import { sideBySide, type BenchContext, type Sample, type Scenario, type ScenarioRow } from '../runner.js';
 import { peakTracker } from '../proc.js';
 import { REPO, runToExit } from '../server.js';
@@ -12,7 +12,7 @@ import { withBaselineDb } from './common.js';
  * ingest-archive: `runIngest` of one hour of the public archive's v2 layout (ingest/archive/) into a fresh lake —
  * stage, derive books / top of book / checkpoints / coverage, write partitions — against DuckDB's bare scan of the
  * same file into a table. Both rates are level updates per second of the same file. The input is a synthetic
- * venue hour (ingest/generate/archive-hour.ts): one UTC hour, sorted by market, asset, receive time, ~99.8 %
+ * venue hour (sim/generate/archive-hour.ts): one UTC hour, sorted by market, asset, receive time, ~99.8 %
  * price_change rows, a book per token at its first event and after each trade — the archive's shape. Its size
  * is the venue's hour (25M rows) at the issue scale's 2,000 markets and in proportion below;
  * PMLAKE_BENCH_ARCHIVE_ROWS sets it.

@@ -11,7 +11,7 @@ import { wsInput } from './ingest.js';
 
 /**
  * lake-bytes-archive: what the lake stores for an input, against the input's own bytes. The ingest-archive hour
- * (the public archive's v2 Parquet, ingest/generate/archive-hour.ts) and the ingest-ws day (websocket JSONL) are
+ * (the public archive's v2 Parquet, sim/generate/archive-hour.ts) and the ingest-ws day (websocket JSONL) are
  * each ingested into a fresh lake (bench/ingest-child.ts, as those scenarios do), and the bytes every data set's
  * files take are read from the manifest (`sets.<name>[].bytes`). ratio = input bytes / lake bytes: above 1 the
  * lake is smaller than the input. For the archive hour also after its day got its market index (raw_by_market,

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { syntheticMarkets } from '../../ingest/simulate/venue.js';
+import { syntheticMarkets } from '../../sim/simulate/venue.js';
 import { manifestName, versionsDir, type Manifest } from '../../src/lake/versions.js';
 import { sqlString } from '../../src/lake/duckdb.js';
 import { rssBytes } from '../proc.js';

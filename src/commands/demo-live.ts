@@ -9,10 +9,10 @@ import { CataloguePoller } from '../poll/poller.js';
 import { catalogueAssets } from '../record/catalogue-assets.js';
 import { Recorder } from '../record/recorder.js';
 import { Follower } from '../../ingest/follow.js';
-import { blockAt } from '../../ingest/generate/format.js';
-import { SimulatedVenue, type SimMarket } from '../../ingest/simulate/venue.js';
-import { SimulatedCatalogue } from '../../ingest/simulate/catalogue.js';
-import { SimulatedChain } from '../../ingest/simulate/chain.js';
+import { blockAt } from '../../sim/generate/format.js';
+import { SimulatedVenue, type SimMarket } from '../../sim/simulate/venue.js';
+import { SimulatedCatalogue } from '../../sim/simulate/catalogue.js';
+import { SimulatedChain } from '../../sim/simulate/chain.js';
 
 /** At most this many of the lake's live markets trade on the demo's simulated venue. */
 const LIVE_MARKETS = 24;

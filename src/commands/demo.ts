@@ -8,7 +8,7 @@ import { createLogger, type Logger } from '../log.js';
 import { startServer } from '../server.js';
 import { runIngest } from '../../ingest/run.js';
 import { ingestSummaryText } from '../../ingest/issues.js';
-import { GENERATOR, generate } from '../../ingest/generate/index.js';
+import { GENERATOR, generate } from '../../sim/generate/index.js';
 import { runUntilStopped } from './until-stopped.js';
 import { startDemoLive } from './demo-live.js';
 
@@ -16,7 +16,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 
 /**
  * The demo's generated history: small enough to build in seconds, spanning the Sept-2025 price_change shape change.
- * A few known capture faults (ingest/generate/faults.ts, seeded: the same every build) give the tape's coverage
+ * A few known capture faults (sim/generate/faults.ts, seeded: the same every build) give the tape's coverage
  * something to show: about one price_change in 2,000 lost (degraded days) and a 10-minute capture silence
  * (a disconnect: unverified until each token's next book). The truth is in demo-data/faults.json.
  */

@@ -2,10 +2,10 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
-import { blockAt } from '../../ingest/generate/format.js';
-import { SimulatedCatalogue } from '../../ingest/simulate/catalogue.js';
-import { SimulatedChain } from '../../ingest/simulate/chain.js';
-import { SimulatedVenue, syntheticMarkets } from '../../ingest/simulate/venue.js';
+import { blockAt } from '../../sim/generate/format.js';
+import { SimulatedCatalogue } from '../../sim/simulate/catalogue.js';
+import { SimulatedChain } from '../../sim/simulate/chain.js';
+import { SimulatedVenue, syntheticMarkets } from '../../sim/simulate/venue.js';
 import { runUntilStopped } from './until-stopped.js';
 
 const USAGE = 'usage: pmlake simulate --port P [--host H] [--markets N] [--rate X] [--seed S]\n';

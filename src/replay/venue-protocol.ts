@@ -1,6 +1,6 @@
 /**
  * The venue's market channel, client side, shared by pmlake's replay (src/http/replay/) and the simulated venue
- * (ingest/simulate/). What a client may send on the market channel (docs.polymarket.com/asyncapi.json, channel `market`): the text
+ * (sim/simulate/). What a client may send on the market channel (docs.polymarket.com/asyncapi.json, channel `market`): the text
  * `PING`; once, right after connecting, the subscription `{"assets_ids":[…],"type":"market",
  * "custom_feature_enabled":true}` (`initial_dump` false skips the books); later `{"assets_ids":[…],"operation":
  * "subscribe"|"unsubscribe"}`. Anything else is answered with the venue's `INVALID OPERATION`.

@@ -3,7 +3,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { encodeAbiParameters, encodeEventTopics, parseAbiItem, type AbiEvent, type Hex } from 'viem';
-import { SimulatedChain, type SimLog, type SimulatedChainOptions } from '../../ingest/simulate/chain.js';
+import { SimulatedChain, type SimLog, type SimulatedChainOptions } from '../../sim/simulate/chain.js';
 
 /**
  * The tests' own event ABIs, written here from the contract sources and not taken from src/chain/abi.ts, so what the

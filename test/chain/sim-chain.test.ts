@@ -1,8 +1,8 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { SimulatedChain } from '../../ingest/simulate/chain.js';
-import { SimulatedVenue, syntheticMarkets } from '../../ingest/simulate/venue.js';
+import { SimulatedChain } from '../../sim/simulate/chain.js';
+import { SimulatedVenue, syntheticMarkets } from '../../sim/simulate/venue.js';
 import { ChainIndexer } from '../../src/chain/indexer.js';
 import { ADDR, readChainFiles, tempDir, waitFor, type Line } from './node.js';
 

@@ -6,7 +6,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { REPO, runToExit, spawnUntil, startPmlakeServer, stopChild, type ChildServer } from '../../bench/server.js';
-import { generate } from '../../ingest/generate/index.js';
+import { generate } from '../../sim/generate/index.js';
 import { busiestMarket as busiestMarketOf } from '../../src/commands/demo.js';
 import { LakeSession } from '../../src/lake/session.js';
 import { runIngest } from '../../ingest/run.js';

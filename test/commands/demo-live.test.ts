@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generate } from '../../ingest/generate/index.js';
+import { generate } from '../../sim/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { startDemoLive, type DemoLive } from '../../src/commands/demo-live.js';
 import { createLogger } from '../../src/log.js';

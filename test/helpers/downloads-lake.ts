@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { generate } from '../../ingest/generate/index.js';
+import { generate } from '../../sim/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { startLocalS3, type LocalS3 } from '../../src/s3/local.js';
 import { activateSubscriptionTx } from '../../src/state/accounts.js';

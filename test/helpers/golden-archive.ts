@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { WebSocket } from 'ws';
-import { archiveHour } from '../../ingest/generate/archive-hour.js';
+import { archiveHour } from '../../sim/generate/archive-hour.js';
 import { runIngest, type IngestReport } from '../../ingest/run.js';
 import { sqlString } from '../../src/lake/duckdb.js';
 import type { RunningServer } from '../../src/server.js';
@@ -53,7 +53,7 @@ const EDGE_ROWS: EdgeRow[] = [
 ];
 
 /**
- * Writes the fixture: a generated hour of three markets (ingest/generate/archive-hour.ts, seeded) and the
+ * Writes the fixture: a generated hour of three markets (sim/generate/archive-hour.ts, seeded) and the
  * handwritten market, in the archive's v2 layout and sort (market, asset, receive time). Returns its rows.
  */
 export async function writeFixture(out: string): Promise<number> {

@@ -1,7 +1,7 @@
 import { currentFiles, SET_NAMES, setDir } from '../../src/lake/versions.js';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { generate } from '../../ingest/generate/index.js';
+import { generate } from '../../sim/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { createTestKey, startTestServer, tempDir, testConfig } from './server.js';
 import type { RunningServer } from '../../src/server.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { generate } from '../../ingest/generate/index.js';
+import { generate } from '../../sim/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { VersionDraft } from '../../ingest/versions.js';
 import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/server.js';

@@ -2,15 +2,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runIngest, type IngestReport } from '../../ingest/run.js';
-import { generate } from '../../ingest/generate/index.js';
-import { captureRows, writeArchiveFile } from '../../ingest/generate/archive.js';
+import { generate } from '../../sim/generate/index.js';
+import { captureRows, writeArchiveFile } from '../../sim/generate/archive.js';
 import { d6, framesOf, tempDir, type Msg } from './oracle.js';
-import { captureRows as rowsOf } from '../../ingest/generate/archive.js';
+import { captureRows as rowsOf } from '../../sim/generate/archive.js';
 import { COMPARED, coverageMessages, normalizedRows, rawFrames } from './archive-util.js';
 
 /**
  * The same capture given as websocket frames and as archive rows (written here in the archive's v2 layout
- * with DuckDB, ingest/generate/archive.ts) lands the same books, tape, top of book, last trades, checkpoints,
+ * with DuckDB, sim/generate/archive.ts) lands the same books, tape, top of book, last trades, checkpoints,
  * incidents and coverage; raw holds the messages rebuilt and marked, carrying the same level updates.
  */
 const tmp = tempDir('pmlake-archive-eq-');

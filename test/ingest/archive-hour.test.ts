@@ -1,11 +1,11 @@
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { archiveHour } from '../../ingest/generate/archive-hour.js';
+import { archiveHour } from '../../sim/generate/archive-hour.js';
 import { runIngest } from '../../ingest/run.js';
 import { lakeRows, tempDir } from './oracle.js';
 
 /**
- * The bench's synthetic archive hour (ingest/generate/archive-hour.ts) has the archive's shape — one UTC hour,
+ * The bench's synthetic archive hour (sim/generate/archive-hour.ts) has the archive's shape — one UTC hour,
  * sorted by market, asset, receive time, nearly all rows price_change — and books and touches that agree with
  * its own level changes, so the integrity layer finds nothing. Expected figures are computed here from the
  * file's rows in plain TypeScript.

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generate } from '../../ingest/generate/index.js';
+import { generate } from '../../sim/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { expectedCandles, expectedTrades, query, tempDir } from './fills-oracle.js';
 import { currentFiles, currentVersion } from '../../src/lake/versions.js';

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { runIngest } from '../../ingest/run.js';
-import { SimulatedVenue, syntheticMarkets } from '../../ingest/simulate/venue.js';
+import { SimulatedVenue, syntheticMarkets } from '../../sim/simulate/venue.js';
 import { lakeRows, tempDir } from './oracle.js';
 import { files } from '../helpers/lake-files.js';
 import { captureText, rawRows, writeFile, type FrameLine, type Line } from './capture-util.js';

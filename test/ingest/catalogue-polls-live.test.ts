@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
-import { syntheticMarkets } from '../../ingest/simulate/venue.js';
+import { syntheticMarkets } from '../../sim/simulate/venue.js';
 import { CataloguePoller } from '../../src/poll/poller.js';
 import { quietLog } from '../helpers/capture-files.js';
 import { files } from '../helpers/lake-files.js';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generate } from '../../ingest/generate/index.js';
+import { generate } from '../../sim/generate/index.js';
 import type { DryRunReport } from '../../ingest/dry-run.js';
 import { surveyTapeJson } from '../../ingest/ws/survey.js';
 import { openLakeDb } from '../../src/lake/duckdb.js';

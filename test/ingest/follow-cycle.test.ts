@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { generate } from '../../ingest/generate/index.js';
+import { generate } from '../../sim/generate/index.js';
 import { Follower, type FollowCycleReport } from '../../ingest/follow.js';
 import { runIngest } from '../../ingest/run.js';
 import { readLedger } from '../../ingest/ledger.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
-import { captureRows, writeArchiveFile, type ArchiveRow } from '../../ingest/generate/archive.js';
+import { captureRows, writeArchiveFile, type ArchiveRow } from '../../sim/generate/archive.js';
 import { files } from '../helpers/lake-files.js';
 import { lakeRows, tempDir } from './oracle.js';
 

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generate, type GenerateReport } from '../../ingest/generate/index.js';
-import { parseGenerateArgs } from '../../ingest/generate/cli.js';
-import type { Truth } from '../../ingest/generate/faults.js';
+import { generate, type GenerateReport } from '../../sim/generate/index.js';
+import { parseGenerateArgs } from '../../sim/generate/cli.js';
+import type { Truth } from '../../sim/generate/faults.js';
 import { runIngest } from '../../ingest/run.js';
 import { lakeRows, tempDir } from './oracle.js';
 import { entriesOf, replayIntegrity, tapeMessages, type TapeMessage } from './integrity-oracle.js';

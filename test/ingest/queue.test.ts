@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generate } from '../../ingest/generate/index.js';
+import { generate } from '../../sim/generate/index.js';
 import { lakeIdentity, readLedger } from '../../ingest/ledger.js';
 import { queueItems } from '../../ingest/queue/store.js';
 import { runIngest } from '../../ingest/run.js';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
-import { syntheticMarkets } from '../../ingest/simulate/venue.js';
+import { syntheticMarkets } from '../../sim/simulate/venue.js';
 import { CataloguePoller } from '../../src/poll/poller.js';
 import { quietLog, tempDir } from '../helpers/capture-files.js';
 import { files } from '../helpers/lake-files.js';

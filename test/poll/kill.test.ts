@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { syntheticMarkets } from '../../ingest/simulate/venue.js';
+import { syntheticMarkets } from '../../sim/simulate/venue.js';
 import { tempDir, waitFor } from '../helpers/capture-files.js';
 import { catalogueVenue, closedPolls, conditionIds, openPolls, readPoll, recordsOf, sortedCopy } from './poll-helpers.js';
 

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import type http from 'node:http';
 import path from 'node:path';
-import { SimulatedCatalogue, type SimulatedCatalogueOptions } from '../../ingest/simulate/catalogue.js';
-import { SimulatedVenue, type SimHttpRoute } from '../../ingest/simulate/venue.js';
+import { SimulatedCatalogue, type SimulatedCatalogueOptions } from '../../sim/simulate/catalogue.js';
+import { SimulatedVenue, type SimHttpRoute } from '../../sim/simulate/venue.js';
 
 export type Sent = { path: string; status: number; body: string };
 

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedVenue, syntheticMarkets, type SimHttpRoute, type SimMarket } from '../../ingest/simulate/venue.js';
+import { SimulatedVenue, syntheticMarkets, type SimHttpRoute, type SimMarket } from '../../sim/simulate/venue.js';
 import { CataloguePoller, type CataloguePollerOptions, type PollSummary } from '../../src/poll/poller.js';
 import { quietLog, tempDir, waitFor } from '../helpers/capture-files.js';
 import { catalogueVenue, closedPolls, conditionIds, openPolls, readPoll, recordsOf, sortedCopy, type PollLine } from './poll-helpers.js';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allLines, CLOSED_NAME, periodOfName, readCaptures, tempDir, waitFor } from '../helpers/capture-files.js';
-import { SimulatedVenue, syntheticMarkets } from '../../ingest/simulate/venue.js';
+import { SimulatedVenue, syntheticMarkets } from '../../sim/simulate/venue.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const cleanups: (() => Promise<void> | void)[] = [];

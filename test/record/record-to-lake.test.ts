@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../../ingest/run.js';
-import { SimulatedVenue, syntheticMarkets } from '../../ingest/simulate/venue.js';
+import { SimulatedVenue, syntheticMarkets } from '../../sim/simulate/venue.js';
 import { Recorder } from '../../src/record/recorder.js';
 import { rawRows } from '../ingest/capture-util.js';
 import { lakeRows } from '../ingest/oracle.js';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedVenue, syntheticMarkets } from '../../ingest/simulate/venue.js';
+import { SimulatedVenue, syntheticMarkets } from '../../sim/simulate/venue.js';
 import { Recorder } from '../../src/record/recorder.js';
 import { allLines, quietLog, readCaptures, tempDir, waitFor, type CaptureLine } from '../helpers/capture-files.js';
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { generate } from '../../ingest/generate/index.js';
+import { generate } from '../../sim/generate/index.js';
 import { runIngest } from '../../ingest/run.js';
 import { createTestKey, startTestServer, tempDir, testConfig } from '../helpers/server.js';
 import { glob } from '../helpers/query-lake.js';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compactLake } from '../../ingest/compact.js';
-import { archiveHour } from '../../ingest/generate/archive-hour.js';
+import { archiveHour } from '../../sim/generate/archive-hour.js';
 import { indexMissingDays } from '../../ingest/raw-index.js';
 import { runIngest } from '../../ingest/run.js';
 import { VersionDraft } from '../../ingest/versions.js';

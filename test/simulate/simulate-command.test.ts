@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { syntheticMarkets } from '../../ingest/simulate/venue.js';
+import { syntheticMarkets } from '../../sim/simulate/venue.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 

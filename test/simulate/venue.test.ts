@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { SimulatedVenue, syntheticMarkets, type SimulatedVenueOptions } from '../../ingest/simulate/venue.js';
+import { SimulatedVenue, syntheticMarkets, type SimulatedVenueOptions } from '../../sim/simulate/venue.js';
 
 /** A plain `ws` client that keeps every text frame it receives. */
 class Client {

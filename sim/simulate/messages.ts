@@ -5,7 +5,7 @@ import type { SimMarket } from './markets.js';
 
 /**
  * The market channel's messages in the venue's current shape and key order, written as text directly like the
- * generator writes its tape (ingest/generate/day.ts): prices from the milli grid, sizes from cents, timestamps
+ * generator writes its tape (sim/generate/day.ts): prices from the milli grid, sizes from cents, timestamps
  * epoch-ms strings.
  */
 const SIDE = ['BUY', 'SELL'] as const;

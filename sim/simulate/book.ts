@@ -2,7 +2,7 @@ import type { Rng } from '../generate/prng.js';
 import { ASK, BID, YesBook } from '../generate/yes-book.js';
 
 /**
- * One market's order book as the simulated venue runs it, the generator's model (ingest/generate/day.ts) in real
+ * One market's order book as the simulated venue runs it, the generator's model (sim/generate/day.ts) in real
  * time: only the Yes book is kept, in integer thousandths of a price ("milli") and hundredths of a share
  * ("cents"); the No book is its mirror (a Yes bid at p is a No ask at 1 − p, same size). Every change is handed to
  * the `BookSink` the moment it happens, so a message always shows the book as it is at that point.

@@ -29,7 +29,7 @@ export type GenerateOptions = {
   faults?: FaultOptions;
 };
 
-/** Capture faults injected into the websocket tape (ingest/generate/faults.ts). */
+/** Capture faults injected into the websocket tape (sim/generate/faults.ts). */
 export type FaultOptions = {
   dropRate: number;
   silences: { fromMs: number; seconds: number }[];

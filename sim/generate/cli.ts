@@ -6,7 +6,7 @@ import { hasFaults, type FaultOptions } from './faults.js';
  * `pmlake generate --markets N --days D --seed S --out DIR [--start YYYY-MM-DD] [--busy K] [--options]
  *  [--rate X] [--maker-fills F] [--workers W] [--drop-rate P] [--silence ISO+SECONDS[,…]] [--duplicates N] [--crossed N]`
  *  — writes synthetic venue-format source files (see lake/README.md "Generator"); the last four inject capture
- *  faults into the websocket tape and write their truth to <out>/faults.json (ingest/generate/faults.ts).
+ *  faults into the websocket tape and write their truth to <out>/faults.json (sim/generate/faults.ts).
  */
 const USAGE =
   'usage: pmlake generate --markets N --days D --seed S --out DIR [--start YYYY-MM-DD] [--busy K] [--options] [--rate X] [--maker-fills F] [--workers W]\n' +
