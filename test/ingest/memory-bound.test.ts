@@ -61,7 +61,7 @@ function ingestChild(lake: string, env: Record<string, string>): Promise<Run> {
 beforeAll(async () => {
   db = await DuckDBInstance.create(':memory:', { threads: '1' });
   const out = path.join(tmp.dir, 'gen');
-  const g = await generate({ markets: 150, days: 2, seed: 27, out, workers: 0 });
+  const g = await generate({ markets: 200, days: 2, seed: 27, out, workers: 0 });
   generated = { level_updates: g.counts.level_updates, trades: g.counts.trades };
   inputs = ['markets', 'fills', 'ws'].map((d) => path.join(out, d));
 });
